@@ -202,6 +202,34 @@ def test_disk_cache_survives_a_fresh_memory_cache(server, tmp_path):
         dspy.cache = previous
 
 
+def test_cache_keeps_answers_of_two_servers_behind_one_model_string_apart(server, lm_cache):
+    with StubOpenAIServer(reply=chat_adapter_reply(answer="from-the-other-server")) as other:
+        first = ask(stub_lm(server), "sigma").answer
+        second = ask(make_lm("openai/stub-model", api_base=other.base_url, api_key="x"), "sigma").answer
+        assert (first, second) == ("answer-sigma", "from-the-other-server")
+        assert (server.completion_count(), other.completion_count()) == (1, 1)
+        before = call_counter.call_counts()
+        assert ask(stub_lm(server), "sigma").answer == "answer-sigma"  # each server's answer is cached
+        assert ask(make_lm("openai/stub-model", api_base=other.base_url, api_key="y"), "sigma").answer == \
+            "from-the-other-server"  # the key is not part of the cache key
+        assert (server.completion_count(), other.completion_count()) == (1, 1)
+        assert (call_counter.call_counts() - before).cache_hits == 2
+
+
+def test_requests_without_a_server_keep_dspys_own_cache_key(lm_cache):
+    from dspy.clients.cache import Cache
+
+    request = {"model": "local/qwen2.5-coder-0.5b-instruct", "messages": [{"role": "user", "content": "hi"}],
+               "temperature": 0.0, "_fn_identifier": "dspy.clients.lm.litellm_completion"}
+    ignored = ["api_key", "api_base", "base_url"]
+    plain = Cache(enable_disk_cache=False, enable_memory_cache=False, disk_cache_dir=None)
+    assert dspy.cache.cache_key(request, ignored) == plain.cache_key(request, ignored)  # old entries stay valid
+    with_server = {**request, "api_base": "http://127.0.0.1:1/v1", "api_key": "secret"}
+    assert dspy.cache.cache_key(with_server, ignored) != plain.cache_key(with_server, ignored)
+    assert dspy.cache.cache_key(with_server, ignored) == dspy.cache.cache_key({**with_server, "api_key": "other"},
+                                                                               ignored)
+
+
 def test_no_cache_calls_every_time(server, tmp_path):
     previous = dspy.cache
     try:

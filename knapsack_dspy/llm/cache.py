@@ -3,17 +3,53 @@
 ``configure_cache`` calls ``dspy.configure_cache`` (DSPy 3.4.1: a two-level cache, an in-memory LRU in front of
 a diskcache ``FanoutCache``) with the disk part in ``<project cache>/lm`` instead of ``~/.dspy_cache``, and
 installs the call and cache-hit counters of ``call_counter``. A cached answer is keyed on the full request (model,
-messages, temperature, max_tokens, timeout, ...) except ``api_key`` / ``api_base``; a re-run of the same
-program on the same inputs makes no LM call.
+messages, temperature, max_tokens, timeout, ..., and the server: ``api_base`` / ``base_url``) except the
+``api_key``; a re-run of the same program on the same inputs makes no LM call.
+
+DSPy itself leaves ``api_base`` out of the key, so two servers behind one model string (``openai/my-model`` at
+two addresses) would share answers; ``key_cache_on_endpoint`` puts the server back into the key. Requests with
+no ``api_base`` (hosted APIs, the embedded ``local/...`` models) keep exactly DSPy's key, so existing cache
+entries stay valid.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from pathlib import Path
+from typing import Any
 
 LM_CACHE_SUBDIR = "lm"
 DEFAULT_DISK_LIMIT_BYTES = 10 * 1024**3
+ENDPOINT_ARGS = ("api_base", "base_url")  # where a request goes: part of the cache key (DSPy ignores them)
+_ENDPOINT_MARK = "_kdspy_endpoint_keyed"
+_install_lock = threading.Lock()
+
+
+def key_cache_on_endpoint(cache: Any = None) -> None:
+    """Make DSPy's response cache (``dspy.cache`` unless given) key answers on the server they came from.
+
+    Wraps the cache object's ``cache_key`` so that ``api_base`` / ``base_url`` are no longer dropped from the
+    request before hashing (``api_key`` still is: a secret, and the same server answers every key alike).
+    Idempotent per cache object.
+    """
+    if cache is None:
+        import dspy
+
+        cache = dspy.cache
+    with _install_lock:
+        original = cache.cache_key
+        if getattr(original, _ENDPOINT_MARK, False):
+            return
+
+        @functools.wraps(original)
+        def cache_key(request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> str:
+            ignored = [arg for arg in (ignored_args_for_cache_key or []) if arg not in ENDPOINT_ARGS]
+            return original(request, ignored)
+
+        setattr(cache_key, _ENDPOINT_MARK, True)
+        cache.cache_key = cache_key
 
 
 def lm_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -45,5 +81,6 @@ def configure_cache(cache_dir: str | os.PathLike | None = None, enabled: bool = 
     folder.mkdir(parents=True, exist_ok=True)
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=memory, disk_cache_dir=str(folder),
                          disk_size_limit_bytes=disk_size_limit_bytes)
+    key_cache_on_endpoint(dspy.cache)
     install_cache_hit_counter(dspy.cache)
     return folder

@@ -45,13 +45,15 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
     api_base / api_key: the server and key; the key defaults to the provider's usual environment variable
         (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...), read by LiteLLM at call time.
     timeout: seconds per attempt. num_retries: extra attempts on transient failures (see module docstring).
-    cache: use DSPy's response cache (configure where with ``knapsack_dspy.llm.cache.configure_cache``).
+    cache: use DSPy's response cache (configure where with ``knapsack_dspy.llm.cache.configure_cache``);
+        answers are keyed on the server too (``api_base``), unlike DSPy's default key.
     kwargs: passed to ``dspy.LM`` (e.g. ``top_p``, ``stop``, ``model_type``).
 
     Nothing is contacted here; call ``check_lm_config`` first for early, clear configuration errors.
     """
     import dspy
 
+    from knapsack_dspy.llm.cache import key_cache_on_endpoint
     from knapsack_dspy.llm.call_counter import install_call_counter
 
     if not isinstance(model, str) or not model.strip():
@@ -67,6 +69,8 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
 
         register_local_provider()
     install_call_counter()
+    if cache:
+        key_cache_on_endpoint()
 
     lm_kwargs: dict[str, Any] = dict(kwargs)
     lm_kwargs.setdefault("max_retries", 0)  # the SDK's own retries; DSPy's num_retries is the only layer
