@@ -151,3 +151,19 @@ def test_subprocess_json(tatqa_predictions):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert set(out) >= {"exact_match", "f1", "count"} and out["count"] == 7
+
+
+def test_a_reader_that_goes_away_is_not_a_traceback(tatqa_predictions):
+    """``kdspy score ... | head -0``: the pipe's reader is gone before we write; no BrokenPipeError traceback."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to the pipe now fails with EPIPE, like a finished `head`
+    try:
+        done = subprocess.run([sys.executable, "-m", "knapsack_dspy.cli.main", "score", "tatqa", "--gold",
+                               str(TATQA_GOLD), "--predictions", str(tatqa_predictions)],
+                              check=False, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from knapsack_dspy import __version__
 
 # Sub-command modules, in the order shown by --help. Missing ones are skipped.
 SUBCOMMAND_MODULES = ("score", "compile", "ask", "bench", "demo")
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
 
 
 class UserError(Exception):
@@ -66,7 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a reader that went away (| head) is found here, not at exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         if not isinstance(exc, _user_facing_errors()):
             raise
@@ -76,6 +83,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kdspy {args.command}: interrupted (completed work is saved; re-run to resume)",
               file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    """The reader of our stdout has gone (``kdspy score ... | head``): point stdout at /dev/null so the
+    interpreter's final flush does not print a BrokenPipeError traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
