@@ -100,8 +100,9 @@ class TextEmbedder:
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model_id}\x00{text}".encode()).hexdigest()
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Return an ``(len(texts), dim)`` float32 array of unit vectors."""
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """Return an ``(len(texts), dim)`` float32 array of unit vectors. ``progress``: show a progress bar
+        while texts missing from the cache are encoded."""
         texts = [str(t) for t in texts]
         cache = self._get_cache()
         out: list[np.ndarray | None] = [None] * len(texts)
@@ -116,7 +117,7 @@ class TextEmbedder:
             model = self._load()
             unique = list(missing)
             vecs = model.encode(unique, batch_size=self.batch_size, convert_to_numpy=True,
-                                normalize_embeddings=True, show_progress_bar=False)
+                                normalize_embeddings=True, show_progress_bar=bool(progress))
             vecs = np.asarray(vecs, dtype=np.float32)
             for text, vec in zip(unique, vecs):
                 if cache is not None:

@@ -198,3 +198,39 @@ def test_statute_pipeline_compiles_and_answers(tmp_path, embedder, pipeline, ret
     path = save_program(program, tmp_path / "sara.json")
     loaded = load_program(path, embedder=embedder, token_counter=WordCounter())
     assert loaded.spec.spec["retrieval"] == retrieval
+
+
+class RecordingSentenceModel:
+    """Stands in for the sentence-transformers model inside a real TextEmbedder: records each batch."""
+
+    def __init__(self):
+        self.batches: list[list[str]] = []
+        self._vectors = HashingEmbedder()
+
+    def encode(self, texts, **_kwargs):
+        self.batches.append(list(texts))
+        return self._vectors.encode(texts)
+
+
+def test_embeddings_are_prefetched_in_one_batch_then_served_from_the_cache(tmp_path, data):
+    from knapsack_dspy.embeddings import TextEmbedder
+
+    pool, tune = data
+    model = RecordingSentenceModel()
+    embedder = TextEmbedder(model="recording", cache_dir=tmp_path / "embeddings")
+    embedder._model = model
+    student = build_pipeline("tatqa", "pot", selector="seer", max_exemplars=3, embedder=embedder,
+                             token_counter=WordCounter(), attributes=("modality", "answer_type"))
+    tele = KnapsackFewShot(max_exemplars=3, budget=2500, token_counter=student.token_counter,
+                           attributes=("modality", "answer_type"), progress=False)
+    program = tele.compile(student, trainset=pool)
+    assert len(model.batches) == 1  # the whole pool (questions, paragraphs, long tables' rows) in one batch
+    assert len(model.batches[0]) > len(pool)
+    distinct = program.prefetch_embeddings(tune)
+    assert len(model.batches) == 2 and 0 < len(model.batches[1]) <= distinct
+    lm = DummyLM([{"program": "ans = 1\nscale = \"\""}] * len(tune))
+    with dspy.context(lm=lm):
+        for example in tune:
+            program.select_for(example)
+            program(**program.example_inputs(example))
+    assert len(model.batches) == 2  # retrieval and selection were all served from the embedding cache

@@ -185,3 +185,16 @@ def test_real_embedder_ranks_by_meaning(real_embedder):
     assert pred.paragraph_ids == [1]  # no word in common with the question: semantic match
     scores = retriever.similarities("How did dividends change?", paragraphs)
     assert scores.shape == (3,) and np.all(np.abs(scores) <= 1.0 + 1e-5)
+
+
+@pytest.mark.parametrize("top_n, max_rows", [(2, 30), (None, 3), (2, 3), (5, 30), (0, 30)])
+def test_texts_to_embed_are_exactly_what_forward_embeds(top_n, max_rows):
+    embedder = BagOfWordsEmbedder()
+    retriever = HybridRetriever(top_n_paragraphs=top_n, max_table_rows=max_rows, embedder=embedder)
+    question = "How much were dividends received from associates in 2019?"
+    expected = retriever.texts_to_embed(question, TABLE, PARAGRAPHS)
+    retriever(question=question, table=TABLE, paragraphs=PARAGRAPHS)
+    embedded = {text for call in embedder.calls for text in call}
+    assert embedded == set(expected)
+    if top_n in (None, 5, 0) and max_rows == 30:  # nothing to cut: nothing embedded, nothing to prefetch
+        assert expected == [] and embedder.calls == []

@@ -109,6 +109,9 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             valset = _validation_slice(pool, spec)
             program, _ = compile_program(spec, pool, valset, out_dir, embedder=embedder, token_counter=counter,
                                          progress=progress)
+            prefetch = getattr(program, "prefetch_embeddings", None)
+            if callable(prefetch):
+                prefetch(todo, progress=progress)
             bar = _progress(len(todo), spec.selector, progress)
             lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else _default_lm(spec))
             for example in todo:

@@ -124,6 +124,20 @@ class HybridRetriever(dspy.Module):
         scores = self.similarities(question, [row_text(r) for r in rows[n_header:]])
         return [n_header + i for i in rank_indices(scores)]
 
+    # -- embedding ahead of time -----------------------------------------------------------------------
+    def texts_to_embed(self, question: str, table=None, paragraphs=None) -> list[str]:
+        """The texts ``forward`` would embed for this input (none when nothing has to be cut)."""
+        rows = _check_table(table)
+        texts = _check_paragraphs(paragraphs)
+        out: list[str] = []
+        n = self.top_n_paragraphs
+        if n is not None and 0 < n < len(texts):
+            out.extend(texts)
+        if len(rows) > self.max_table_rows:
+            out.extend(row_text(r) for r in rows[header_row_count(rows):])
+        return [question, *out] if out else []
+
+
     # -- selection ---------------------------------------------------------------------------------
     def select_paragraphs(self, question: str, paragraphs: Sequence[str]) -> list[int]:
         paragraphs = _check_paragraphs(paragraphs)

@@ -91,6 +91,26 @@ class _Pipeline(dspy.Module):
     def prompt_inputs(self, example) -> dict:
         return dict(self.solve.prompt_inputs(self._retrieved(example)))
 
+    def prefetch_embeddings(self, examples, progress: bool = False) -> int:
+        """Embed, in one batch, every text that retrieval and selection will embed for ``examples`` (they are
+        then served from the embedding cache). One large length-sorted batch is many times faster than the
+        per-example calls (measured: 150 TAT-QA questions, 140 s per example vs 7 s batched, cold cache).
+        Returns the number of distinct texts; a no-op without an embedding cache."""
+        embedder = self.select.embedder
+        if not getattr(embedder, "use_cache", False):
+            return 0
+        texts: dict[str, None] = {}
+        for example in examples:
+            for text in self._texts_to_embed(example):
+                texts.setdefault(text)
+        if texts:
+            embedder.encode(list(texts), progress=progress)
+        return len(texts)
+
+    def _texts_to_embed(self, example) -> list[str]:
+        return [self.select.query_text(self._select_fields(example["question"], example.get("table"),
+                                                           example.get("paragraphs")))]
+
     # -- shared inference ------------------------------------------------------------------------------
     def _select_fields(self, question, table, paragraphs) -> dict:
         """What ``SelectExemplars`` sees of the query (its embed fields, and the document for LM attributes)."""
@@ -156,6 +176,10 @@ class DocumentQA(_Pipeline):
         self.select = SelectExemplars(selector=selector, max_exemplars=max_exemplars, attributes=attributes,
                                       embedder=embedder, **dict(select_kwargs or {}))
         self.solve = make_document_solver(pipeline)
+
+    def _texts_to_embed(self, example) -> list[str]:
+        return [*super()._texts_to_embed(example),
+                *self.retrieve.texts_to_embed(example["question"], example.get("table"), example.get("paragraphs"))]
 
     def _retrieved(self, example: Mapping) -> dict:
         question = example["question"]

@@ -158,10 +158,13 @@ class KnapsackFewShot(Teleprompter):
         budget = self.budget or getattr(counter, "context_window", None) or DEFAULT_BUDGET
         cost_model = PromptCostModel(program.demo_signature, counter)
 
+        val = list(valset or [])
+        prefetch = getattr(program, "prefetch_embeddings", None)  # optional: one batch instead of many calls
+        if callable(prefetch):
+            prefetch([*trainset, *val], progress=self.progress)
         demos = [program.render_demo(ex) for ex in _progress(trainset, len(trainset), "rendering pool", self.progress)]
         costs = [cost_model.demo_cost(d) for d in _progress(demos, len(demos), "measuring token costs", self.progress)]
 
-        val = list(valset or [])
         rng = np.random.default_rng(self.seed)
         val_subset = ([val[i] for i in sorted(rng.choice(len(val), self.val_subset_size, replace=False))]
                       if len(val) > self.val_subset_size else val)
