@@ -225,7 +225,7 @@ class SelectExemplars(dspy.Module, Parameter):
         request = SelectionRequest(embedding=embedding, capacity=float(capacity), target_attributes=targets,
                                    exclude_ids=frozenset([str(id)]) if id is not None else frozenset(),
                                    doc_id=str(doc_id) if (doc_id is not None and self.exclude_same_doc) else None,
-                                   seed=self.seed)
+                                   seed=self.seed, key=text)
         selection = selector.select(pool, request)
         info = selection.as_dict(pool)
         info.update(capacity=capacity, base_tokens=int(base_tokens), budget=self.resolved_budget,

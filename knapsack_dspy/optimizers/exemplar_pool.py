@@ -62,6 +62,7 @@ class SelectionRequest:
     exclude_ids: frozenset[str] = frozenset()
     doc_id: str | None = None  # exemplars sharing this document id are excluded
     seed: int = 0  # for randomised selectors: the same request gives the same selection
+    key: str = ""  # what identifies the query for seeded randomness (its text); "" = its embedding's bytes
 
 
 @dataclass(frozen=True)

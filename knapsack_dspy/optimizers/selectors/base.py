@@ -88,9 +88,11 @@ class ExemplarSelector:
 
 
 def request_rng(request: SelectionRequest, salt: str = "") -> np.random.Generator:
-    """A generator determined by the request (seed and embedding), so selections are reproducible."""
-    digest = zlib.crc32(np.asarray(request.embedding, dtype=np.float32).tobytes() + salt.encode())
-    return np.random.default_rng([int(request.seed), digest])
+    """A generator determined by the request's seed and query (its ``key``, the query text), so selections
+    are reproducible. Without a key the embedding's bytes stand in; those change in the last bits with the
+    batch the text was encoded in or the torch build, and with them every draw."""
+    identity = request.key.encode() if request.key else np.asarray(request.embedding, dtype=np.float32).tobytes()
+    return np.random.default_rng([int(request.seed), zlib.crc32(identity + b"\x00" + salt.encode())])
 
 
 def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None):

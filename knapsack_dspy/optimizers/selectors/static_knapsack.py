@@ -9,10 +9,11 @@ with SEER's knapsack on what the core leaves of the budget.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from knapsack_dspy.optimizers.constraints import MODALITIES, seer_template
-from knapsack_dspy.optimizers.exemplar_pool import SelectionRequest
 from knapsack_dspy.optimizers.knapsack import solve_knapsack
 from knapsack_dspy.optimizers.selectors.base import NotFittedError, candidates, greedy_fill, make_selection
 from knapsack_dspy.optimizers.selectors.seer import KnapsackSelector
@@ -105,9 +106,8 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
         core = greedy_fill(sorted(self._core(pool), key=lambda i: -sims[i]), pool.costs, request.capacity,
                            self.max_exemplars)
         core_cost = float(pool.costs[core].sum()) if core else 0.0
-        sub_request = SelectionRequest(request.embedding, request.capacity - core_cost, request.target_attributes,
-                                       request.exclude_ids | frozenset(pool.ids[i] for i in core), request.doc_id,
-                                       request.seed)
+        sub_request = replace(request, capacity=request.capacity - core_cost,
+                              exclude_ids=request.exclude_ids | frozenset(pool.ids[i] for i in core))
         idx, _ = candidates(pool, sub_request, self.knn_k)
         slots = self.max_exemplars - len(core)
         chosen, sol = (self._solve(pool, sub_request, idx, sims, sims[idx], sub_request.capacity, slots)
