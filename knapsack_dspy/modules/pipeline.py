@@ -13,6 +13,7 @@ rebuilds the right pipeline before loading its state.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,11 +21,13 @@ from pathlib import Path
 import dspy
 from dspy.predict.parameter import Parameter
 
+from knapsack_dspy.memo import BoundedMemo
 from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
 
 DOCUMENT_PIPELINES = ("pot", "finqa_pot", "cot", "few_shot", "zero_shot")
+_rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
 SPEC_VERSION = 1
 
@@ -146,8 +149,6 @@ class _Pipeline(dspy.Module):
         return dspy.Prediction(**dict(pred), exemplar_ids=selection.get("ids", []), selection=selection)
 
     def __deepcopy__(self, memo):
-        import copy
-
         clone = self.__class__.__new__(self.__class__)
         memo[id(self)] = clone
         for key, value in self.__dict__.items():
@@ -170,12 +171,29 @@ class DocumentQA(_Pipeline):
         super().__init__({"kind": "document", "pipeline": pipeline, "selector": selector,
                           "max_exemplars": max_exemplars, "top_n_paragraphs": top_n_paragraphs,
                           "attributes": list(attributes), "model": model}, token_counter)
+        from knapsack_dspy.embeddings import TextEmbedder
         from knapsack_dspy.modules.solvers import make_document_solver
 
+        embedder = embedder or TextEmbedder()  # one embedder (and cache) for retrieval and selection
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
         self.select = SelectExemplars(selector=selector, max_exemplars=max_exemplars, attributes=attributes,
                                       embedder=embedder, **dict(select_kwargs or {}))
         self.solve = make_document_solver(pipeline)
+
+    def render_demo(self, example) -> dict:
+        """As ``_Pipeline.render_demo``, remembered per process: a benchmark suite compiles the same pool once
+        per selector, and rendering a demo (retrieval, gold-program synthesis and execution) costs ~1 ms. A demo
+        depends on the solver (``pipeline``), the retrieval settings and the embedder, not on the selector."""
+        model_id = getattr(self.select.embedder, "model_id", None)
+        if model_id is None:  # an embedder that does not say which model it is: nothing to key on
+            return super().render_demo(example)
+        try:
+            key = json.dumps([type(self).__qualname__, self.spec.spec["pipeline"], self.retrieve.top_n_paragraphs,
+                              self.retrieve.max_table_rows, model_id, dict(example)],
+                             sort_keys=True, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return super().render_demo(example)
+        return copy.deepcopy(_rendered_demos.get_or_compute(key, lambda: super(DocumentQA, self).render_demo(example)))
 
     def _texts_to_embed(self, example) -> list[str]:
         return [*super()._texts_to_embed(example),

@@ -7,10 +7,13 @@ query is ``budget - tokens(query prompt without demos) - reserved output tokens`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import dspy
+
+from knapsack_dspy.memo import BoundedMemo
 
 
 class TokenCounter(Protocol):
@@ -20,6 +23,11 @@ class TokenCounter(Protocol):
 # A fixed system message as an anchor: the difference "with demo" minus "without" then holds exactly the
 # demo's messages plus their per-message template tokens, whatever the chat template adds around them.
 _ANCHOR = [{"role": "system", "content": "x"}]
+
+# Costs shared by every cost model of a process: a benchmark compiles the same pool once per selector and
+# sizes the same queries for each, and formatting a demo or a prompt again costs ~1 ms. Keyed on everything a
+# count depends on (the counter object itself, not its name: two counters may count differently).
+_counts = BoundedMemo(200_000)
 
 
 class PromptCostModel:
@@ -33,13 +41,28 @@ class PromptCostModel:
         self.signature = signature
         self.counter = counter
         self.adapter = adapter or dspy.settings.adapter or dspy.ChatAdapter()
+        self._adapter_key = (type(self.adapter).__qualname__,
+                             json.dumps(vars(self.adapter), sort_keys=True, default=repr))  # its settings
         self._anchor_tokens = counter.count_messages(list(_ANCHOR))
 
     def _demo_messages(self, demo: Mapping) -> list[dict]:
         return self.adapter.format_demos(self.signature, [dict(demo)])
 
+    def _memo_key(self, kind: str, *parts: Any) -> tuple | None:
+        try:
+            key = (kind, self.signature, self._adapter_key, self.counter,
+                   json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str))
+            hash(key)
+        except TypeError:  # an unhashable signature or counter: no memo
+            return None
+        return key
+
     def demo_cost(self, demo: Mapping) -> int:
         """Tokens one demo adds to any prompt of this signature."""
+        key = self._memo_key("demo", dict(demo))
+        return self._count_demo(demo) if key is None else _counts.get_or_compute(key, lambda: self._count_demo(demo))
+
+    def _count_demo(self, demo: Mapping) -> int:
         messages = self._demo_messages(demo)
         if not messages:
             raise ValueError(f"demo has none of the fields of {self.signature.__name__}: {sorted(dict(demo))}")
@@ -50,8 +73,13 @@ class PromptCostModel:
 
     def prompt_tokens(self, inputs: Mapping, demos: Sequence[Mapping] = ()) -> int:
         """Tokens of the fully assembled prompt (system + demos + query)."""
-        messages = self.adapter.format(self.signature, [dict(d) for d in demos], dict(inputs))
-        return int(self.counter.count_messages(messages))
+        demos = [dict(d) for d in demos]
+        key = self._memo_key("prompt", dict(inputs), demos)
+        return self._count_prompt(inputs, demos) if key is None else \
+            _counts.get_or_compute(key, lambda: self._count_prompt(inputs, demos))
+
+    def _count_prompt(self, inputs: Mapping, demos: list[dict]) -> int:
+        return int(self.counter.count_messages(self.adapter.format(self.signature, demos, dict(inputs))))
 
     def base_tokens(self, inputs: Mapping) -> int:
         """Tokens of the query's own prompt (no demos)."""
