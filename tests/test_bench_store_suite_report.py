@@ -26,6 +26,34 @@ def test_store_appends_skips_duplicates_and_repairs_torn_line(tmp_path):
     assert [r["example_id"] for r in rows] == ["a", "b", "c"]
 
 
+def test_store_flushes_every_row_and_syncs_at_most_once_per_interval(tmp_path, monkeypatch):
+    from knapsack_dspy.bench import results_store
+
+    clock = [100.0]
+    syncs = []
+    monkeypatch.setattr(results_store.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(results_store.os, "fsync", lambda fd: syncs.append(clock[0]))
+    path = tmp_path / "p.jsonl"
+    store = ResultsStore(path, fsync_interval_s=1.0)
+    for i in range(50):  # 50 rows within 0.5 s: each readable at once (flushed), none synced yet
+        clock[0] += 0.01
+        store.append({"run": "r", "example_id": str(i)})
+        assert len(path.read_text().splitlines()) == i + 1
+    assert syncs == []
+    clock[0] += 0.6
+    store.append({"run": "r", "example_id": "late"})  # a second after the last sync: synced now
+    assert syncs == [clock[0]]
+    clock[0] += 0.1
+    store.append({"run": "r", "example_id": "last"})
+    store.close()  # the unsynced tail is synced on close
+    assert len(syncs) == 2
+    every_row = ResultsStore(tmp_path / "q.jsonl", fsync_interval_s=0)
+    for i in range(3):
+        every_row.append({"run": "r", "example_id": str(i)})
+    every_row.close()
+    assert len(syncs) == 5
+
+
 def test_store_reports_corrupt_middle_line(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text('{"run": "r", "example_id": "a"}\nnot json\n{"run": "r", "example_id": "b"}\n')
