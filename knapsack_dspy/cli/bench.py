@@ -49,7 +49,6 @@ def run(args) -> int:
     from knapsack_dspy.bench.runner import run_suite
     from knapsack_dspy.bench.suite import SuiteError, load_suite, suite_from_dict
 
-    setup_caches(args)
     data_dir = resolve_data_dir(args)
     try:
         if args.suite:
@@ -68,7 +67,9 @@ def run(args) -> int:
         suite.runs = [replace(r, **({"model": args.lm} if args.lm else {}),
                               **({"api_base": args.api_base} if args.api_base else {})) for r in suite.runs]
     out = Path(args.out or suite.output or Path("results") / suite.name)
-    if not args.selection_only:
+    needs_lm = not args.selection_only and any(not r.selection_only for r in suite.runs)
+    setup_caches(args, lm=needs_lm)
+    if needs_lm:
         from knapsack_dspy.llm import LLMConfigError, check_lm_config
 
         for model, api_base in sorted({(r.model, r.api_base) for r in suite.runs if not r.selection_only}):

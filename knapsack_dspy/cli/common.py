@@ -29,12 +29,15 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
                        help="LM / embedding / model cache folder (default $KDSPY_CACHE_DIR, else ~/.cache/knapsack-dspy)")
 
 
-def setup_caches(args) -> None:
-    """Point every cache at the chosen folder and switch the LM cache on or off."""
+def setup_caches(args, lm: bool = True) -> None:
+    """Point every cache at the chosen folder and switch the LM cache on or off (``lm=False``: no LM will be
+    called, so DSPy's LM cache and LiteLLM, ~5 s to import, are left alone)."""
     from knapsack_dspy import config
 
     if getattr(args, "cache_dir", None):
         os.environ[config.CACHE_DIR_ENV] = str(args.cache_dir)
+    if not lm:
+        return
     from knapsack_dspy.llm.cache import configure_cache
 
     configure_cache(enabled=not getattr(args, "no_cache", False))
