@@ -6,10 +6,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from helpers import HashingEmbedder, WordCounter
+from test_select_exemplars import compile_tiny, make_examples
 
 from knapsack_dspy.optimizers.exemplar_pool import ExemplarPool, SelectionRequest
 from knapsack_dspy.optimizers.selectors.registry import make_selector
-from test_select_exemplars import compile_tiny, make_examples
 
 
 def make_pool(n=40, dim=16, seed=1):
