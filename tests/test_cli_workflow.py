@@ -70,6 +70,25 @@ def test_compile_then_ask_through_a_local_openai_compatible_server(env, capsys):
     assert sum(m["role"] == "assistant" for m in prompt) == len(result["exemplars"])
 
 
+def test_compile_reports_what_its_lm_search_cost_and_a_cached_rerun_costs_no_calls(env, capsys):
+    args = ["compile", "--dataset", "tatqa", "--selector", "seer", "--budget", "3000", "--search", "--lm-configs", "1",
+            "--val-size", "3", "--lm", "openai/stub-model", "--quiet"]
+    with StubOpenAIServer(reply=chat_adapter_reply(program='ans = 1\nscale = ""')) as server:
+        args += ["--api-base", server.base_url]
+        assert main([*args, "-o", str(env / "first.json")]) == 0
+        first = json.loads((env / "first.report.json").read_text())["cost"]
+        assert first["lm_calls"] == server.completion_count() >= 3  # the best config on 3 validation questions
+        sent = sum(r.body and len(" ".join(m["content"] for m in r.body["messages"]).split())
+                   for r in server.completion_requests())
+        assert first["prompt_tokens"] == sent + first["lm_calls"]  # the stub counts words + 1
+        assert first["completion_tokens"] > 0 and first["lm_cache_hits"] == 0 and first["seconds"] > 0
+        assert f"compile cost: {first['lm_calls']} LM calls" in capsys.readouterr().out
+        assert main([*args, "-o", str(env / "again.json")]) == 0
+        again = json.loads((env / "again.report.json").read_text())["cost"]
+        assert server.completion_count() == first["lm_calls"]  # nothing new reached the server
+    assert (again["lm_calls"], again["lm_cache_hits"], again["prompt_tokens"]) == (0, first["lm_calls"], 0)
+
+
 def _bench_cmd(suite, out):
     return [sys.executable, "-m", "knapsack_dspy.cli.main", "bench", str(suite), "--out", str(out), "--quiet"]
 

@@ -117,6 +117,8 @@ def run(args) -> int:
     for attr, acc in report.get("attribute_accuracy", {}).items():
         print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% on {acc['n']} validation questions")
     cost = report["cost"]
-    print(f"compile cost: {cost['lm_calls']} LM calls, {cost['seconds']} s")
+    print(f"compile cost: {cost['lm_calls']} LM calls ({cost['lm_cache_hits']} answered from the cache), "
+          f"{cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion tokens, "
+          f"${cost['cost_usd']:.4f}, {cost['seconds']} s")
     print(f"wrote {out} and {out.with_suffix('.report.json')}", file=sys.stderr)
     return 0

@@ -186,7 +186,7 @@ class KnapsackFewShot(Teleprompter):
         report: dict[str, Any] = {"mode": self.mode, "selector": select.selector, "budget": int(budget),
                                   "token_model": model, "pool_size": len(trainset), "valset_size": len(val),
                                   "val_subset_size": len(val_subset), "configs": []}
-        lm_before = _lm_call_count()
+        lm_before = _lm_counts()
 
         def fit(config):
             select.max_exemplars = int(config.get("max_exemplars", self.max_exemplars))
@@ -219,7 +219,7 @@ class KnapsackFewShot(Teleprompter):
         report["chosen"] = dict(chosen)
         if val_subset:
             report["attribute_accuracy"] = self._attribute_accuracy(select, program, val_subset)
-        report["cost"] = {"lm_calls": _lm_call_count() - lm_before, "seconds": round(time.perf_counter() - started, 2),
+        report["cost"] = {**_lm_cost(lm_before), "seconds": round(time.perf_counter() - started, 2),
                           "pool_tokens_measured": int(sum(costs))}
         select.compile_report = report
         program.compile_report = report
@@ -307,9 +307,18 @@ def _fixed_set_proxy(select, indices, val_examples) -> float:
     return float((pool.embeddings[list(indices)] @ q.T).mean())
 
 
-def _lm_call_count() -> int:
-    try:
-        from knapsack_dspy.llm import real_call_count
-    except ImportError:
-        return 0
-    return int(real_call_count())
+def _lm_counts():
+    """A snapshot of the process's LM traffic (real calls through LiteLLM, cache hits, tokens, cost)."""
+    from knapsack_dspy.llm.call_counter import call_counts
+
+    return call_counts()
+
+
+def _lm_cost(before) -> dict[str, Any]:
+    """What the LM side of a compile cost since ``before``: calls that reached a provider, answers served by the
+    cache, failed attempts (retried), their prompt / completion tokens and LiteLLM's dollar cost. Calls made
+    by LMs that bypass LiteLLM (e.g. ``DummyLM``) are not seen."""
+    spent = _lm_counts() - before
+    return {"lm_calls": spent.calls, "lm_cache_hits": spent.cache_hits, "lm_failed_attempts": spent.failures,
+            "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
+            "cost_usd": round(spent.cost, 6)}
