@@ -54,6 +54,19 @@ def test_store_flushes_every_row_and_syncs_at_most_once_per_interval(tmp_path, m
     assert len(syncs) == 5
 
 
+def test_example_ids_are_parsed_and_leave_existing_run_keys_alone():
+    from pathlib import Path
+
+    suite = load_suite(Path(__file__).resolve().parents[1] / "benchmarks" / "embedded_seer_kate_random.toml")
+    # the committed rows of benchmarks/results/embedded_seer_kate_random are matched on this key when resuming
+    assert suite.runs[0].key == "tatqa|pot|seer|b2048|m4|local/qwen2.5-coder-1.5b-instruct|b7234d21"
+    named = suite_from_dict({"selector": "seer", "example_ids": ["q1", "q2"]}).runs[0]
+    assert named.example_ids == ("q1", "q2") and named.key != suite_from_dict({"selector": "seer"}).runs[0].key
+    assert suite_from_dict({"example_ids": "q1"}).runs[0].example_ids == ("q1",)
+    with pytest.raises(SuiteError, match="'example_ids' must be a list of question ids"):
+        suite_from_dict({"example_ids": [1, 2]})
+
+
 def test_store_reports_corrupt_middle_line(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text('{"run": "r", "example_id": "a"}\nnot json\n{"run": "r", "example_id": "b"}\n')

@@ -89,6 +89,22 @@ def test_compile_reports_what_its_lm_search_cost_and_a_cached_rerun_costs_no_cal
     assert (again["lm_calls"], again["lm_cache_hits"], again["prompt_tokens"]) == (0, first["lm_calls"], 0)
 
 
+def test_demo_answers_a_mix_of_question_types(env, capsys):
+    from knapsack_dspy.data import load_examples
+
+    tune = {ex.question: ex.answer_type for ex in load_examples("tatqa", split="dev_tune")}
+    with StubOpenAIServer(reply=chat_adapter_reply(program='ans = 1\nscale = ""')) as server:
+        code = main(["demo", "--lm", "openai/stub-model", "--api-base", server.base_url, "--questions", "3",
+                     "--quiet", "--out", str(env / "demo")])
+        assert code == 0 and server.completion_count() == 3
+    out = capsys.readouterr().out
+    asked = [line[4:] for line in out.splitlines() if line.startswith("--- ")]
+    assert len(asked) == 3 and all(q in tune for q in asked)
+    types = {tune[q] for q in asked}
+    assert "arithmetic" in types and len(types) == 3  # one of each kind, not the split's first three
+    assert "| seer |" in out  # the report
+
+
 def _bench_cmd(suite, out):
     return [sys.executable, "-m", "knapsack_dspy.cli.main", "bench", str(suite), "--out", str(out), "--quiet"]
 

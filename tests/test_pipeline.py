@@ -234,3 +234,16 @@ def test_embeddings_are_prefetched_in_one_batch_then_served_from_the_cache(tmp_p
             program.select_for(example)
             program(**program.example_inputs(example))
     assert len(model.batches) == 2  # retrieval and selection were all served from the embedding cache
+
+
+def test_bench_answers_the_named_questions_only(tmp_path, data, embedder, monkeypatch):
+    from knapsack_dspy.bench.suite import SuiteError
+
+    _, tune = data
+    wanted = [tune[5].id, tune[2].id]
+    _run(tmp_path, data, embedder, _suite(selector="kate", example_ids=wanted), monkeypatch)
+    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert [r["example_id"] for r in rows] == [tune[2].id, tune[5].id]  # in the split's order
+    with pytest.raises(SuiteError, match=r"1 example_ids are not in tatqa dev_tune: no-such-question"):
+        _run(tmp_path / "other", data, embedder, _suite(selector="kate", example_ids=[tune[0].id, "no-such-question"]),
+             monkeypatch)

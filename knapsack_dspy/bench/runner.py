@@ -100,7 +100,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 evalset = load_split(spec, "eval", data_dir)
                 cache = {key: (pool, evalset)}
             pool, evalset = cache[key]
-            examples = evalset[: spec.limit] if spec.limit else evalset
+            examples = _chosen_examples(evalset, spec)
             todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
             log(f"[{number}/{len(suite.runs)}] {spec.key}: {len(examples) - len(todo)} done, {len(todo)} to go")
             if not todo:
@@ -130,6 +130,23 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
     finally:
         store.close()
     return write_report(ResultsStore(out_dir / "predictions.jsonl").rows(), out_dir, suite.name)
+
+
+def _chosen_examples(evalset, spec: RunSpec) -> list:
+    """The eval split's questions this run answers: ``example_ids`` (if given, in the split's order), then the
+    first ``limit``."""
+    examples = list(evalset)
+    if spec.example_ids:
+        wanted = set(spec.example_ids)
+        examples = [ex for ex in examples if ex.id in wanted]
+        missing = wanted - {ex.id for ex in examples}
+        if missing:
+            from knapsack_dspy.bench.suite import SuiteError
+
+            where = spec.eval_path or spec.eval_split
+            raise SuiteError(f"{len(missing)} example_ids are not in {spec.dataset} {where}: "
+                             f"{', '.join(sorted(missing)[:5])}{' ...' if len(missing) > 5 else ''}")
+    return examples[: spec.limit] if spec.limit else examples
 
 
 def _validation_slice(pool, spec: RunSpec):

@@ -14,6 +14,9 @@ per value; the product over all grid keys gives the runs. Example::
     max_exemplars = [2, 4, 6, 8]
     model = "local/qwen2.5-coder-1.5b-instruct"
     limit = 100
+
+Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
+``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class RunSpec:
     num_threads: int = 1
     max_tokens: int = 384
     val_size: int = 40
+    example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
 
     @property
     def key(self) -> str:
@@ -74,6 +78,8 @@ class RunSpec:
             parts.append(self.retrieval)
         settings = {k: v for k, v in asdict(self).items() if k not in GRID_KEYS and k not in (
             "limit", "num_threads", "selection_only")}
+        if not settings["example_ids"]:  # keys of runs written before this setting existed stay the same
+            del settings["example_ids"]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return "|".join(parts + [digest])
 
@@ -88,6 +94,12 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise SuiteError(f"{source}: 'attributes' must be a list of names")
+        return tuple(value)
+    if name == "example_ids":
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+            raise SuiteError(f"{source}: 'example_ids' must be a list of question ids")
         return tuple(value)
     if name in ("limit", "top_n_paragraphs") and value is None:
         return None
