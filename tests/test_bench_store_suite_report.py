@@ -67,6 +67,33 @@ def test_example_ids_are_parsed_and_leave_existing_run_keys_alone():
         suite_from_dict({"example_ids": [1, 2]})
 
 
+@pytest.mark.parametrize("replacement", ["same rows", "older snapshot", "deleted"])
+def test_store_follows_a_file_replaced_under_it_and_loses_no_row(tmp_path, replacement, caplog):
+    """What `git stash` / `git checkout` of a committed results file does while a run writes it."""
+    import os
+
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('{"run": "r", "example_id": "old"}\n')
+    store = ResultsStore(path)
+    store.append({"run": "r", "example_id": "a"})
+    snapshot = path.read_text()
+    store.append({"run": "r", "example_id": "b"})
+    if replacement == "deleted":
+        path.unlink()
+    else:
+        other = tmp_path / "other.jsonl"
+        other.write_text(path.read_text() if replacement == "same rows" else snapshot)
+        os.replace(other, path)  # a new file under the old name; the store still holds the old one
+    store.append({"run": "r", "example_id": "c"})
+    assert not store.append({"run": "r", "example_id": "b"})  # still known as done
+    store.close()
+    ids = [json.loads(line)["example_id"] for line in path.read_text().splitlines()]
+    expected = {"same rows": ["old", "a", "b", "c"], "older snapshot": ["old", "a", "b", "c"],
+                "deleted": ["a", "b", "c"]}[replacement]
+    assert ids == expected
+    assert "was replaced while this run wrote it" in caplog.text
+
+
 def test_store_reports_corrupt_middle_line(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text('{"run": "r", "example_id": "a"}\nnot json\n{"run": "r", "example_id": "b"}\n')

@@ -7,16 +7,24 @@ apart and on close: an operating-system crash or power cut can lose the last sec
 so for them every row is synced anyway.) On reopening, a torn last line (the process died while writing
 it) is cut off, and the rows already present are skipped by the runner: re-running the same command
 continues where it stopped, with no duplicate and no missing row.
+
+If the file is replaced while a run writes it (``git stash`` / ``git checkout`` of a committed results file,
+a copy over it), the writer would go on appending to the replaced, now invisible file. Before every write the
+store checks that its path still names the file it holds open; if not, it reopens the path and writes again
+the rows of this run that the new file lacks (with a warning), so nothing is lost.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 
 class ResultsStore:
@@ -30,6 +38,7 @@ class ResultsStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._repair()
         self._done = {self.key(row) for row in self.rows()}
+        self._written: list[str] = []  # lines this store wrote: re-written if the file is replaced under us
         self._fh = open(self.path, "a", encoding="utf-8")
 
     @staticmethod
@@ -68,6 +77,7 @@ class ResultsStore:
         line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
         with self._lock:
             key = self.key(row)
+            self._follow_replaced_file()
             if key in self._done:
                 return False
             self._fh.write(line)
@@ -76,7 +86,31 @@ class ResultsStore:
             if self.fsync and time.monotonic() - self._last_sync >= self.fsync_interval_s:
                 self._sync()
             self._done.add(key)
+            self._written.append(line)
         return True
+
+    def _follow_replaced_file(self) -> None:
+        """Our path no longer names the file we hold open: reopen it and restore our rows it lacks."""
+        try:
+            current = os.stat(self.path)
+        except FileNotFoundError:
+            current = None
+        held = os.fstat(self._fh.fileno())
+        if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
+            return
+        self._fh.close()
+        self._repair()
+        present = {self.key(row) for row in self.rows()}
+        missing = [line for line in self._written if self.key(json.loads(line)) not in present]
+        self._fh = open(self.path, "a", encoding="utf-8")
+        for line in missing:
+            self._fh.write(line)
+        self._fh.flush()
+        if self.fsync:
+            self._sync()
+        self._done = present | {self.key(json.loads(line)) for line in missing}
+        logger.warning("%s was replaced while this run wrote it; reopened it and wrote again %d rows of this run "
+                       "it lacked", self.path, len(missing))
 
     def _sync(self) -> None:
         os.fsync(self._fh.fileno())
