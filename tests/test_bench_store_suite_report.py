@@ -181,3 +181,10 @@ def test_write_report_renders_table_and_plots(tmp_path):
     assert (tmp_path / "metrics.json").exists()
     assert (tmp_path / "score_vs_M.png").stat().st_size > 1000
     assert (tmp_path / "within_budget_vs_M.png").exists()
+    # seer (8 of 10 right) against kate (5 of 10) on the same ten questions, at each M
+    comparisons = json.loads((tmp_path / "comparisons.json").read_text())
+    assert [(c["a"], c["b"]) for c in comparisons] == [("seer", "kate")] * 2
+    em = comparisons[0]["em"]
+    assert (em["n"], em["wins"], em["losses"]) == (10, 3, 0) and em["difference"] == pytest.approx(30.0)
+    assert em["mcnemar_p"] == pytest.approx(0.25)
+    assert "Paired comparisons" in md and "| seer − kate | 10 | +30.0 [" in md

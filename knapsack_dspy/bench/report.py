@@ -1,15 +1,14 @@
 """Aggregate ``predictions.jsonl`` into ``metrics.json``, ``report.md`` and PNG plots.
 
 ``report.md`` follows SEER's Table 1 layout: one table per setting (dataset, pipeline, budget, M, model),
-rows = selectors, columns = metrics with 90 % confidence intervals; then the selection-quality
-metrics (model-free) and the plots: score and share of prompts within budget versus the number of
+rows = selectors, columns = metrics with 90 % confidence intervals; then paired comparisons of the selectors
+on the questions they share (``comparisons.json``), the selection-quality metrics (model-free) and the plots: score and share of prompts within budget versus the number of
 exemplars M at each budget (SEER's Figures 7-8), and selection latency per selector.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -29,13 +28,10 @@ def _proportion_ci(successes: float, n: int) -> tuple[float, float]:
 
 def _mean_ci(values: list[float], seed: int = 0, resamples: int = 1000) -> tuple[float, float]:
     """Percentile bootstrap CI of a mean (seeded)."""
-    if not values:
-        return (math.nan, math.nan)
-    arr = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = arr[rng.integers(0, arr.size, size=(resamples, arr.size))].mean(axis=1)
-    alpha = (1 - LEVEL) / 2
-    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    from knapsack_dspy.metrics.intervals import bootstrap_ci
+
+    low, high = bootstrap_ci(values, level=LEVEL, resamples=resamples, seed=seed)
+    return float(low), float(high)
 
 
 def aggregate(rows: Iterable[dict]) -> dict[str, dict]:
@@ -95,6 +91,59 @@ def aggregate(rows: Iterable[dict]) -> dict[str, dict]:
     return out
 
 
+def compare_selectors(rows: Iterable[dict], metrics: dict[str, dict]) -> list[dict]:
+    """Paired comparisons within each setting: every selector against the reference (``seer`` if present, else
+    the first by name) on the questions both answered, for EM and F1 (``metrics.paired``)."""
+    from knapsack_dspy.metrics.paired import paired_comparison
+
+    scores: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for row in rows:
+        for name in ("em", "f1"):
+            if row.get(name) is not None:
+                scores[row["run"]][name][str(row["example_id"])] = float(row[name])
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for m in metrics.values():
+        if not m["spec"].get("selection_only") and m["run"] in scores:
+            groups[_setting(m["spec"])].append(m)
+    out = []
+    for setting, items in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        if len(items) < 2:
+            continue
+        items = sorted(items, key=lambda m: m["spec"].get("selector", ""))
+        ref = next((m for m in items if m["spec"].get("selector") == "seer"), items[0])
+        for other in items:
+            if other is ref:
+                continue
+            entry = {"setting": list(setting), "a": ref["spec"].get("selector"), "b": other["spec"].get("selector"),
+                     "run_a": ref["run"], "run_b": other["run"]}
+            for name in ("em", "f1"):
+                if scores[ref["run"]].get(name) and scores[other["run"]].get(name):
+                    pc = paired_comparison(scores[ref["run"]][name], scores[other["run"]][name], level=LEVEL)
+                    entry[name] = {k: (100.0 * v if k in ("mean_a", "mean_b", "difference", "low", "high")
+                                       and v is not None else v) for k, v in pc.to_dict().items()}
+            out.append(entry)
+    return out
+
+
+def _comparison_lines(comparisons: list[dict]) -> list[str]:
+    if not comparisons:
+        return []
+    lines = [("Paired comparisons (the same questions; difference in points with a 90 % paired-bootstrap CI; "
+              "McNemar exact p on the questions exactly one of the two got right):"), "",
+             "| comparison | n | EM difference | better / worse | McNemar p | F1 difference |",
+             "|---|---|---|---|---|---|"]
+    for c in comparisons:
+        em, f1 = c.get("em") or {}, c.get("f1") or {}
+
+        def diff(d):
+            return "–" if d.get("difference") is None else f"{d['difference']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]"
+
+        p = em.get("mcnemar_p")
+        lines.append(f"| {c['a']} − {c['b']} | {em.get('n', f1.get('n', 0))} | {diff(em)} | "
+                     f"{em.get('wins', '–')} / {em.get('losses', '–')} | {'–' if p is None else f'{p:.2f}'} | {diff(f1)} |")
+    return lines + [""]
+
+
 def _fmt(m: dict, key: str) -> str:
     if m.get(key) is None:
         return "–"
@@ -109,9 +158,11 @@ def _setting(spec: dict) -> tuple:
             "selection-only" if spec.get("selection_only") else spec.get("model"), spec.get("retrieval") or "")
 
 
-def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str]) -> str:
+def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
+                    comparisons: list[dict] | None = None) -> str:
     lines = [f"# Benchmark report: {suite_name}", "",
-             "Scores in percent with 90 % confidence intervals (Wilson for proportions, bootstrap for F1).", ""]
+             "Scores in percent with 90 % confidence intervals (bootstrap over questions for EM and F1, Wilson for "
+             "shares such as prompts within budget).", ""]
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for m in metrics.values():
         groups[_setting(m["spec"])].append(m)
@@ -144,6 +195,7 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str])
                     cells.append(_fmt(m, key))
             lines.append(f"| {m['spec'].get('selector')} | " + " | ".join(cells) + " |")
         lines.append("")
+        lines += _comparison_lines([c for c in comparisons or [] if tuple(c["setting"]) == setting])
         if not selection_only:
             quality = [m for m in items if m.get("gold_case_hit") is not None or m.get("attribute_match.modality") is not None]
             if quality:
@@ -221,11 +273,15 @@ def make_plots(metrics: dict[str, dict], out_dir: Path) -> list[str]:
 
 
 def write_report(rows: Iterable[dict], out_dir: Path, suite_name: str) -> dict:
+    """Write ``metrics.json``, ``comparisons.json`` (paired comparisons), the plots and ``report.md``."""
     out_dir = Path(out_dir)
+    rows = list(rows)
     metrics = aggregate(rows)
     for m in metrics.values():
         m["score"] = m.get("f1") if m.get("f1") is not None else m.get("accuracy")
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str))
+    comparisons = compare_selectors(rows, metrics)
+    (out_dir / "comparisons.json").write_text(json.dumps(comparisons, indent=2, default=str))
     plots = make_plots(metrics, out_dir)
-    (out_dir / "report.md").write_text(render_markdown(metrics, suite_name, plots))
+    (out_dir / "report.md").write_text(render_markdown(metrics, suite_name, plots, comparisons))
     return metrics
