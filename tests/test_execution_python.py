@@ -240,3 +240,29 @@ def test_integer_arithmetic_agrees_with_python(a, b, op):
     else:
         assert result.ok and result.answer == {"+": a + b, "-": a - b, "*": a * b,
                                                "//": a // b if b else None, "%": a % b if b else None}[op]
+
+
+UNITS_TABLE = [["", "2019", "2018", "2017"], ["", "€m", "€m", "€m"],
+               ["Free cash flow (pre-spectrum)", "4,411", "4,044", "3,900"]]
+SPANNING_TABLE = [["", "Year ended", "", ""], ["", "2019", "2018", "2017"], ["Revenue", "10", "9", "8"]]
+
+
+@pytest.mark.parametrize("table, code, answer", [
+    (UNITS_TABLE, 'ans = table["Free cash flow (pre-spectrum)", "2019"]', 4411.0),     # first header row, as before
+    (UNITS_TABLE, 'ans = table["Free cash flow (pre-spectrum)", "2019 €m"]', 4411.0),  # stacked header (a real
+    (UNITS_TABLE, 'ans = table["Free cash flow (pre-spectrum)", "2018 €M"]', 4044.0),  # 1.5B program wrote this)
+    (SPANNING_TABLE, 'ans = table["Revenue", "2018"]', 9.0),            # a lower header cell under a spanning one
+    (SPANNING_TABLE, 'ans = table["Revenue", "Year ended 2019"]', 10.0),
+    (TABLE, 'ans = table["Revenue", "2018"]', 1000.0),                  # single header row: unchanged
+])
+def test_columns_can_be_named_by_their_stacked_headers(table, code, answer):
+    result = execute_python(code, table)
+    assert result.ok, result.error
+    assert result.answer == pytest.approx(answer)
+
+
+def test_a_header_cell_over_several_columns_is_ambiguous():
+    result = execute_python('ans = table["Free cash flow (pre-spectrum)", "€m"]', UNITS_TABLE)
+    assert not result.ok
+    assert "table column '€m' is ambiguous: it heads 3 columns ('2019 €m', '2018 €m', '2017 €m')" in result.error
+    assert "no table column '2020'" in execute_python('ans = table["Revenue", "2020"]', SPANNING_TABLE).error

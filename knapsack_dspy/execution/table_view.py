@@ -4,6 +4,13 @@ The table is a list of rows of cells, the first row the header; row labels are t
 other rows, column labels the header's other cells. A label is looked up exactly first, then ignoring
 case, whitespace and punctuation (``"Revenue:"`` finds ``"revenue"``); the first match wins. Unknown labels
 raise :class:`TableLookupError` listing a few near labels.
+
+Tables with several header rows (TAT-QA puts years, then units such as "€m", in rows with a blank first
+cell: ``retrieval.table_rows.header_row_count``) are rendered to the model with all of them, so a program
+may name a column by its stacked header: ``"2019 €m"``, or by a lower header cell alone (``"2019"`` under a
+spanning "Year ended"). When the first-row label does not match, the joined header of each column is tried,
+then each lower header cell; these are accepted only when they name one column (``"€m"`` over every column
+is an error that lists the columns).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import difflib
 import re
 
 from knapsack_dspy.execution.cell_numbers import MISSING, TEXT, parse_cell
+from knapsack_dspy.retrieval.table_rows import header_row_count
 
 __all__ = ["TableLookupError", "TableView", "normalize_label"]
 
@@ -49,10 +57,16 @@ class TableView:
         header = self._rows[0]
         self.column_labels = [str(cell) for cell in header[1:]]
         self.row_labels = [str(row[0]) if row else "" for row in self._rows[1:]]
+        lower = self._rows[1:header_row_count([[str(c) for c in row] for row in self._rows])]
+        stacked = [[str(row[j + 1]).strip() if j + 1 < len(row) else "" for row in (header, *lower)]
+                   for j in range(len(self.column_labels))]
+        # other names of each column: its stacked header ("2019 €m"), then its lower header cells ("2019")
+        self._column_aliases = [[" ".join(c for c in cells if c)] if lower else [] for cells in stacked]
+        self._lower_cells = [[c for c in cells[1:] if c] for cells in stacked]
 
     # -- label resolution -------------------------------------------------------------------------
     @staticmethod
-    def _resolve(label, labels: list[str], kind: str) -> int:
+    def _resolve(label, labels: list[str], kind: str, aliases: tuple[list[list[str]], ...] = ()) -> int:
         text = _label_text(label)
         if text in labels:
             return labels.index(text)
@@ -61,6 +75,16 @@ class TableView:
             for index, candidate in enumerate(labels):
                 if normalize_label(candidate) == wanted:
                     return index
+        for names in aliases:  # e.g. stacked headers, then lower header cells: only a unique match counts
+            for same in (lambda name: name == text, lambda name: bool(wanted) and normalize_label(name) == wanted):
+                found = [i for i, options in enumerate(names) if any(same(name) for name in options)]
+                if len(found) == 1:
+                    return found[0]
+                if len(found) > 1:
+                    full = aliases[0]  # the stacked headers name each column in full
+                    columns = ", ".join(repr(full[i][0] if full[i] else labels[i]) for i in found[:6])
+                    raise TableLookupError(f"table {kind} {text!r} is ambiguous: it heads {len(found)} {kind}s "
+                                           f"({columns}); name one by its full header")
         known = [candidate for candidate in labels if candidate.strip()]
         near = difflib.get_close_matches(text, known, n=3, cutoff=0.4)
         if not near:
@@ -75,7 +99,7 @@ class TableView:
         return self._resolve(label, self.row_labels, "row")
 
     def column_index(self, label) -> int:
-        return self._resolve(label, self.column_labels, "column")
+        return self._resolve(label, self.column_labels, "column", (self._column_aliases, self._lower_cells))
 
     # -- cell access ----------------------------------------------------------------------------------
     def _cell(self, row: int, column: int, *, numeric: bool):
