@@ -14,6 +14,7 @@ rebuilds the right pipeline before loading its state.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,9 +28,9 @@ from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
 
 DOCUMENT_PIPELINES = ("pot", "finqa_pot", "cot", "few_shot", "zero_shot")
-_rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
 SPEC_VERSION = 1
+_rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
 
 
 class PipelineSpec(Parameter):
@@ -188,9 +189,10 @@ class DocumentQA(_Pipeline):
         if model_id is None:  # an embedder that does not say which model it is: nothing to key on
             return super().render_demo(example)
         try:
-            key = json.dumps([type(self).__qualname__, self.spec.spec["pipeline"], self.retrieve.top_n_paragraphs,
-                              self.retrieve.max_table_rows, model_id, dict(example)],
-                             sort_keys=True, ensure_ascii=False, default=str)
+            key = hashlib.sha256(json.dumps(
+                [type(self).__qualname__, self.spec.spec["pipeline"], self.retrieve.top_n_paragraphs,
+                 self.retrieve.max_table_rows, model_id, dict(example)],
+                sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
         except (TypeError, ValueError):
             return super().render_demo(example)
         return copy.deepcopy(_rendered_demos.get_or_compute(key, lambda: super(DocumentQA, self).render_demo(example)))

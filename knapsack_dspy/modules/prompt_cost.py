@@ -7,6 +7,7 @@ query is ``budget - tokens(query prompt without demos) - reserved output tokens`
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -50,8 +51,9 @@ class PromptCostModel:
 
     def _memo_key(self, kind: str, *parts: Any) -> tuple | None:
         try:
+            content = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
             key = (kind, self.signature, self._adapter_key, self.counter,
-                   json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str))
+                   hashlib.sha256(content.encode()).hexdigest())  # a digest: keys stay small
             hash(key)
         except TypeError:  # an unhashable signature or counter: no memo
             return None
