@@ -30,8 +30,6 @@ MEMORY_CACHE_ENTRIES = 50_000  # vectors kept in memory in front of the disk cac
 # vectors in memory, so the thousands of repeated look-ups of a compile or a benchmark skip the disk cache.
 _models: dict[str, object] = {}
 _models_lock = threading.Lock()
-
-
 _memo = BoundedMemo(MEMORY_CACHE_ENTRIES)
 
 
