@@ -266,3 +266,43 @@ def test_a_header_cell_over_several_columns_is_ambiguous():
     assert not result.ok
     assert "table column '€m' is ambiguous: it heads 3 columns ('2019 €m', '2018 €m', '2017 €m')" in result.error
     assert "no table column '2020'" in execute_python('ans = table["Revenue", "2020"]', SPANNING_TABLE).error
+
+
+DATED_TABLE = [["", "December 29, 2019", "December 30, 2018"],
+               ["Revenue from contracts", "1,200", "1,100"],
+               ["Interest expense, interest income and other", "(30)", "(25)"],
+               ["Total revenue", "1,250", "1,140"],
+               ["Total costs", "900", "800"]]
+
+
+@pytest.mark.parametrize("code, answer", [
+    ('ans = table["Revenue from contracts", "2019"]', 1200.0),     # the year alone names one column
+    ('ans = table["Revenue from contracts", "Dec 29, 2019"]', 1200.0),  # an abbreviated month
+    ('ans = table["Interest expense", "2018"]', -25.0),            # a row named by its first words
+    ('ans = table["revenue from contracts", "december 30 2018"]', 1100.0),
+])
+def test_labels_whose_words_occur_in_one_label_only_name_it(code, answer):
+    result = execute_python(code, DATED_TABLE)
+    assert result.ok, result.error
+    assert result.answer == pytest.approx(answer)
+
+
+@pytest.mark.parametrize("code, message", [
+    ('ans = table["Total", "2019"]',
+     "no table row 'Total'; 2 rows contain its words ('Total revenue', 'Total costs'); name one by its full label"),
+    ('ans = table["Revenue from contracts", "December"]',
+     "no table column 'December'; 2 columns contain its words ('December 29, 2019', 'December 30, 2018')"),
+    ('ans = table["Revenue from contracts", "2017"]', "no table column '2017'"),     # no label holds the word
+    ('ans = table["Revenue from contracts", "De 29, 2019"]', "no table column 'De 29, 2019'"),  # 2 letters: no
+])
+def test_words_in_several_labels_or_none_are_errors(code, message):
+    result = execute_python(code, DATED_TABLE)
+    assert not result.ok
+    assert message in result.error
+
+
+def test_whole_word_matching_does_not_accept_parts_of_numbers():
+    table = [["", "2019 $'000", "2018 $'000"], ["Revenue", "5", "4"]]
+    assert execute_python('ans = table["Revenue", "2019"]', table).answer == 5.0
+    assert not execute_python('ans = table["Revenue", "201"]', table).ok   # "201" is not the word "2019"
+    assert not execute_python('ans = table["Revenue", "000"]', table).ok   # in both columns: ambiguous

@@ -11,6 +11,11 @@ may name a column by its stacked header: ``"2019 €m"``, or by a lower header c
 spanning "Year ended"). When the first-row label does not match, the joined header of each column is tried,
 then each lower header cell; these are accepted only when they name one column (``"€m"`` over every column
 is an error that lists the columns).
+
+Last, a label whose words all occur in exactly one row (column) label is taken to mean that one: small
+models often write ``"2019"`` for a column headed ``"Year Ended March 31, 2019"`` or ``"Dec 29, 2019"`` for
+``"December 29, 2019"`` (an abbreviation counts when it is the start of a word of three letters or more). When
+the words occur in several labels, the error lists them; nothing is guessed.
 """
 
 from __future__ import annotations
@@ -24,6 +29,20 @@ from knapsack_dspy.retrieval.table_rows import header_row_count
 __all__ = ["TableLookupError", "TableView", "normalize_label"]
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
+_WORD = re.compile(r"[^\W_]+")
+_MIN_ABBREVIATION = 3
+
+
+def _words(label: str) -> list[str]:
+    return _WORD.findall(str(label).casefold())
+
+
+def _word_in(word: str, words: list[str]) -> bool:
+    """``word`` is one of ``words``, or (alphabetic, >= 3 letters) the start of one: "dec" in "december"."""
+    if word in words:
+        return True
+    return word.isalpha() and len(word) >= _MIN_ABBREVIATION and any(
+        other.isalpha() and other.startswith(word) for other in words)
 
 
 class TableLookupError(LookupError):
@@ -85,7 +104,16 @@ class TableView:
                     columns = ", ".join(repr(full[i][0] if full[i] else labels[i]) for i in found[:6])
                     raise TableLookupError(f"table {kind} {text!r} is ambiguous: it heads {len(found)} {kind}s "
                                            f"({columns}); name one by its full header")
+        found = TableView._containing(text, labels, aliases)
+        if len(found) == 1:
+            return found[0]
         known = [candidate for candidate in labels if candidate.strip()]
+        if len(found) > 1:
+            full = aliases[0] if aliases else []
+            names = [full[i][0] if i < len(full) and full[i] else labels[i] for i in found]
+            raise TableLookupError(f"no table {kind} {text!r}; {len(found)} {kind}s contain its words "
+                                   f"({', '.join(map(repr, names[:6]))}{' ...' if len(names) > 6 else ''}); "
+                                   "name one by its full label")
         near = difflib.get_close_matches(text, known, n=3, cutoff=0.4)
         if not near:
             near = difflib.get_close_matches(wanted, [normalize_label(k) for k in known], n=3, cutoff=0.4)
@@ -94,6 +122,19 @@ class TableView:
             f"; {kind}s are: {', '.join(map(repr, known[:8]))}{' ...' if len(known) > 8 else ''}"
             if known else f"; the table has no {kind} labels")
         raise TableLookupError(f"no table {kind} {text!r}{hint}")
+
+    @staticmethod
+    def _containing(text: str, labels: list[str], aliases: tuple[list[list[str]], ...]) -> list[int]:
+        """Indexes of the labels (with their aliases) holding every word of ``text``."""
+        wanted = _words(text)
+        if not wanted:
+            return []
+        found = []
+        for index, label in enumerate(labels):
+            names = [label] + [name for options in aliases for name in options[index]]
+            if any(all(_word_in(word, _words(name)) for word in wanted) for name in names):
+                found.append(index)
+        return found
 
     def row_index(self, label) -> int:
         return self._resolve(label, self.row_labels, "row")
