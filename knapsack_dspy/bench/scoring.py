@@ -1,7 +1,8 @@
 """Per-example scores for the bench (the official metrics, applied to one example at a time).
 
 - TAT-QA: exact match and numeracy-focused F1 of the answer with its scale (official TAT-QA rules);
-  ``correct`` is EM.
+  ``correct`` is EM. Loaded examples hold a span answer as one string (the official files: a one-item
+  list); a computed 0 is an answer (the official script would read the number 0 as none).
 - FinQA: with a FinQA-DSL program, official execution accuracy (``correct``) and program accuracy;
   with a direct answer, the official exact match of the executed answer; SEER's lenient match is
   recorded separately (``lenient``).
@@ -27,6 +28,10 @@ def score_prediction(example, prediction) -> dict[str, Any]:
     if dataset == "tatqa":
         from knapsack_dspy.metrics.tatqa import score_tatqa_answer
 
+        if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+            # The official script reads a prediction of 0 as "no answer" (``if not prediction``); a program
+            # that computes 0 did answer, so numbers are scored as the text they print as.
+            answer = str(answer)
         try:
             em, f1 = score_tatqa_answer(answer, scale, example.get("answer"), example.get("scale") or "",
                                         example.get("answer_type"))

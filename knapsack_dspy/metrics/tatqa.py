@@ -216,9 +216,12 @@ def gold_answer_strings(answer, answer_type: str) -> list:
 def score_tatqa_answer(prediction, pred_scale: str | None, gold_answer, gold_scale: str,
                        answer_type: str) -> tuple[float, float]:
     """(EM, F1) in [0, 1] of one prediction (a string, a number or a list of spans) with its scale against one
-    gold answer; for use as a per-example metric. Empty / falsy predictions score (0, 0)."""
+    gold answer; for use as a per-example metric. Empty / falsy predictions score (0, 0). ``gold_answer`` is
+    the official form or a loaded example's (``knapsack_dspy.data`` holds a span as one string, not a list)."""
     if not prediction:
         return 0.0, 0.0
+    if answer_type == "span" and isinstance(gold_answer, str):
+        gold_answer = [gold_answer]
     gold_items = gold_answer_strings(gold_answer, answer_type)
     if not gold_items:
         return 0.0, 0.0
