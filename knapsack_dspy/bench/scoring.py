@@ -12,8 +12,11 @@ Selection quality (model-free): gold-case hit, best program similarity, attribut
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 
 def _gold_answer(example):
@@ -35,8 +38,10 @@ def score_prediction(example, prediction) -> dict[str, Any]:
         try:
             em, f1 = score_tatqa_answer(answer, scale, example.get("answer"), example.get("scale") or "",
                                         example.get("answer_type"))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError) as exc:  # an answer the metric cannot read: wrong, and said why
             em, f1 = 0.0, 0.0
+            row["score_error"] = f"{type(exc).__name__}: {exc}"
+            logger.warning("could not score %s: %s", example.get("id"), row["score_error"])
         row.update(em=em, f1=f1, correct=em == 1.0)
     elif dataset == "finqa":
         from knapsack_dspy.metrics.answer_matching import finqa_exact_match, lenient_match

@@ -18,6 +18,7 @@ Writes OUT/predictions.jsonl (one line per example, flushed as it finishes), OUT
 OUT/report.md (rows = selectors, columns = metrics with 90% CIs) and PNG plots. Interrupted runs
 resume: the same command skips what is already in predictions.jsonl. --selection-only runs no LM
 (selection-quality metrics only: gold-case hit rate, budget coverage, attribute match, latency).
+--rescore recomputes the scores of the stored answers with the current metrics (no LM call).
 """
 
 
@@ -33,6 +34,9 @@ def register(subparsers) -> None:
     p.add_argument("--api-base", help="server address for OpenAI-compatible models")
     p.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM response cache")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--rescore", action="store_true",
+                   help="re-score the stored answers with the current metrics (no LM call, no compile), "
+                        "rewrite predictions.jsonl and the report; use after a metric fix")
     flags = p.add_argument_group("a suite by flags (when no SUITE file is given)")
     flags.add_argument("--dataset", default="tatqa", help="tatqa (default), finqa_cases, sara")
     flags.add_argument("--pipelines", default="pot", help="comma-separated: pot, cot, few_shot, zero_shot")
@@ -67,6 +71,8 @@ def run(args) -> int:
         suite.runs = [replace(r, **({"model": args.lm} if args.lm else {}),
                               **({"api_base": args.api_base} if args.api_base else {})) for r in suite.runs]
     out = Path(args.out or suite.output or Path("results") / suite.name)
+    if args.rescore:
+        return _rescore(out, suite.name, data_dir)
     needs_lm = not args.selection_only and any(not r.selection_only for r in suite.runs)
     setup_caches(args, lm=needs_lm)
     if needs_lm:
@@ -79,6 +85,22 @@ def run(args) -> int:
                 raise UserError(str(exc)) from None
     metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
                         selection_only=True if args.selection_only else None, progress=not args.quiet)
+    print((out / "report.md").read_text())
+    print(f"results: {out}/ (predictions.jsonl, metrics.json, report.md, plots); {len(metrics)} runs")
+    return 0
+
+
+def _rescore(out: Path, suite_name: str, data_dir) -> int:
+    from knapsack_dspy.bench.report import write_report
+    from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
+    from knapsack_dspy.bench.results_store import ResultsStore
+
+    try:
+        rescore_results(out, data_dir=data_dir)
+    except RescoreError as exc:
+        raise UserError(str(exc)) from None
+    with ResultsStore(out / "predictions.jsonl", fsync=False) as store:
+        metrics = write_report(list(store.rows()), out, suite_name)
     print((out / "report.md").read_text())
     print(f"results: {out}/ (predictions.jsonl, metrics.json, report.md, plots); {len(metrics)} runs")
     return 0

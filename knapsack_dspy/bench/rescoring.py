@@ -1,0 +1,121 @@
+"""Re-score a results directory with the current metrics: no LM call, no compile.
+
+Each stored row keeps what the model produced (``answer``, ``scale``, ``output``); its score fields
+(``gold``, ``em``, ``f1``, ``correct``, ...) are recomputed from those with
+:func:`knapsack_dspy.bench.scoring.score_prediction`, against the examples of the row's eval split. Use it
+after a metric fix: the LM work is kept, only the judgement is redone. The file is rewritten atomically
+(a temporary file, then a rename), and only when a score changed. Selection-only rows have no answer and
+are left as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+from knapsack_dspy.bench.scoring import score_prediction
+
+#: Row fields ``score_prediction`` writes (whichever the dataset uses).
+SCORE_FIELDS = ("gold", "gold_scale", "em", "f1", "correct", "program_correct", "lenient", "within_10pct",
+                "case_type", "score_error")
+# Pipelines whose ``output`` is a program the FinQA metric executes (the others' output is reasoning text).
+_PROGRAM_PIPELINES = ("pot", "finqa_pot")
+
+
+class RescoreError(ValueError):
+    """The results cannot be re-scored (no such file, or rows whose questions are not in their split)."""
+
+
+def _prediction(row: dict) -> SimpleNamespace:
+    spec = row.get("spec") or {}
+    program = row.get("output") if spec.get("pipeline") in _PROGRAM_PIPELINES else None
+    return SimpleNamespace(answer=row.get("answer"), scale=row.get("scale"), program=program)
+
+
+def rescore_row(row: dict, example) -> dict:
+    """``row`` with its score fields recomputed against ``example`` (a new dict; the input is not changed)."""
+    fresh = {key: value for key, value in row.items() if key not in SCORE_FIELDS}
+    fresh.update(score_prediction(example, _prediction(row)))
+    return fresh
+
+
+def _split_key(spec: dict) -> tuple:
+    return spec.get("dataset"), spec.get("eval_split"), spec.get("eval_path")
+
+
+def _load_examples(key: tuple, data_dir) -> dict:
+    from knapsack_dspy.data import load_examples
+
+    dataset, split, path = key
+    examples = (load_examples(dataset, path=path, data_dir=data_dir) if path
+                else load_examples(dataset, split=split, data_dir=data_dir))
+    return {example.id: example for example in examples}
+
+
+def _write_atomically(path: Path, rows: list[dict]) -> None:
+    handle, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, log: Callable[[str], None] = print) -> dict:
+    """Re-score ``out_dir/predictions.jsonl`` in place. Returns counts: ``rows``, ``rescored``, ``changed``
+    and, per run, how many rows became right / wrong (``gained`` / ``lost``)."""
+    from knapsack_dspy.bench.results_store import ResultsStore
+
+    path = Path(out_dir) / "predictions.jsonl"
+    if not path.is_file():
+        raise RescoreError(f"{path} does not exist: nothing to re-score")
+    with ResultsStore(path, fsync=False) as store:  # repairs a torn last line
+        rows = list(store.rows())
+    examples_by_split: dict[tuple, dict] = {}
+    updated, missing = [], Counter()
+    gained, lost = Counter(), Counter()
+    rescored = changed = 0
+    for row in rows:
+        spec = row.get("spec") or {}
+        if spec.get("selection_only") or "answer" not in row:
+            updated.append(row)
+            continue
+        key = _split_key(spec)
+        if key not in examples_by_split:
+            examples_by_split[key] = _load_examples(key, data_dir)
+        example = examples_by_split[key].get(row.get("example_id"))
+        if example is None:
+            missing[key] += 1
+            updated.append(row)
+            continue
+        fresh = rescore_row(row, example)
+        rescored += 1
+        if any(fresh.get(field) != row.get(field) for field in SCORE_FIELDS):
+            changed += 1
+            if fresh.get("correct") and not row.get("correct"):
+                gained[row.get("run")] += 1
+            elif row.get("correct") and not fresh.get("correct"):
+                lost[row.get("run")] += 1
+        updated.append(fresh)
+    if missing:
+        where = "; ".join(f"{n} rows of {k[0]} {k[2] or k[1]}" for k, n in missing.items())
+        raise RescoreError(f"questions not found in their eval split ({where}); wrong --data-dir? "
+                           "nothing was changed")
+    if changed:
+        _write_atomically(path, updated)
+    for run in sorted(set(gained) | set(lost)):
+        log(f"  {run}: {gained[run]} rows now correct, {lost[run]} no longer")
+    log(f"re-scored {rescored} of {len(rows)} rows: {changed} changed"
+        + ("" if changed else " (file left as it was)"))
+    return {"rows": len(rows), "rescored": rescored, "changed": changed, "gained": dict(gained),
+            "lost": dict(lost)}

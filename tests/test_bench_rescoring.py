@@ -1,0 +1,106 @@
+"""Re-scoring stored results with the current metrics (``kdspy bench --rescore``): no LM, atomic, exact."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import knapsack_dspy  # noqa: F401  (environment defaults first)
+from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
+from knapsack_dspy.bench.scoring import score_prediction
+from knapsack_dspy.cli.main import main
+from knapsack_dspy.data.loader import load_examples
+
+FIXTURE = Path(__file__).parent / "fixtures" / "metrics_tatqa_gold.json"
+RUN = "tatqa|pot|seer|b2048|m4|stub|0"
+
+
+def _spec(**extra) -> dict:
+    return {"dataset": "tatqa", "pipeline": "pot", "selector": "seer", "eval_split": "dev_tune",
+            "eval_path": str(FIXTURE), "selection_only": False, **extra}
+
+
+def _row(example, answer, scale, *, em=0.0, run=RUN, **extra) -> dict:
+    return {"run": run, "spec": _spec(), "example_id": example.id, "output": "ans = ...", "answer": answer,
+            "scale": scale, "error": None, "gold": "stale", "gold_scale": "", "em": em, "f1": em,
+            "correct": em == 1.0, "latency_s": 1.5, **extra}
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture
+def examples():
+    return {ex["answer_type"]: ex for ex in load_examples("tatqa", path=FIXTURE)}
+
+
+def test_rescoring_recomputes_scores_and_keeps_everything_else(tmp_path, examples):
+    span, arithmetic = examples["span"], examples["arithmetic"]
+    rows = [_row(span, span["answer"], span["scale"], em=0.0),               # a right answer scored wrong
+            _row(arithmetic, arithmetic["answer_value"] + 1, arithmetic["scale"], em=1.0),  # wrong, scored right
+            {"run": "sel", "spec": _spec(selection_only=True), "example_id": span.id, "exemplar_ids": ["a"]}]
+    _write(tmp_path / "predictions.jsonl", rows)
+    messages: list[str] = []
+    counts = rescore_results(tmp_path, log=messages.append)
+    assert counts == {"rows": 3, "rescored": 2, "changed": 2, "gained": {RUN: 1}, "lost": {RUN: 1}}
+    after = _read(tmp_path / "predictions.jsonl")
+    assert (after[0]["em"], after[0]["correct"], after[0]["gold"]) == (1.0, True, span["answer"])
+    assert (after[1]["em"], after[1]["correct"]) == (0.0, False)
+    assert after[2] == rows[2]  # selection-only rows have no answer to score
+    for before, now in zip(rows[:2], after[:2]):  # what the model produced is untouched
+        assert {k: now[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")} == \
+               {k: before[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")}
+    assert messages[-1] == "re-scored 2 of 3 rows: 2 changed"
+    # every rescored row equals a fresh score of its stored answer
+    for row in after[:2]:
+        example = next(ex for ex in examples.values() if ex.id == row["example_id"])
+        fresh = score_prediction(example, type("P", (), {"answer": row["answer"], "scale": row["scale"]}))
+        assert {k: row[k] for k in fresh} == fresh
+
+
+def test_a_second_rescore_changes_nothing_and_leaves_the_file_alone(tmp_path, examples):
+    span = examples["span"]
+    _write(tmp_path / "predictions.jsonl", [_row(span, span["answer"], span["scale"])])
+    rescore_results(tmp_path, log=lambda _: None)
+    before = os.stat(tmp_path / "predictions.jsonl")
+    counts = rescore_results(tmp_path, log=lambda _: None)
+    after = os.stat(tmp_path / "predictions.jsonl")
+    assert counts["changed"] == 0
+    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
+
+
+def test_rows_of_unknown_questions_stop_the_rescore_without_a_change(tmp_path, examples):
+    span = examples["span"]
+    rows = [_row(span, span["answer"], span["scale"]), {**_row(span, "x", ""), "example_id": "not-there"}]
+    _write(tmp_path / "predictions.jsonl", rows)
+    original = (tmp_path / "predictions.jsonl").read_bytes()
+    with pytest.raises(RescoreError, match="not found in their eval split"):
+        rescore_results(tmp_path, log=lambda _: None)
+    assert (tmp_path / "predictions.jsonl").read_bytes() == original
+    with pytest.raises(RescoreError, match="does not exist"):
+        rescore_results(tmp_path / "nowhere", log=lambda _: None)
+
+
+def test_cli_rescore_rewrites_scores_and_the_report_without_an_lm(tmp_path, examples, capsys):
+    span, multi = examples["span"], examples["multi-span"]
+    suite = tmp_path / "suite.toml"
+    suite.write_text(f'name = "rescore"\ndataset = "tatqa"\neval_path = "{FIXTURE}"\nselector = ["seer"]\n'
+                     f'model = "openai/never-called"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    _write(out / "predictions.jsonl", [_row(span, span["answer"], span["scale"]),
+                                       _row(multi, list(multi["answer"]), multi["scale"])])
+    assert main(["bench", str(suite), "--out", str(out), "--rescore"]) == 0
+    printed = capsys.readouterr().out
+    assert "re-scored 2 of 2 rows: 2 changed" in printed
+    assert "| seer | 100.0 [" in printed  # the report is rebuilt from the new scores
+    assert all(row["correct"] for row in _read(out / "predictions.jsonl"))
+    assert main(["bench", str(suite), "--out", str(tmp_path / "empty"), "--rescore"]) == 2
