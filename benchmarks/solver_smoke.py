@@ -42,9 +42,9 @@ def main(argv=None) -> int:
 
     import dspy
 
+    from knapsack_dspy.bench.scoring import score_prediction
     from knapsack_dspy.data.loader import load_examples
     from knapsack_dspy.llm import make_lm
-    from knapsack_dspy.metrics.tatqa import score_tatqa_answer
     from knapsack_dspy.modules.solvers import make_document_solver
 
     pool = load_examples("tatqa", "dev_pool")
@@ -65,8 +65,8 @@ def main(argv=None) -> int:
             rows.append({"id": query.id, "lm_error": f"{type(exc).__name__}: {exc}"[:300], "em": 0.0, "f1": 0.0})
             continue
         answer = pred.answer
-        gold = [query.answer] if query.answer_type == "span" else query.answer  # the official file's form
-        em, f1 = score_tatqa_answer(answer, pred.get("scale") or "", gold, query.scale, query.answer_type)
+        scores = score_prediction(query, pred)
+        em, f1 = scores["em"], scores["f1"]
         rows.append({"id": query.id, "answer_type": query.answer_type, "gold": query.answer,
                      "gold_scale": query.scale, "answer": answer, "scale": pred.get("scale"), "em": em, "f1": f1,
                      "attempts": pred.get("attempts"), "error": pred.get("error"),
