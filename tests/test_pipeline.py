@@ -247,3 +247,35 @@ def test_bench_answers_the_named_questions_only(tmp_path, data, embedder, monkey
     with pytest.raises(SuiteError, match=r"1 example_ids are not in tatqa dev_tune: no-such-question"):
         _run(tmp_path / "other", data, embedder, _suite(selector="kate", example_ids=[tune[0].id, "no-such-question"]),
              monkeypatch)
+
+
+def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, embedder, monkeypatch):
+    """End to end through bench scoring: every answer type (span, multi-span, arithmetic, count) counts as
+    right when the model writes the verified gold program — a scorer that rejects an answer form fails here."""
+    from knapsack_dspy.modules.solvers.gold_programs import synthesise_python_program
+
+    pool, tune = data
+    queries = list(tune)
+    programs = {ex.question: synthesise_python_program(ex) for ex in queries}
+    assert all(p.verified for p in programs.values())
+    assert {ex.answer_type for ex in queries} >= {"span", "multi-span", "arithmetic"}
+
+    class OracleFactories(_Factories):
+        def lm(self, spec):
+            lm = DummyLM({question: {"program": p.code} for question, p in programs.items()})
+            self.lms.append(lm)
+            return lm
+
+    from knapsack_dspy.bench import runner
+
+    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    f = OracleFactories(embedder)
+    metrics = run_suite(_suite(selector="kate"), tmp_path, embedder=embedder, token_counter_factory=f.counter,
+                        lm_factory=f.lm, progress=False, log=lambda msg: None)
+    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == len(queries)
+    wrong = [(r["example_id"], r["answer"], r["gold"], r.get("error")) for r in rows if not r["correct"]]
+    assert not wrong
+    assert all(r["em"] == 1.0 and r["f1"] == 1.0 for r in rows)
+    (m,) = metrics.values()
+    assert m["em"] == 100.0
