@@ -279,3 +279,26 @@ def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, e
     assert all(r["em"] == 1.0 and r["f1"] == 1.0 for r in rows)
     (m,) = metrics.values()
     assert m["em"] == 100.0
+
+
+def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypatch):
+    """FinQA program of thought (the DSL) through the bench: the gold program is execution- and program-correct."""
+    from knapsack_dspy.data import load_examples
+
+    records = list(load_examples("finqa", path=Path(__file__).parent / "fixtures" / "finqa_small.json"))
+    from knapsack_dspy.bench import runner
+
+    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: records)
+
+    class OracleFactories(_Factories):
+        def lm(self, spec):
+            lm = DummyLM({ex.question: {"program": ex.program} for ex in records})
+            self.lms.append(lm)
+            return lm
+
+    f = OracleFactories(embedder)
+    run_suite(_suite(dataset="finqa", selector="kate", attributes=[]), tmp_path, embedder=embedder,
+              token_counter_factory=f.counter, lm_factory=f.lm, progress=False, log=lambda msg: None)
+    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == len(records) == 3
+    assert all(r["correct"] and r["program_correct"] for r in rows), [(r["answer"], r["gold"], r["error"]) for r in rows]
