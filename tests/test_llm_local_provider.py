@@ -20,6 +20,8 @@ from knapsack_dspy.llm.local_provider import (
     build_request,
     is_local_provider_registered,
     register_local_provider,
+    stopped_by_time_limit,
+    timeout_seconds,
 )
 from knapsack_dspy.llm.token_counter import get_token_counter
 
@@ -107,6 +109,40 @@ def test_server_errors_become_litellm_errors(fake_server):
     fake_server.error = {"code": 500, "message": "llama_decode failed"}
     with pytest.raises(litellm.InternalServerError, match="llama_decode failed"):
         litellm.completion(model=SMALL, messages=[{"role": "user", "content": "x"}])
+
+
+def _reply(finish_reason="stop", completion_tokens=2, predicted_ms=100.0):
+    return {"choices": [{"index": 0, "finish_reason": finish_reason, "message": {"content": "ans = 1"}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": completion_tokens},
+            "timings": {"predicted_ms": predicted_ms}}
+
+
+@pytest.mark.parametrize("result, request_, cut", [
+    (_reply("length", 40, 2000.0), {"t_max_predict_ms": 2000, "max_tokens": 300}, True),   # cut by the clock
+    (_reply("length", 300, 2500.0), {"t_max_predict_ms": 2000, "max_tokens": 300}, False),  # max_tokens ended it
+    (_reply("stop", 40, 2100.0), {"t_max_predict_ms": 2000, "max_tokens": 300}, False),     # finished
+    (_reply("length", 40, 900.0), {"t_max_predict_ms": 2000, "max_tokens": 300}, False),    # not the clock
+    (_reply("length", 40, 2000.0), {"max_tokens": 300}, False),                              # no limit asked
+])
+def test_a_reply_cut_by_the_time_limit_is_recognised(result, request_, cut):
+    assert stopped_by_time_limit(result, request_) is cut
+
+
+def test_timeout_seconds_reads_numbers_and_httpx_style_objects():
+    class HttpxLike:
+        read = 7.5
+
+    assert timeout_seconds(3) == 3.0 and timeout_seconds(HttpxLike()) == 7.5
+    assert timeout_seconds(None) is None and timeout_seconds(0) is None and timeout_seconds(True) is None
+
+
+def test_timeout_limits_generation_and_a_cut_reply_is_a_timeout(fake_server):
+    litellm.completion(model=SMALL, messages=[{"role": "user", "content": "hi"}], max_tokens=50, timeout=2.5)
+    assert fake_server.requests[-1]["t_max_predict_ms"] == 2500
+    fake_server.chat = lambda request: _reply("length", 12, request["t_max_predict_ms"] + 40.0)
+    with pytest.raises(litellm.Timeout, match="stopped by the timeout of 2.5 s after 12 tokens") as info:
+        litellm.completion(model=SMALL, messages=[{"role": "user", "content": "hi"}], max_tokens=50, timeout=2.5)
+    assert "timeout" in describe_lm_error(info.value, model=SMALL)
 
 
 def test_missing_weights_are_a_clear_non_retryable_error(monkeypatch):
@@ -220,3 +256,22 @@ def test_real_context_overflow_is_reported(real_small_model):
     with pytest.raises(litellm.ContextWindowExceededError) as info:
         litellm.completion(model=SMALL, messages=[{"role": "user", "content": long_text}], max_tokens=4)
     assert "exceeds the available context size" in str(info.value)
+
+
+@pytest.mark.slow
+@pytest.mark.local_llm
+def test_real_timeout_stops_a_long_generation(real_small_model):
+    import time
+
+    previous = dspy.cache
+    configure_cache(enabled=False)
+    try:
+        lm = make_lm(SMALL, max_tokens=400, timeout=1.0, num_retries=0, cache=False)
+        started = time.perf_counter()
+        with pytest.raises(Exception) as info:
+            lm(messages=[{"role": "user", "content": "Write a Python module with 40 small functions."}])
+        elapsed = time.perf_counter() - started
+    finally:
+        dspy.cache = previous
+    assert "timeout" in describe_lm_error(info.value, model=SMALL).lower()
+    assert elapsed < 20  # 400 tokens would take ~15-30 s on 2 cores; the limit stops it after ~1 s of decoding

@@ -7,7 +7,10 @@ would bypass LiteLLM's providers, the ``local`` custom provider and the call cou
 Retries have exactly one owner, DSPy: ``num_retries`` attempts more on rate limits (429), server errors
 (5xx), timeouts and dropped connections, with exponential backoff (1, 2, 4 ... s, capped at 60 s; a
 ``retry_after`` the provider error carries is used instead). The OpenAI SDK's own retries are switched off
-(``max_retries=0``) so a failing call is not retried 3 x 3 times. ``timeout`` bounds each attempt.
+(``max_retries=0``) so a failing call is not retried 3 x 3 times. ``timeout`` bounds each attempt: 120 s by
+default for API models; for the embedded ``local/`` models it bounds the generation (see
+``local_provider``), 600 s by default, because a busy 2-core machine decodes slowly and a repeated local
+attempt would only do the same work again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 
 # Providers that speak the OpenAI protocol to a server given by api_base: a key is optional there, but the
 # OpenAI SDK refuses to start without one, so a placeholder is sent when none is configured.
+DEFAULT_TIMEOUT_S = 120.0
+LOCAL_DEFAULT_TIMEOUT_S = 600.0
 OPENAI_COMPATIBLE_PROVIDERS = ("openai", "hosted_vllm", "openai_like", "custom_openai", "lm_studio", "llamafile")
 
 
@@ -34,7 +39,7 @@ def _provider_env_key(provider: str) -> str | None:
 
 
 def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = None, temperature: float = 0.0,
-            max_tokens: int = 512, timeout: float = 120.0, num_retries: int = 3, cache: bool = True,
+            max_tokens: int = 512, timeout: float | None = None, num_retries: int = 3, cache: bool = True,
             **kwargs: Any):
     """A ``dspy.LM`` for ``model`` that calls through LiteLLM.
 
@@ -44,7 +49,8 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
         ``local/qwen2.5-coder-0.5b-instruct`` (registered with LiteLLM here; loaded on first call).
     api_base / api_key: the server and key; the key defaults to the provider's usual environment variable
         (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...), read by LiteLLM at call time.
-    timeout: seconds per attempt. num_retries: extra attempts on transient failures (see module docstring).
+    timeout: seconds per attempt (default 120 s; for ``local/`` models, 600 s of generation).
+    num_retries: extra attempts on transient failures (see module docstring).
     cache: use DSPy's response cache (configure where with ``knapsack_dspy.llm.cache.configure_cache``);
         answers are keyed on the server too (``api_base``), unlike DSPy's default key.
     kwargs: passed to ``dspy.LM`` (e.g. ``top_p``, ``stop``, ``model_type``).
@@ -63,6 +69,8 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
         raise LLMConfigError(f"num_retries must be a non-negative integer, got {num_retries!r}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise LLMConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if timeout is None:
+        timeout = LOCAL_DEFAULT_TIMEOUT_S if is_local_model(model) else DEFAULT_TIMEOUT_S
     if is_local_model(model):
         local_model_spec(model)  # unknown local name -> LLMConfigError now, not at the first call
         from knapsack_dspy.llm.local_provider import register_local_provider
@@ -74,8 +82,7 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
 
     lm_kwargs: dict[str, Any] = dict(kwargs)
     lm_kwargs.setdefault("max_retries", 0)  # the SDK's own retries; DSPy's num_retries is the only layer
-    if timeout is not None:
-        lm_kwargs["timeout"] = float(timeout)
+    lm_kwargs["timeout"] = float(timeout)
     if api_base:
         lm_kwargs["api_base"] = api_base.rstrip("/")
     provider = provider_of(model)

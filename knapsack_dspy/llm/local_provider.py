@@ -5,7 +5,13 @@
 once per process on first use (see ``local_server.get_local_server``); calls from several threads are
 serialised. ``max_tokens``, ``temperature``, ``stop``, ``top_p``, ``seed`` and a few other sampling options are
 passed to llama.cpp; ``n > 1`` runs the request ``n`` times. The returned ``ModelResponse`` carries the
-server's token usage. ``timeout`` is not enforced: a local generation cannot be interrupted.
+server's token usage.
+
+``timeout`` bounds the *generation* of each attempt: it is passed to llama.cpp as ``t_max_predict_ms``, which
+stops decoding once that much time has passed since the first generated token (llama.cpp checks it after a
+newline), and a reply cut that way raises ``litellm.Timeout`` like an API timeout would. Prompt processing
+and the wait for a call from another thread to finish are not bounded (a running prefill cannot be
+interrupted); ``max_tokens`` bounds the rest.
 """
 
 from __future__ import annotations
@@ -41,6 +47,29 @@ def build_request(messages: list[dict], optional_params: dict) -> dict[str, Any]
     if isinstance(request.get("stop"), str):
         request["stop"] = [request["stop"]]
     return request
+
+
+def timeout_seconds(timeout) -> float | None:
+    """Seconds of a LiteLLM ``timeout`` (a number, or an httpx-style object with ``read``), or None."""
+    value = getattr(timeout, "read", timeout)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    return float(value)
+
+
+def stopped_by_time_limit(result: dict, request: dict) -> bool:
+    """Whether llama.cpp cut this reply at the request's ``t_max_predict_ms`` (not at a stop or max_tokens)."""
+    limit = request.get("t_max_predict_ms")
+    if not limit:
+        return False
+    choice = (result.get("choices") or [{}])[0]
+    if choice.get("finish_reason") != "length":
+        return False
+    tokens = int((result.get("usage") or {}).get("completion_tokens") or 0)
+    if request.get("max_tokens") is not None and tokens >= int(request["max_tokens"]):
+        return False  # max_tokens ended it
+    predicted_ms = float((result.get("timings") or {}).get("predicted_ms") or 0.0)
+    return predicted_ms >= limit * 0.95
 
 
 def _raise_server_error(result: dict, model: str) -> None:
@@ -86,7 +115,10 @@ def _local_model_error(exc: Exception, model: str):
     return litellm.BadRequestError(message=f"local model {model}: {exc}", model=model, llm_provider=LOCAL_PROVIDER)
 
 
-def _complete(model: str, messages: list, optional_params: dict, model_response, api_base: str | None):
+def _complete(model: str, messages: list, optional_params: dict, model_response, api_base: str | None,
+              timeout=None):
+    import litellm
+
     from knapsack_dspy.llm.local_server import get_local_server
 
     try:
@@ -94,12 +126,20 @@ def _complete(model: str, messages: list, optional_params: dict, model_response,
         request = build_request(messages, optional_params)
     except (LLMError, ValueError, TypeError) as exc:
         raise _local_model_error(exc, model) from exc
+    seconds = timeout_seconds(timeout)
+    if seconds is not None:
+        request["t_max_predict_ms"] = max(1, int(seconds * 1000))
     n = int((optional_params or {}).get("n") or 1)
     results = []
     for _ in range(max(1, n)):
         result = server.chat(request)
         if not isinstance(result, dict) or "error" in result:
             _raise_server_error(result if isinstance(result, dict) else {"error": str(result)}, model)
+        if stopped_by_time_limit(result, request):
+            tokens = (result.get("usage") or {}).get("completion_tokens")
+            raise litellm.Timeout(message=f"local model {model}: generation stopped by the timeout of {seconds:g} s "
+                                          f"after {tokens} tokens; raise the timeout or lower max_tokens",
+                                  model=model, llm_provider=LOCAL_PROVIDER)
         results.append(result)
     return _fill_response(model_response, results, model)
 
@@ -113,7 +153,7 @@ def _make_handler_class():
         def completion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
                        encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
                        logger_fn=None, headers=None, timeout=None, client=None):
-            return _complete(model, messages, optional_params, model_response, api_base)
+            return _complete(model, messages, optional_params, model_response, api_base, timeout)
 
         async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
                               encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
@@ -121,7 +161,8 @@ def _make_handler_class():
             # The model runs on this process's CPU: hand the blocking call to a worker thread.
             import asyncio
 
-            return await asyncio.to_thread(_complete, model, messages, optional_params, model_response, api_base)
+            return await asyncio.to_thread(_complete, model, messages, optional_params, model_response, api_base,
+                                           timeout)
 
     return LocalLLM
 
