@@ -230,6 +230,19 @@ def test_requests_without_a_server_keep_dspys_own_cache_key(lm_cache):
                                                                                ignored)
 
 
+def test_timeout_and_retry_settings_are_not_part_of_the_cache_key(server, lm_cache):
+    assert ask(stub_lm(server, timeout=5.0), "tau").answer == "answer-tau"
+    before = call_counter.call_counts()
+    assert ask(stub_lm(server, timeout=30.0, num_retries=0), "tau").answer == "answer-tau"
+    assert server.completion_count() == 1
+    assert (call_counter.call_counts() - before).cache_hits == 1
+    request = {"model": "openai/m", "messages": [{"role": "user", "content": "hi"}], "timeout": 5.0, "max_retries": 0}
+    assert dspy.cache.cache_key(request, ["api_key"]) == dspy.cache.cache_key(
+        {**request, "timeout": 60.0, "max_retries": 2}, ["api_key"])
+    assert dspy.cache.cache_key(request, ["api_key"]) != dspy.cache.cache_key({**request, "temperature": 0.7},
+                                                                              ["api_key"])
+
+
 def test_no_cache_calls_every_time(server, tmp_path):
     previous = dspy.cache
     try:

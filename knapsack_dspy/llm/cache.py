@@ -2,14 +2,15 @@
 
 ``configure_cache`` calls ``dspy.configure_cache`` (DSPy 3.4.1: a two-level cache, an in-memory LRU in front of
 a diskcache ``FanoutCache``) with the disk part in ``<project cache>/lm`` instead of ``~/.dspy_cache``, and
-installs the call and cache-hit counters of ``call_counter``. A cached answer is keyed on the full request (model,
-messages, temperature, max_tokens, timeout, ..., and the server: ``api_base`` / ``base_url``) except the
-``api_key``; a re-run of the same program on the same inputs makes no LM call.
+installs the call and cache-hit counters of ``call_counter``. A cached answer is keyed on the request (model,
+messages, temperature, max_tokens, ..., and the server: ``api_base`` / ``base_url``) except the ``api_key`` and
+the transport settings ``timeout`` / ``max_retries``; a re-run of the same program on the same inputs makes no
+LM call.
 
 DSPy itself leaves ``api_base`` out of the key, so two servers behind one model string (``openai/my-model`` at
-two addresses) would share answers; ``key_cache_on_endpoint`` puts the server back into the key. Requests with
-no ``api_base`` (hosted APIs, the embedded ``local/...`` models) keep exactly DSPy's key, so existing cache
-entries stay valid.
+two addresses) would share answers, and keeps ``timeout`` in it, so raising a timeout would forget every
+answer; ``key_cache_on_endpoint`` puts the server into the key and takes the transport settings out.
+Otherwise the key is DSPy's own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 LM_CACHE_SUBDIR = "lm"
 DEFAULT_DISK_LIMIT_BYTES = 10 * 1024**3
 ENDPOINT_ARGS = ("api_base", "base_url")  # where a request goes: part of the cache key (DSPy ignores them)
+TRANSPORT_ARGS = ("timeout", "max_retries")  # how long / how often to try: no part of the answer
 _ENDPOINT_MARK = "_kdspy_endpoint_keyed"
 _install_lock = threading.Lock()
 
@@ -31,8 +33,9 @@ def key_cache_on_endpoint(cache: Any = None) -> None:
     """Make DSPy's response cache (``dspy.cache`` unless given) key answers on the server they came from.
 
     Wraps the cache object's ``cache_key`` so that ``api_base`` / ``base_url`` are no longer dropped from the
-    request before hashing (``api_key`` still is: a secret, and the same server answers every key alike).
-    Idempotent per cache object.
+    request before hashing (``api_key`` still is: a secret, and the same server answers every key alike), and
+    ``timeout`` / ``max_retries`` are (they change how a call is tried, not its answer). Idempotent per cache
+    object.
     """
     if cache is None:
         import dspy
@@ -46,7 +49,7 @@ def key_cache_on_endpoint(cache: Any = None) -> None:
         @functools.wraps(original)
         def cache_key(request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> str:
             ignored = [arg for arg in (ignored_args_for_cache_key or []) if arg not in ENDPOINT_ARGS]
-            return original(request, ignored)
+            return original(request, [*ignored, *(arg for arg in TRANSPORT_ARGS if arg not in ignored)])
 
         setattr(cache_key, _ENDPOINT_MARK, True)
         cache.cache_key = cache_key
