@@ -268,37 +268,48 @@ def test_a_header_cell_over_several_columns_is_ambiguous():
     assert "no table column '2020'" in execute_python('ans = table["Revenue", "2020"]', SPANNING_TABLE).error
 
 
-DATED_TABLE = [["", "December 29, 2019", "December 30, 2018"],
-               ["Revenue from contracts", "1,200", "1,100"],
-               ["Interest expense, interest income and other", "(30)", "(25)"],
-               ["Total revenue", "1,250", "1,140"],
-               ["Total costs", "900", "800"]]
+DATED_TABLE = [["", "December 29, 2019", "December 30, 2018", "Change 2019 vs 2017"],
+               ["Revenue from contracts", "1,200", "1,100", "9%"],
+               ["Cost of revenue", "(30)", "(25)", "5%"],
+               ["Total revenue", "1,250", "1,140", "10%"],
+               ["Total costs", "900", "800", "12%"]]
+FISCAL_TABLE = [["", "Year Ended March 31, 2019", "Year Ended March 31, 2018", "2017 $'000"],
+                ["Net sales", "10", "9", "8"]]
 
 
-@pytest.mark.parametrize("code, answer", [
-    ('ans = table["Revenue from contracts", "2019"]', 1200.0),     # the year alone names one column
-    ('ans = table["Revenue from contracts", "Dec 29, 2019"]', 1200.0),  # an abbreviated month
-    ('ans = table["Interest expense", "2018"]', -25.0),            # a row named by its first words
-    ('ans = table["revenue from contracts", "december 30 2018"]', 1100.0),
+@pytest.mark.parametrize("table, code, answer", [
+    (DATED_TABLE, 'ans = table["Revenue from contracts", "2019"]', 1200.0),      # the year alone
+    (DATED_TABLE, 'ans = table["Revenue from contracts", "Dec 29, 2019"]', 1200.0),  # a month abbreviation
+    (DATED_TABLE, 'ans = table["revenue from contracts", "december 30 2018"]', 1100.0),
+    (FISCAL_TABLE, 'ans = table["Net sales", "2018"]', 9.0),
+    (FISCAL_TABLE, 'ans = table["Net sales", "March 31, 2019"]', 10.0),
+    (FISCAL_TABLE, 'ans = table["Net sales", "2017"]', 8.0),                      # a unit beside the year
 ])
-def test_labels_whose_words_occur_in_one_label_only_name_it(code, answer):
-    result = execute_python(code, DATED_TABLE)
+def test_a_date_names_the_one_column_headed_by_it(table, code, answer):
+    result = execute_python(code, table)
     assert result.ok, result.error
     assert result.answer == pytest.approx(answer)
 
 
 @pytest.mark.parametrize("code, message", [
-    ('ans = table["Total", "2019"]',
-     "no table row 'Total'; 2 rows contain its words ('Total revenue', 'Total costs'); name one by its full label"),
-    ('ans = table["Revenue from contracts", "December"]',
-     "no table column 'December'; 2 columns contain its words ('December 29, 2019', 'December 30, 2018')"),
-    ('ans = table["Revenue from contracts", "2017"]', "no table column '2017'"),     # no label holds the word
-    ('ans = table["Revenue from contracts", "De 29, 2019"]', "no table column 'De 29, 2019'"),  # 2 letters: no
+    ('ans = table["Revenue from contracts", "2017"]', "no table column '2017'"),   # only in "Change 2019 vs 2017"
+    ('ans = table["Revenue from contracts", "December"]', "no table column 'December'"),  # not a date
+    ('ans = table["Revenue", "2019"]', "no table row 'Revenue'"),       # rows never match by their words:
+    ('ans = table["Total", "2019"]', "no table row 'Total'"),           # "Cost of revenue" is not "Revenue"
+    ('ans = table["Revenue from contracts", "2016"]', "no table column '2016'"),
 ])
-def test_words_in_several_labels_or_none_are_errors(code, message):
+def test_words_are_not_enough_to_name_a_row_or_a_non_date_column(code, message):
     result = execute_python(code, DATED_TABLE)
     assert not result.ok
     assert message in result.error
+
+
+def test_a_date_heading_several_columns_is_ambiguous():
+    table = [["", "As of December 31, 2019", "Year ended December 31, 2019"], ["Cash", "5", "6"]]
+    result = execute_python('ans = table["Cash", "2019"]', table)
+    assert not result.ok
+    assert ("no table column '2019'; 2 columns are headed by that date ('As of December 31, 2019', "
+            "'Year ended December 31, 2019'); name one by its full header") in result.error
 
 
 def test_whole_word_matching_does_not_accept_parts_of_numbers():

@@ -12,10 +12,13 @@ spanning "Year ended"). When the first-row label does not match, the joined head
 then each lower header cell; these are accepted only when they name one column (``"€m"`` over every column
 is an error that lists the columns).
 
-Last, a label whose words all occur in exactly one row (column) label is taken to mean that one: small
-models often write ``"2019"`` for a column headed ``"Year Ended March 31, 2019"`` or ``"Dec 29, 2019"`` for
-``"December 29, 2019"`` (an abbreviation counts when it is the start of a word of three letters or more). When
-the words occur in several labels, the error lists them; nothing is guessed.
+Last, for columns only, a date: a label holding a number (a year, a day) names the one column whose header
+holds its words and otherwise only period words — month names, "year", "ended", "fiscal", "as of",
+numbers, units such as "€m" or "$'000". Small models write ``"2019"`` for a column headed ``"Year Ended
+March 31, 2019"`` or ``"December 29, 2019"``, and ``"Dec 29, 2019"`` for the latter (month abbreviations
+count). ``"2017"`` does not name ``"Change 2019 vs 2017"`` ("change" is not a period word), and rows never
+match by their words ("Revenue" is not "Cost of revenue"). When several columns qualify, the error lists
+them; nothing is guessed.
 """
 
 from __future__ import annotations
@@ -30,19 +33,34 @@ __all__ = ["TableLookupError", "TableView", "normalize_label"]
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _WORD = re.compile(r"[^\W_]+")
-_MIN_ABBREVIATION = 3
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_MONTH_ABBREVIATIONS = {**{month[:3]: month for month in _MONTHS}, "sept": "september"}
+# Words a date column header may hold besides the date itself (and numbers, and month names).
+_PERIOD_WORDS = frozenset((
+    "year", "years", "fiscal", "fy", "ended", "ending", "end", "as", "of", "at", "on", "for", "the", "in", "to",
+    "and", "through", "week", "weeks", "month", "months", "quarter", "quarters", "period", "three", "six", "nine",
+    "twelve", "fifty", "two", "unaudited", "m", "bn", "k", "thousand", "thousands", "million", "millions",
+    "billion", "billions", "usd", "us", "dollars", "eur", "gbp", "rmb", "cad", "aud", *_MONTHS))
 
 
 def _words(label: str) -> list[str]:
     return _WORD.findall(str(label).casefold())
 
 
-def _word_in(word: str, words: list[str]) -> bool:
-    """``word`` is one of ``words``, or (alphabetic, >= 3 letters) the start of one: "dec" in "december"."""
-    if word in words:
-        return True
-    return word.isalpha() and len(word) >= _MIN_ABBREVIATION and any(
-        other.isalpha() and other.startswith(word) for other in words)
+def _same_word(wanted: str, word: str) -> bool:
+    """``wanted`` is ``word``, or a month abbreviation of it: "dec" and "december"."""
+    return wanted == word or _MONTH_ABBREVIATIONS.get(wanted) == word
+
+
+def _names_the_date_column(wanted: list[str], header: list[str]) -> bool:
+    """Every wanted word is in ``header``, and the header's other words are period words or numbers."""
+    if not any(word.isdigit() for word in wanted):
+        return False
+    if not all(any(_same_word(w, word) for word in header) for w in wanted):
+        return False
+    return all(word.isdigit() or word in _PERIOD_WORDS or any(_same_word(w, word) for w in wanted)
+               for word in header)
 
 
 class TableLookupError(LookupError):
@@ -104,16 +122,16 @@ class TableView:
                     columns = ", ".join(repr(full[i][0] if full[i] else labels[i]) for i in found[:6])
                     raise TableLookupError(f"table {kind} {text!r} is ambiguous: it heads {len(found)} {kind}s "
                                            f"({columns}); name one by its full header")
-        found = TableView._containing(text, labels, aliases)
+        found = TableView._date_columns(text, labels, aliases) if kind == "column" else []
         if len(found) == 1:
             return found[0]
         known = [candidate for candidate in labels if candidate.strip()]
         if len(found) > 1:
             full = aliases[0] if aliases else []
             names = [full[i][0] if i < len(full) and full[i] else labels[i] for i in found]
-            raise TableLookupError(f"no table {kind} {text!r}; {len(found)} {kind}s contain its words "
+            raise TableLookupError(f"no table {kind} {text!r}; {len(found)} {kind}s are headed by that date "
                                    f"({', '.join(map(repr, names[:6]))}{' ...' if len(names) > 6 else ''}); "
-                                   "name one by its full label")
+                                   "name one by its full header")
         near = difflib.get_close_matches(text, known, n=3, cutoff=0.4)
         if not near:
             near = difflib.get_close_matches(wanted, [normalize_label(k) for k in known], n=3, cutoff=0.4)
@@ -124,15 +142,13 @@ class TableView:
         raise TableLookupError(f"no table {kind} {text!r}{hint}")
 
     @staticmethod
-    def _containing(text: str, labels: list[str], aliases: tuple[list[list[str]], ...]) -> list[int]:
-        """Indexes of the labels (with their aliases) holding every word of ``text``."""
+    def _date_columns(text: str, labels: list[str], aliases: tuple[list[list[str]], ...]) -> list[int]:
+        """Indexes of the columns whose header (or a stacked / lower header) ``text`` names as a date."""
         wanted = _words(text)
-        if not wanted:
-            return []
         found = []
         for index, label in enumerate(labels):
             names = [label] + [name for options in aliases for name in options[index]]
-            if any(all(_word_in(word, _words(name)) for word in wanted) for name in names):
+            if any(_names_the_date_column(wanted, _words(name)) for name in names):
                 found.append(index)
         return found
 
