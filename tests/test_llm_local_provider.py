@@ -145,6 +145,22 @@ def test_timeout_limits_generation_and_a_cut_reply_is_a_timeout(fake_server):
     assert "timeout" in describe_lm_error(info.value, model=SMALL)
 
 
+def test_local_models_are_not_retried_by_default(fake_server):
+    fake_server.chat = lambda request: (fake_server.requests.append(request),
+                                        _reply("length", 12, request["t_max_predict_ms"] + 40.0))[1]
+    previous = dspy.cache
+    configure_cache(enabled=False)
+    try:
+        with pytest.raises(Exception):
+            make_lm(SMALL, timeout=0.5)("x")
+        assert len(fake_server.requests) == 1  # a cut generation is not repeated three more times
+        with pytest.raises(Exception):
+            make_lm(SMALL, timeout=0.5, num_retries=1)("y")  # unless asked
+        assert len(fake_server.requests) == 3
+    finally:
+        dspy.cache = previous
+
+
 def test_missing_weights_are_a_clear_non_retryable_error(monkeypatch):
     from knapsack_dspy.llm.local_weights import LocalWeightsError
 

@@ -10,7 +10,8 @@ Retries have exactly one owner, DSPy: ``num_retries`` attempts more on rate limi
 (``max_retries=0``) so a failing call is not retried 3 x 3 times. ``timeout`` bounds each attempt: 120 s by
 default for API models; for the embedded ``local/`` models it bounds the generation (see
 ``local_provider``), 600 s by default, because a busy 2-core machine decodes slowly and a repeated local
-attempt would only do the same work again.
+attempt would only do the same work again. For the same reason ``local/`` models are not retried by default
+(``num_retries=0``; nothing in-process fails transiently).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 # OpenAI SDK refuses to start without one, so a placeholder is sent when none is configured.
 DEFAULT_TIMEOUT_S = 120.0
 LOCAL_DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_NUM_RETRIES = 3
 OPENAI_COMPATIBLE_PROVIDERS = ("openai", "hosted_vllm", "openai_like", "custom_openai", "lm_studio", "llamafile")
 
 
@@ -39,7 +41,7 @@ def _provider_env_key(provider: str) -> str | None:
 
 
 def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = None, temperature: float = 0.0,
-            max_tokens: int = 512, timeout: float | None = None, num_retries: int = 3, cache: bool = True,
+            max_tokens: int = 512, timeout: float | None = None, num_retries: int | None = None, cache: bool = True,
             **kwargs: Any):
     """A ``dspy.LM`` for ``model`` that calls through LiteLLM.
 
@@ -50,7 +52,7 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
     api_base / api_key: the server and key; the key defaults to the provider's usual environment variable
         (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...), read by LiteLLM at call time.
     timeout: seconds per attempt (default 120 s; for ``local/`` models, 600 s of generation).
-    num_retries: extra attempts on transient failures (see module docstring).
+    num_retries: extra attempts on transient failures (see module docstring); default 3, 0 for ``local/`` models.
     cache: use DSPy's response cache (configure where with ``knapsack_dspy.llm.cache.configure_cache``);
         answers are keyed on the server too (``api_base``), unlike DSPy's default key.
     kwargs: passed to ``dspy.LM`` (e.g. ``top_p``, ``stop``, ``model_type``).
@@ -65,6 +67,8 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
     if not isinstance(model, str) or not model.strip():
         raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
     model = model.strip()
+    if num_retries is None:
+        num_retries = 0 if is_local_model(model) else DEFAULT_NUM_RETRIES
     if isinstance(num_retries, bool) or not isinstance(num_retries, int) or num_retries < 0:
         raise LLMConfigError(f"num_retries must be a non-negative integer, got {num_retries!r}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
