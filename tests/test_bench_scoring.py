@@ -95,3 +95,21 @@ def test_sara_gold_answers_are_correct():
     assert examples
     for example in examples:
         assert score_prediction(example, SimpleNamespace(answer=example["answer"], scale=""))["correct"], example["id"]
+
+
+def test_a_computed_negative_zero_is_zero(fixture_examples):
+    zero = [ex for ex in fixture_examples if ex["answer_type"] == "arithmetic" and ex["answer_value"] == 0]
+    assert zero, "the fixture has an arithmetic question whose answer is 0"
+    for value in (0, 0.0, -0.0):
+        assert score_prediction(zero[0], SimpleNamespace(answer=value, scale=zero[0]["scale"]))["em"] == 1.0
+
+
+def test_finqa_cases_programs_are_scored_like_finqa():
+    examples = load_examples("finqa_cases", path=Path(__file__).parent / "fixtures" / "data_finqa_cases_small.csv")
+    table_free = [ex for ex in examples if ex["program"] and "table_" not in ex["program"]]
+    assert table_free
+    for example in table_free:
+        row = score_prediction(example, SimpleNamespace(answer=example["answer"], scale="", program=example["program"]))
+        assert row["correct"] and row["program_correct"], (example["id"], row)
+    wrong = score_prediction(table_free[0], SimpleNamespace(answer=None, scale="", program="add(1, 2)"))
+    assert not wrong["correct"]

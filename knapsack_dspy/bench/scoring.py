@@ -33,8 +33,8 @@ def score_prediction(example, prediction) -> dict[str, Any]:
 
         if isinstance(answer, (int, float)) and not isinstance(answer, bool):
             # The official script reads a prediction of 0 as "no answer" (``if not prediction``); a program
-            # that computes 0 did answer, so numbers are scored as the text they print as.
-            answer = str(answer)
+            # that computes 0 did answer, so numbers are scored as the text they print as (-0.0 as 0.0).
+            answer = str(answer + 0.0 if answer == 0 else answer)
         try:
             em, f1 = score_tatqa_answer(answer, scale, example.get("answer"), example.get("scale") or "",
                                         example.get("answer_type"))
@@ -43,7 +43,7 @@ def score_prediction(example, prediction) -> dict[str, Any]:
             row["score_error"] = f"{type(exc).__name__}: {exc}"
             logger.warning("could not score %s: %s", example.get("id"), row["score_error"])
         row.update(em=em, f1=f1, correct=em == 1.0)
-    elif dataset == "finqa":
+    elif dataset in ("finqa", "finqa_cases"):  # finqa_cases: FinQA questions + programs without documents
         from knapsack_dspy.metrics.answer_matching import finqa_exact_match, lenient_match
         from knapsack_dspy.metrics.finqa import execution_match, program_match
 
