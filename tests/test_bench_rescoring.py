@@ -50,7 +50,7 @@ def test_rescoring_recomputes_scores_and_keeps_everything_else(tmp_path, example
     _write(tmp_path / "predictions.jsonl", rows)
     messages: list[str] = []
     counts = rescore_results(tmp_path, log=messages.append)
-    assert counts == {"rows": 3, "rescored": 2, "changed": 2, "gained": {RUN: 1}, "lost": {RUN: 1}}
+    assert counts == {"rows": 3, "rescored": 2, "changed": 2, "updated": 2, "gained": {RUN: 1}, "lost": {RUN: 1}}
     after = _read(tmp_path / "predictions.jsonl")
     assert (after[0]["em"], after[0]["correct"], after[0]["gold"]) == (1.0, True, span["answer"])
     assert (after[1]["em"], after[1]["correct"]) == (0.0, False)
@@ -58,7 +58,7 @@ def test_rescoring_recomputes_scores_and_keeps_everything_else(tmp_path, example
     for before, now in zip(rows[:2], after[:2]):  # what the model produced is untouched
         assert {k: now[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")} == \
                {k: before[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")}
-    assert messages[-1] == "re-scored 2 of 3 rows: 2 changed"
+    assert messages[-1] == "re-scored 2 of 3 rows: 2 scores changed"
     # every rescored row equals a fresh score of its stored answer
     for row in after[:2]:
         example = next(ex for ex in examples.values() if ex.id == row["example_id"])
@@ -100,7 +100,81 @@ def test_cli_rescore_rewrites_scores_and_the_report_without_an_lm(tmp_path, exam
                                        _row(multi, list(multi["answer"]), multi["scale"])])
     assert main(["bench", str(suite), "--out", str(out), "--rescore"]) == 0
     printed = capsys.readouterr().out
-    assert "re-scored 2 of 2 rows: 2 changed" in printed
+    assert "re-scored 2 of 2 rows: 2 scores changed" in printed
     assert "| seer | 100.0 [" in printed  # the report is rebuilt from the new scores
     assert all(row["correct"] for row in _read(out / "predictions.jsonl"))
     assert main(["bench", str(suite), "--out", str(tmp_path / "empty"), "--rescore"]) == 2
+
+
+def test_rows_that_only_gain_fields_are_written_but_not_counted_as_changed(tmp_path, examples):
+    span = examples["span"]
+    error_row = {k: v for k, v in _row(span, None, None).items() if k not in ("gold", "gold_scale")}
+    error_row["error"] = "LM local: timeout"
+    _write(tmp_path / "predictions.jsonl", [error_row])
+    messages: list[str] = []
+    counts = rescore_results(tmp_path, log=messages.append)
+    assert (counts["changed"], counts["updated"]) == (0, 1)
+    assert messages[-1] == "re-scored 1 of 1 rows: 0 scores changed, 1 more rows gained score fields"
+    assert _read(tmp_path / "predictions.jsonl")[0]["gold"] == span["answer"]
+
+
+def test_rescoring_keeps_the_file_permissions(tmp_path, examples):
+    span = examples["span"]
+    path = tmp_path / "predictions.jsonl"
+    _write(path, [_row(span, span["answer"], span["scale"])])
+    path.chmod(0o644)
+    assert rescore_results(tmp_path, log=lambda _: None)["changed"] == 1
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.fixture
+def held_dir(tmp_path):
+    """A results directory whose lock another process holds, as a running ``kdspy bench`` would."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "held"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from knapsack_dspy.bench.results_lock import results_lock\n"
+         "with results_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(out)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield out
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_results_directory_has_one_writer_at_a_time(held_dir, examples):
+    from knapsack_dspy.bench.results_lock import ResultsBusyError
+
+    span = examples["span"]
+    _write(held_dir / "predictions.jsonl", [_row(span, span["answer"], span["scale"])])
+    original = (held_dir / "predictions.jsonl").read_bytes()
+    with pytest.raises(ResultsBusyError, match="another kdspy bench is writing"):
+        rescore_results(held_dir, log=lambda _: None)
+    assert (held_dir / "predictions.jsonl").read_bytes() == original
+
+
+def test_the_lock_dies_with_its_holder(tmp_path, examples):
+    import subprocess
+    import sys
+
+    code = "import sys, os; from knapsack_dspy.bench.results_lock import results_lock\n" \
+           "with results_lock(sys.argv[1]):\n    os._exit(9)"  # killed while holding it
+    assert subprocess.run([sys.executable, "-c", code, str(tmp_path)]).returncode == 9
+    span = examples["span"]
+    _write(tmp_path / "predictions.jsonl", [_row(span, span["answer"], span["scale"])])
+    assert rescore_results(tmp_path, log=lambda _: None)["changed"] == 1
+
+
+def test_cli_bench_on_a_busy_directory_is_a_one_line_error(held_dir, capsys):
+    suite = held_dir.parent / "suite.toml"
+    suite.write_text(f'name = "busy"\ndataset = "tatqa"\neval_path = "{FIXTURE}"\npool_path = "{FIXTURE}"\n'
+                     'selector = ["kate"]\nselection_only = true\n', encoding="utf-8")
+    assert main(["bench", str(suite), "--out", str(held_dir), "--quiet"]) == 2
+    assert "another kdspy bench is writing" in capsys.readouterr().err
+    assert not (held_dir / "predictions.jsonl").exists()  # nothing was written
+    assert main(["bench", str(suite), "--out", str(held_dir), "--rescore"]) == 2

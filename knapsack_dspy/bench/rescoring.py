@@ -4,8 +4,9 @@ Each stored row keeps what the model produced (``answer``, ``scale``, ``output``
 (``gold``, ``em``, ``f1``, ``correct``, ...) are recomputed from those with
 :func:`knapsack_dspy.bench.scoring.score_prediction`, against the examples of the row's eval split. Use it
 after a metric fix: the LM work is kept, only the judgement is redone. The file is rewritten atomically
-(a temporary file, then a rename), and only when a score changed. Selection-only rows have no answer and
-are left as they are.
+(a temporary file with the original's permissions, then a rename), and only when a row changed, under the
+directory's lock (``results_lock``), so it cannot race a running ``kdspy bench``. Selection-only rows have
+no answer and are left as they are.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from types import SimpleNamespace
 
 from knapsack_dspy.bench.scoring import score_prediction
 
+#: Fields that say whether a row is right (what "changed" counts).
+VERDICT_FIELDS = ("em", "f1", "correct")
 #: Row fields ``score_prediction`` writes (whichever the dataset uses).
 SCORE_FIELDS = ("gold", "gold_scale", "em", "f1", "correct", "program_correct", "lenient", "within_10pct",
                 "case_type", "score_error")
@@ -58,8 +61,10 @@ def _load_examples(key: tuple, data_dir) -> dict:
 
 
 def _write_atomically(path: Path, rows: list[dict]) -> None:
+    mode = path.stat().st_mode & 0o7777
     handle, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, mode)  # mkstemp makes it 0600
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
@@ -73,22 +78,31 @@ def _write_atomically(path: Path, rows: list[dict]) -> None:
 
 def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, log: Callable[[str], None] = print) -> dict:
     """Re-score ``out_dir/predictions.jsonl`` in place. Returns counts: ``rows``, ``rescored``, ``changed``
-    and, per run, how many rows became right / wrong (``gained`` / ``lost``)."""
-    from knapsack_dspy.bench.results_store import ResultsStore
+    (rows whose EM / F1 / correctness changed), ``updated`` (rows with any score field changed or added, e.g.
+    a ``gold`` an error row lacked) and, per run, how many rows became right / wrong (``gained`` / ``lost``).
+    Raises ``ResultsBusyError`` while a bench writes the directory."""
+    from knapsack_dspy.bench.results_lock import results_lock
 
     path = Path(out_dir) / "predictions.jsonl"
     if not path.is_file():
         raise RescoreError(f"{path} does not exist: nothing to re-score")
+    with results_lock(out_dir):
+        return _rescore_locked(path, data_dir, log)
+
+
+def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> dict:
+    from knapsack_dspy.bench.results_store import ResultsStore
+
     with ResultsStore(path, fsync=False) as store:  # repairs a torn last line
         rows = list(store.rows())
     examples_by_split: dict[tuple, dict] = {}
-    updated, missing = [], Counter()
+    result, missing = [], Counter()
     gained, lost = Counter(), Counter()
-    rescored = changed = 0
+    rescored = changed = updated = 0
     for row in rows:
         spec = row.get("spec") or {}
         if spec.get("selection_only") or "answer" not in row:
-            updated.append(row)
+            result.append(row)
             continue
         key = _split_key(spec)
         if key not in examples_by_split:
@@ -96,26 +110,29 @@ def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, log: Callable[
         example = examples_by_split[key].get(row.get("example_id"))
         if example is None:
             missing[key] += 1
-            updated.append(row)
+            result.append(row)
             continue
         fresh = rescore_row(row, example)
         rescored += 1
         if any(fresh.get(field) != row.get(field) for field in SCORE_FIELDS):
+            updated += 1
+        if any(fresh.get(field) != row.get(field) for field in VERDICT_FIELDS):
             changed += 1
             if fresh.get("correct") and not row.get("correct"):
                 gained[row.get("run")] += 1
             elif row.get("correct") and not fresh.get("correct"):
                 lost[row.get("run")] += 1
-        updated.append(fresh)
+        result.append(fresh)
     if missing:
         where = "; ".join(f"{n} rows of {k[0]} {k[2] or k[1]}" for k, n in missing.items())
         raise RescoreError(f"questions not found in their eval split ({where}); wrong --data-dir? "
                            "nothing was changed")
-    if changed:
-        _write_atomically(path, updated)
+    if updated:
+        _write_atomically(path, result)
     for run in sorted(set(gained) | set(lost)):
         log(f"  {run}: {gained[run]} rows now correct, {lost[run]} no longer")
-    log(f"re-scored {rescored} of {len(rows)} rows: {changed} changed"
-        + ("" if changed else " (file left as it was)"))
-    return {"rows": len(rows), "rescored": rescored, "changed": changed, "gained": dict(gained),
-            "lost": dict(lost)}
+    log(f"re-scored {rescored} of {len(rows)} rows: {changed} scores changed"
+        + (f", {updated - changed} more rows gained score fields" if updated > changed else "")
+        + ("" if updated else " (file left as it was)"))
+    return {"rows": len(rows), "rescored": rescored, "changed": changed, "updated": updated,
+            "gained": dict(gained), "lost": dict(lost)}

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from knapsack_dspy.bench.report import write_report
+from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore
 from knapsack_dspy.bench.suite import RunSpec, Suite
 
@@ -74,11 +75,19 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
               seed: int | None = None, selection_only: bool | None = None, progress: bool = True,
               embedder=None, token_counter_factory: Callable | None = None, lm_factory: Callable | None = None,
               log: Callable[[str], None] = print) -> dict:
-    """Run every run of the suite into ``out_dir``; returns the aggregated metrics."""
+    """Run every run of the suite into ``out_dir``; returns the aggregated metrics. Holds ``out_dir``'s lock
+    (``results_lock``): a second process on the same directory fails at once with ``ResultsBusyError``."""
+    out_dir = Path(out_dir)
+    with results_lock(out_dir):
+        return _run_suite_locked(suite, out_dir, data_dir=data_dir, limit=limit, seed=seed,
+                                 selection_only=selection_only, progress=progress, embedder=embedder,
+                                 token_counter_factory=token_counter_factory, lm_factory=lm_factory, log=log)
+
+
+def _run_suite_locked(suite: Suite, out_dir: Path, *, data_dir, limit, seed, selection_only, progress, embedder,
+                      token_counter_factory, lm_factory, log) -> dict:
     from knapsack_dspy.bench.example_runner import answer_example, select_example
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "suite.json").write_text(json.dumps(
         {"name": suite.name, "source": suite.source, "runs": [asdict(r) for r in suite.runs]}, indent=2, default=str))
     store = ResultsStore(out_dir / "predictions.jsonl")
@@ -129,7 +138,8 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 bar.close()
     finally:
         store.close()
-    return write_report(ResultsStore(out_dir / "predictions.jsonl").rows(), out_dir, suite.name)
+    with ResultsStore(out_dir / "predictions.jsonl") as finished:
+        return write_report(list(finished.rows()), out_dir, suite.name)
 
 
 def _chosen_examples(evalset, spec: RunSpec) -> list:

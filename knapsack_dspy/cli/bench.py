@@ -83,8 +83,13 @@ def run(args) -> int:
                 check_lm_config(model, api_base=api_base or None)
             except LLMConfigError as exc:
                 raise UserError(str(exc)) from None
-    metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
-                        selection_only=True if args.selection_only else None, progress=not args.quiet)
+    from knapsack_dspy.bench.results_lock import ResultsBusyError
+
+    try:
+        metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
+                            selection_only=True if args.selection_only else None, progress=not args.quiet)
+    except ResultsBusyError as exc:
+        raise UserError(str(exc)) from None
     print((out / "report.md").read_text())
     print(f"results: {out}/ (predictions.jsonl, metrics.json, report.md, plots); {len(metrics)} runs")
     return 0
@@ -95,9 +100,11 @@ def _rescore(out: Path, suite_name: str, data_dir) -> int:
     from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
     from knapsack_dspy.bench.results_store import ResultsStore
 
+    from knapsack_dspy.bench.results_lock import ResultsBusyError
+
     try:
         rescore_results(out, data_dir=data_dir)
-    except RescoreError as exc:
+    except (RescoreError, ResultsBusyError) as exc:
         raise UserError(str(exc)) from None
     with ResultsStore(out / "predictions.jsonl", fsync=False) as store:
         metrics = write_report(list(store.rows()), out, suite_name)
