@@ -88,9 +88,15 @@ def eligible_mask(pool: ExemplarPool, request: SelectionRequest) -> np.ndarray:
     if request.exclude_ids:
         for i in pool.index_of([x for x in request.exclude_ids if x in pool._index]):
             mask[i] = False
-    if request.doc_id is not None and pool.doc_ids is not None:
+    if request.doc_id and pool.doc_ids is not None:  # "" or None: no document known, nothing to exclude
         mask &= pool.doc_ids != str(request.doc_id)
     return mask
+
+
+def eligible(pool: ExemplarPool, request: SelectionRequest, indices) -> list[int]:
+    """``indices`` without the query itself, excluded ids and exemplars from the query's own document."""
+    mask = eligible_mask(pool, request)
+    return [int(i) for i in indices if mask[int(i)]]
 
 
 def prompt_order(indices, similarities: np.ndarray) -> tuple[int, ...]:

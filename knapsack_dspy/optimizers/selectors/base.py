@@ -17,6 +17,7 @@ from knapsack_dspy.optimizers.exemplar_pool import (
     ExemplarPool,
     Selection,
     SelectionRequest,
+    eligible,
     eligible_mask,
     make_selection,
 )
@@ -117,4 +118,4 @@ def greedy_fill(order, costs: np.ndarray, capacity: float, limit: int) -> list[i
     return chosen
 
 
-__all__ = ["ExemplarSelector", "NotFittedError", "candidates", "greedy_fill", "make_selection", "request_rng"]
+__all__ = ["ExemplarSelector", "NotFittedError", "candidates", "eligible", "greedy_fill", "make_selection", "request_rng"]

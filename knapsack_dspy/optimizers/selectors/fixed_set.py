@@ -9,6 +9,7 @@ import numpy as np
 from knapsack_dspy.optimizers.selectors.base import (
     ExemplarSelector,
     NotFittedError,
+    eligible,
     greedy_fill,
     make_selection,
 )
@@ -58,7 +59,7 @@ class FixedSetSelector(ExemplarSelector):
         if not hasattr(self, "fixed_ids_"):
             raise NotFittedError(f"{self.name} selector: call fit() (or compile) first")
         sims = pool.similarities(request.embedding)
-        idx = pool.index_of(self.fixed_ids_)
+        idx = eligible(pool, request, pool.index_of(self.fixed_ids_))  # never the query or its own document
         if self.respect_budget:
             idx = greedy_fill(idx, pool.costs, request.capacity, self.max_exemplars)
         return make_selection(pool, request, idx, sims)

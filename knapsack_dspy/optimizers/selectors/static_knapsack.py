@@ -15,7 +15,13 @@ import numpy as np
 
 from knapsack_dspy.optimizers.constraints import MODALITIES, seer_template
 from knapsack_dspy.optimizers.knapsack import solve_knapsack
-from knapsack_dspy.optimizers.selectors.base import NotFittedError, candidates, greedy_fill, make_selection
+from knapsack_dspy.optimizers.selectors.base import (
+    NotFittedError,
+    candidates,
+    eligible,
+    greedy_fill,
+    make_selection,
+)
 from knapsack_dspy.optimizers.selectors.seer import KnapsackSelector
 
 
@@ -60,15 +66,16 @@ class StaticKnapsackSelector(KnapsackSelector):
             self.fixed_ids_ = list(state["fixed_ids"])
         return self
 
-    def _core(self, pool):
+    def _core(self, pool, request):
+        """The fixed set, without the query itself or exemplars from its own document."""
         if not hasattr(self, "fixed_ids_"):
             raise NotFittedError(f"{self.name} selector: call fit() (or compile) first")
-        return pool.index_of(self.fixed_ids_)
+        return eligible(pool, request, pool.index_of(self.fixed_ids_))
 
     def select(self, pool, request):
         sims = pool.similarities(request.embedding)
         # a query longer than the compile-time worst case: drop the least similar until it fits
-        core = sorted(self._core(pool), key=lambda i: -sims[i])
+        core = sorted(self._core(pool, request), key=lambda i: -sims[i])
         return make_selection(pool, request, greedy_fill(core, pool.costs, request.capacity, self.max_exemplars),
                               sims)
 
@@ -103,7 +110,7 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
 
     def select(self, pool, request):
         sims = pool.similarities(request.embedding)
-        core = greedy_fill(sorted(self._core(pool), key=lambda i: -sims[i]), pool.costs, request.capacity,
+        core = greedy_fill(sorted(self._core(pool, request), key=lambda i: -sims[i]), pool.costs, request.capacity,
                            self.max_exemplars)
         core_cost = float(pool.costs[core].sum()) if core else 0.0
         sub_request = replace(request, capacity=request.capacity - core_cost,
