@@ -50,7 +50,8 @@ def test_rescoring_recomputes_scores_and_keeps_everything_else(tmp_path, example
     _write(tmp_path / "predictions.jsonl", rows)
     messages: list[str] = []
     counts = rescore_results(tmp_path, log=messages.append)
-    assert counts == {"rows": 3, "rescored": 2, "changed": 2, "updated": 2, "gained": {RUN: 1}, "lost": {RUN: 1}}
+    assert counts == {"rows": 3, "rescored": 2, "changed": 2, "updated": 2, "reselected": 0,
+                      "gained": {RUN: 1}, "lost": {RUN: 1}}
     after = _read(tmp_path / "predictions.jsonl")
     assert (after[0]["em"], after[0]["correct"], after[0]["gold"]) == (1.0, True, span["answer"])
     assert (after[1]["em"], after[1]["correct"]) == (0.0, False)
@@ -58,7 +59,7 @@ def test_rescoring_recomputes_scores_and_keeps_everything_else(tmp_path, example
     for before, now in zip(rows[:2], after[:2]):  # what the model produced is untouched
         assert {k: now[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")} == \
                {k: before[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")}
-    assert messages[-1] == "re-scored 2 of 3 rows: 2 scores changed"
+    assert messages[-1] == "re-scored 2 of 3 rows: 2 scores changed; 2 rows rewritten"
     # every rescored row equals a fresh score of its stored answer
     for row in after[:2]:
         example = next(ex for ex in examples.values() if ex.id == row["example_id"])
@@ -100,7 +101,7 @@ def test_cli_rescore_rewrites_scores_and_the_report_without_an_lm(tmp_path, exam
                                        _row(multi, list(multi["answer"]), multi["scale"])])
     assert main(["bench", str(suite), "--out", str(out), "--rescore"]) == 0
     printed = capsys.readouterr().out
-    assert "re-scored 2 of 2 rows: 2 scores changed" in printed
+    assert "re-scored 2 of 2 rows: 2 scores changed; 2 rows rewritten" in printed
     assert "| seer | 100.0 [" in printed  # the report is rebuilt from the new scores
     assert all(row["correct"] for row in _read(out / "predictions.jsonl"))
     assert main(["bench", str(suite), "--out", str(tmp_path / "empty"), "--rescore"]) == 2
@@ -114,7 +115,7 @@ def test_rows_that_only_gain_fields_are_written_but_not_counted_as_changed(tmp_p
     messages: list[str] = []
     counts = rescore_results(tmp_path, log=messages.append)
     assert (counts["changed"], counts["updated"]) == (0, 1)
-    assert messages[-1] == "re-scored 1 of 1 rows: 0 scores changed, 1 more rows gained score fields"
+    assert messages[-1] == "re-scored 1 of 1 rows: 0 scores changed; 1 rows rewritten"
     assert _read(tmp_path / "predictions.jsonl")[0]["gold"] == span["answer"]
 
 
@@ -178,3 +179,32 @@ def test_cli_bench_on_a_busy_directory_is_a_one_line_error(held_dir, capsys):
     assert "another kdspy bench is writing" in capsys.readouterr().err
     assert not (held_dir / "predictions.jsonl").exists()  # nothing was written
     assert main(["bench", str(suite), "--out", str(held_dir), "--rescore"]) == 2
+
+
+class _Select:
+    """What selection quality reads of a compiled program's SelectExemplars."""
+
+    def __init__(self, programs):
+        self.pool_ids = list(programs)
+        self.programs = list(programs.values())
+        self.pool_attributes = {"modality": ["table"] * len(programs), "answer_type": ["arithmetic"] * len(programs)}
+
+
+def test_selection_quality_is_recomputed_from_the_saved_program(tmp_path, examples, monkeypatch):
+    from knapsack_dspy.bench import rescoring
+
+    arithmetic = examples["arithmetic"]
+    gold = arithmetic["derivation"] or arithmetic["program"]
+    select = _Select({"same": gold, "other": "2019"})   # "2019": a lone number, no program
+    row = {**_row(arithmetic, arithmetic["answer_value"], arithmetic["scale"], em=1.0),
+           "exemplar_ids": ["other"], "gold_case_hit": True, "program_score": 1.0}  # stale: scored by old code
+    selection_row = {"run": "sel", "spec": _spec(selection_only=True), "example_id": arithmetic.id,
+                     "exemplar_ids": ["same"], "gold_case_hit": False, "program_score": 0.0}
+    _write(tmp_path / "predictions.jsonl", [row, selection_row])
+    monkeypatch.setattr(rescoring, "_selection_of", lambda out_dir, r, loaded: select)
+    counts = rescore_results(tmp_path, log=lambda _: None)
+    assert counts["reselected"] == 2 and counts["changed"] == 0
+    after = _read(tmp_path / "predictions.jsonl")
+    assert (after[0]["gold_case_hit"], after[0]["program_score"]) == (False, 0.0)
+    assert (after[1]["gold_case_hit"], after[1]["program_score"]) == (True, 1.0)
+    assert after[1]["attribute_match.modality"] == (1.0 if arithmetic["modality"] == "table" else 0.0)

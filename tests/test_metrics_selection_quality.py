@@ -86,6 +86,15 @@ def test_unparseable_programs_score_zero_and_unparseable_gold_is_left_out():
     assert s.best_program_score is None and s.gold_case_hit is None
 
 
+def test_a_lone_number_is_no_program():
+    # a TAT-QA count question whose derivation is one item ("2019") has no program to be similar to ...
+    s = score_query({"derivation": "2019", "exemplars": [{"derivation": "2018"}, {"program": SAME}]})
+    assert s.best_program_score is None and s.gold_case_hit is None
+    # ... and an exemplar whose derivation is a lone number is no gold case for a real program
+    s = score_query(_query(P, [_ex("2018"), _ex(SAME)]))
+    assert s.program_scores == (0.0, 1.0)
+
+
 def test_derivation_key_and_tatqa_pool():
     q = {"derivation": "(4,411+4,044)/2", "exemplars": [{"derivation": "(1+2)/2"}, {"program": "add(1, 2)"}]}
     s = score_query(q)

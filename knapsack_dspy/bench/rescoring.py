@@ -3,7 +3,9 @@
 Each stored row keeps what the model produced (``answer``, ``scale``, ``output``); its score fields
 (``gold``, ``em``, ``f1``, ``correct``, ...) are recomputed from those with
 :func:`knapsack_dspy.bench.scoring.score_prediction`, against the examples of the row's eval split. Use it
-after a metric fix: the LM work is kept, only the judgement is redone. The file is rewritten atomically
+after a metric fix: the LM work is kept, only the judgement is redone. The model-free selection-quality fields
+(``gold_case_hit``, ``program_score``, ``attribute_match.*``) are recomputed too, for the runs whose compiled
+program is still in ``<dir>/programs/`` (it holds the pool's programs and attributes). The file is rewritten atomically
 (a temporary file with the original's permissions, then a rename), and only when a row changed, under the
 directory's lock (``results_lock``), so it cannot race a running ``kdspy bench``. Selection-only rows have
 no answer and are left as they are.
@@ -26,6 +28,9 @@ VERDICT_FIELDS = ("em", "f1", "correct")
 #: Row fields ``score_prediction`` writes (whichever the dataset uses).
 SCORE_FIELDS = ("gold", "gold_scale", "em", "f1", "correct", "program_correct", "lenient", "within_10pct",
                 "case_type", "score_error")
+#: Row fields of the model-free selection quality (``bench.scoring.selection_quality``).
+SELECTION_FIELDS = ("gold_case_hit", "program_score")
+_SELECTION_PREFIX = "attribute_match."
 # Pipelines whose ``output`` is a program the FinQA metric executes (the others' output is reasoning text).
 _PROGRAM_PIPELINES = ("pot", "finqa_pot")
 
@@ -45,6 +50,31 @@ def rescore_row(row: dict, example) -> dict:
     fresh = {key: value for key, value in row.items() if key not in SCORE_FIELDS}
     fresh.update(score_prediction(example, _prediction(row)))
     return fresh
+
+
+def reselect_quality(row: dict, select, example) -> dict:
+    """``row`` with its selection-quality fields recomputed for its stored ``exemplar_ids`` (a new dict)."""
+    from knapsack_dspy.bench.scoring import selection_quality
+
+    fresh = {key: value for key, value in row.items()
+             if key not in SELECTION_FIELDS and not key.startswith(_SELECTION_PREFIX)}
+    fresh.update(selection_quality(select, example, row.get("exemplar_ids") or []))
+    return fresh
+
+
+def _selection_of(out_dir: Path, row: dict, loaded: dict):
+    """The compiled program's ``SelectExemplars`` of the row's run, or None when it is not saved."""
+    run = row.get("run")
+    if run not in loaded:
+        from knapsack_dspy.bench.runner import program_path
+        from knapsack_dspy.modules.pipeline import load_program
+
+        spec = row.get("spec") or {}
+        path = program_path(out_dir, SimpleNamespace(key=run, selector=spec.get("selector"),
+                                                     budget=spec.get("budget"),
+                                                     max_exemplars=spec.get("max_exemplars")))
+        loaded[run] = load_program(path).select if path.is_file() else None
+    return loaded[run]
 
 
 def _split_key(spec: dict) -> tuple:
@@ -77,9 +107,10 @@ def _write_atomically(path: Path, rows: list[dict]) -> None:
 
 
 def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, log: Callable[[str], None] = print) -> dict:
-    """Re-score ``out_dir/predictions.jsonl`` in place. Returns counts: ``rows``, ``rescored``, ``changed``
-    (rows whose EM / F1 / correctness changed), ``updated`` (rows with any score field changed or added, e.g.
-    a ``gold`` an error row lacked) and, per run, how many rows became right / wrong (``gained`` / ``lost``).
+    """Re-score ``out_dir/predictions.jsonl`` in place. Returns counts: ``rows``, ``rescored`` (rows with an
+    answer), ``changed`` (rows whose EM / F1 / correctness changed), ``reselected`` (rows whose selection
+    quality changed), ``updated`` (rows rewritten for any reason, e.g. a ``gold`` an error row lacked) and,
+    per run, how many rows became right / wrong (``gained`` / ``lost``).
     Raises ``ResultsBusyError`` while a bench writes the directory."""
     from knapsack_dspy.bench.results_lock import results_lock
 
@@ -96,12 +127,14 @@ def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> dict:
     with ResultsStore(path, fsync=False) as store:  # repairs a torn last line
         rows = list(store.rows())
     examples_by_split: dict[tuple, dict] = {}
+    selections: dict = {}
     result, missing = [], Counter()
     gained, lost = Counter(), Counter()
-    rescored = changed = updated = 0
+    rescored = changed = updated = reselected = 0
     for row in rows:
         spec = row.get("spec") or {}
-        if spec.get("selection_only") or "answer" not in row:
+        answered = not spec.get("selection_only") and "answer" in row
+        if not answered and not row.get("exemplar_ids"):
             result.append(row)
             continue
         key = _split_key(spec)
@@ -112,11 +145,16 @@ def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> dict:
             missing[key] += 1
             result.append(row)
             continue
-        fresh = rescore_row(row, example)
-        rescored += 1
-        if any(fresh.get(field) != row.get(field) for field in SCORE_FIELDS):
-            updated += 1
-        if any(fresh.get(field) != row.get(field) for field in VERDICT_FIELDS):
+        fresh = row
+        select = _selection_of(path.parent, row, selections) if row.get("exemplar_ids") else None
+        if select is not None:
+            fresh = reselect_quality(row, select, example)
+            reselected += fresh != row
+        if answered:
+            fresh = rescore_row(fresh, example)
+            rescored += 1
+        updated += fresh != row
+        if answered and any(fresh.get(field) != row.get(field) for field in VERDICT_FIELDS):
             changed += 1
             if fresh.get("correct") and not row.get("correct"):
                 gained[row.get("run")] += 1
@@ -132,7 +170,7 @@ def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> dict:
     for run in sorted(set(gained) | set(lost)):
         log(f"  {run}: {gained[run]} rows now correct, {lost[run]} no longer")
     log(f"re-scored {rescored} of {len(rows)} rows: {changed} scores changed"
-        + (f", {updated - changed} more rows gained score fields" if updated > changed else "")
-        + ("" if updated else " (file left as it was)"))
+        + (f"; selection quality changed in {reselected} rows" if reselected else "")
+        + (f"; {updated} rows rewritten" if updated else " (file left as it was)"))
     return {"rows": len(rows), "rescored": rescored, "changed": changed, "updated": updated,
-            "gained": dict(gained), "lost": dict(lost)}
+            "reselected": reselected, "gained": dict(gained), "lost": dict(lost)}

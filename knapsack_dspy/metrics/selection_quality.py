@@ -124,13 +124,13 @@ class QueryScores:
 
 
 def _parses(program) -> bool:
+    """A program with at least one step: a lone number ("2019", a count's single item) is no program."""
     if program is None or (isinstance(program, str) and not program.strip()):
         return False
     try:
-        to_steps(program)
+        return bool(to_steps(program))
     except ValueError:
         return False
-    return True
 
 
 def _similarity(candidate, gold) -> float:
