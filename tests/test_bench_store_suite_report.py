@@ -188,3 +188,31 @@ def test_write_report_renders_table_and_plots(tmp_path):
     assert (em["n"], em["wins"], em["losses"]) == (10, 3, 0) and em["difference"] == pytest.approx(30.0)
     assert em["mcnemar_p"] == pytest.approx(0.25)
     assert "Paired comparisons" in md and "| seer − kate | 10 | +30.0 [" in md
+
+
+def test_exact_match_intervals_are_wilson_and_never_zero_width():
+    rows = [{"run": "r", "spec": {"selector": "seer"}, "example_id": str(i), "em": 0.0, "f1": 0.5,
+             "correct": False, "within_budget": True, "prompt_tokens": 10, "exemplar_ids": ["a"]} for i in range(5)]
+    m = aggregate(rows)["r"]
+    assert m["em"] == 0.0 and m["em_ci"][0] == 0.0 and m["em_ci"][1] == pytest.approx(35.1, abs=0.1)
+    assert m["f1_ci"] == [50.0, 50.0]  # partial F1 values: a bootstrap of means
+
+
+def test_rows_without_a_recorded_selection_leave_budget_statistics_alone():
+    base = {"spec": {"selector": "kate"}, "em": 0.0, "f1": 0.0, "correct": False}
+    rows = [{**base, "run": "r", "example_id": "1", "within_budget": False, "prompt_tokens": 3000,
+             "exemplar_ids": ["a", "b", "c", "d"]},
+            {**base, "run": "r", "example_id": "2", "within_budget": None, "exemplar_ids": [],
+             "error": "selection failed"},
+            {**base, "run": "r", "example_id": "3", "within_budget": False, "exemplar_ids": [],
+             "error": "LM failed (a row written by older code: no selection recorded)"}]
+    m = aggregate(rows)["r"]
+    assert (m["n"], m["n_selected"], m["mean_exemplars"], m["within_budget"]) == (3, 1, 4.0, 0.0)
+
+
+def test_answers_the_metric_could_not_read_are_counted_and_shown(tmp_path):
+    rows = [{"run": "r", "spec": {"selector": "seer", "dataset": "tatqa"}, "example_id": str(i), "em": 0.0,
+             "f1": 0.0, "correct": False, "score_error": "ValueError: x" if i < 2 else None} for i in range(4)]
+    metrics = write_report(rows, tmp_path, "unit")
+    assert metrics["r"]["score_errors"] == 2
+    assert "score errors" in (tmp_path / "report.md").read_text()

@@ -171,6 +171,14 @@ def test_one_failing_example_is_recorded_and_the_run_goes_on(tmp_path, data, emb
     assert len(rows) == 4
     failed = [r for r in rows if r["error"] and "exploded" in r["error"]]
     assert len(failed) == 1 and failed[0]["correct"] is False
+    # the failed row still records what its prompt held, so budget / exemplar statistics cover it
+    fine = next(r for r in rows if not r["error"])
+    assert len(failed[0]["exemplar_ids"]) == len(fine["exemplar_ids"]) == 3
+    assert failed[0]["prompt_tokens"] > 0 and failed[0]["within_budget"] is not None
+    assert failed[0]["gold"] is not None and failed[0]["em"] == 0.0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    (m,) = metrics.values()
+    assert m["n_selected"] == 4 and m["mean_exemplars"] == 3.0
 
 
 @pytest.mark.skipif(not (DATA / "sara" / "cases_train.json.gz").exists(), reason="SARA data not found")

@@ -20,13 +20,30 @@ def _selection_fields(program, selection: dict, example) -> dict:
     row = {
         "exemplar_ids": list(selection.get("ids", [])),
         "prompt_tokens": selection.get("prompt_tokens"),
-        "within_budget": bool(selection.get("within_budget", True)),
+        "within_budget": None if selection.get("within_budget") is None else bool(selection["within_budget"]),
         "selection_ms": round(float(selection.get("selection_ms", 0.0)), 3),
         "predicted_attributes": selection.get("predicted_attributes", {}),
         "relaxed": selection.get("relaxed", []),
     }
     row.update(selection_quality(program.select, example, row["exemplar_ids"]))
     return row
+
+
+class _NoAnswer:
+    answer = None
+    scale = None
+
+
+_NO_ANSWER = _NoAnswer()
+
+
+def _selection_after_failure(program, example) -> dict:
+    """The selection fields of an example whose LM call failed: what the prompt would have held (selection
+    is deterministic), so budget and exemplar statistics still cover it; unknown (None) if selection fails too."""
+    try:
+        return _selection_fields(program, program.select_for(example), example)
+    except Exception:  # noqa: BLE001 - the original failure is what gets reported
+        return {"exemplar_ids": [], "within_budget": None}
 
 
 def select_example(program, example) -> dict:
@@ -36,7 +53,7 @@ def select_example(program, example) -> dict:
         row = _selection_fields(program, selection, example)
         row["error"] = None
     except Exception as exc:  # noqa: BLE001 - any failure is recorded; the run goes on
-        row = {"exemplar_ids": [], "within_budget": False, "error": f"{type(exc).__name__}: {exc}"}
+        row = {"exemplar_ids": [], "within_budget": None, "error": f"{type(exc).__name__}: {exc}"}
     return row
 
 
@@ -63,10 +80,13 @@ def answer_example(program, example, lm) -> dict:
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure is recorded; the run goes on
-            return {"exemplar_ids": [], "within_budget": False, "correct": False, "em": 0.0, "f1": 0.0,
-                    "output": None, "answer": None, "error": _describe(exc),
-                    "lm_seconds": time.perf_counter() - started, "lm_calls": calls.calls,
-                    "traceback": traceback.format_exc(limit=3)}
+            row = _selection_after_failure(program, example)
+            row.update(score_prediction(example, _NO_ANSWER))
+            row.update({"output": None, "answer": None, "error": _describe(exc),
+                        "lm_seconds": time.perf_counter() - started, "lm_calls": calls.calls,
+                        "cache_hits": calls.cache_hits, "cost_usd": calls.cost,
+                        "traceback": traceback.format_exc(limit=3)})
+            return row
     row = _selection_fields(program, prediction.selection, example) if getattr(prediction, "selection", None) else {
         "exemplar_ids": [], "within_budget": True}
     row.update({

@@ -53,9 +53,11 @@ def aggregate(rows: Iterable[dict]) -> dict[str, dict]:
                 vals = [float(r[name]) for r in items if r.get(name) is not None]
                 if vals:
                     m[name] = 100.0 * statistics.fmean(vals)
-                    lo, hi = _mean_ci(vals)
+                    binary = all(v in (0.0, 1.0) for v in vals)  # EM: a proportion, Wilson (never zero-width)
+                    lo, hi = _proportion_ci(int(sum(vals)), len(vals)) if binary else _mean_ci(vals)
                     m[f"{name}_ci"] = [100.0 * lo, 100.0 * hi]
             m["errors"] = sum(1 for r in items if r.get("error"))
+            m["score_errors"] = sum(1 for r in items if r.get("score_error"))  # answers the metric could not read
             lat = [r["latency_s"] for r in items if r.get("latency_s") is not None]
             m["median_latency_s"] = statistics.median(lat) if lat else None
             for key in ("prompt_tokens_used", "completion_tokens_used"):
@@ -64,11 +66,18 @@ def aggregate(rows: Iterable[dict]) -> dict[str, dict]:
             m["lm_calls"] = int(sum(r.get("lm_calls", 0) or 0 for r in items))
             m["cache_hits"] = int(sum(r.get("cache_hits", 0) or 0 for r in items))
             m["cost_usd"] = float(sum(r.get("cost_usd", 0.0) or 0.0 for r in items))
-        within = [bool(r.get("within_budget")) for r in items]
-        m["within_budget"] = 100.0 * sum(within) / n
-        lo, hi = _proportion_ci(sum(within), n)
-        m["within_budget_ci"] = [100.0 * lo, 100.0 * hi]
-        m["mean_exemplars"] = statistics.fmean(len(r.get("exemplar_ids") or []) for r in items)
+        # budget and exemplar statistics over the rows whose selection is recorded (an LM failure keeps it; a
+        # failed selection, or a pipeline without one, has none)
+        selected = [r for r in items if r.get("within_budget") is not None and r.get("prompt_tokens") is not None]
+        m["n_selected"] = len(selected)
+        if selected:
+            within = sum(bool(r["within_budget"]) for r in selected)
+            m["within_budget"] = 100.0 * within / len(selected)
+            lo, hi = _proportion_ci(within, len(selected))
+            m["within_budget_ci"] = [100.0 * lo, 100.0 * hi]
+            m["mean_exemplars"] = statistics.fmean(len(r.get("exemplar_ids") or []) for r in selected)
+        else:
+            m["within_budget"] = m["mean_exemplars"] = None
         toks = [r["prompt_tokens"] for r in items if r.get("prompt_tokens") is not None]
         m["mean_prompt_tokens"] = statistics.fmean(toks) if toks else None
         sel = [r["selection_ms"] for r in items if r.get("selection_ms") is not None]
@@ -161,8 +170,9 @@ def _setting(spec: dict) -> tuple:
 def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
                     comparisons: list[dict] | None = None) -> str:
     lines = [f"# Benchmark report: {suite_name}", "",
-             "Scores in percent with 90 % confidence intervals (bootstrap over questions for EM and F1, Wilson for "
-             "shares such as prompts within budget).", ""]
+             "Scores in percent with 90 % confidence intervals (Wilson for exact match and shares such as prompts "
+             "within budget, bootstrap over questions for F1). Budget and exemplar columns cover the rows whose "
+             "selection is recorded.", ""]
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for m in metrics.values():
         groups[_setting(m["spec"])].append(m)
@@ -179,8 +189,10 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
         else:
             cols = [("accuracy", "accuracy"), ("EM", "em"), ("F1", "f1"), ("within budget", "within_budget"),
                     ("#exemplars", "mean_exemplars"), ("prompt tokens", "mean_prompt_tokens"),
-                    ("errors", "errors"), ("n", "n")]
+                    ("errors", "errors"), ("score errors", "score_errors"), ("n", "n")]
             cols = [c for c in cols if any(m.get(c[1]) is not None for m in items)]
+            if not any(m.get("score_errors") for m in items):
+                cols = [c for c in cols if c[1] != "score_errors"]
             if any(m.get("em") is not None for m in items):  # accuracy is EM there: show it once
                 cols = [c for c in cols if c[1] != "accuracy"]
         lines.append("| selector | " + " | ".join(c[0] for c in cols) + " |")
