@@ -216,3 +216,18 @@ def test_answers_the_metric_could_not_read_are_counted_and_shown(tmp_path):
     metrics = write_report(rows, tmp_path, "unit")
     assert metrics["r"]["score_errors"] == 2
     assert "score errors" in (tmp_path / "report.md").read_text()
+
+
+def test_runs_of_one_setting_that_share_a_selector_are_labelled_apart(tmp_path):
+    def rows(seed, right):
+        spec = {"dataset": "tatqa", "pipeline": "pot", "selector": "seer", "budget": 2048, "max_exemplars": 4,
+                "model": "m", "seed": seed, "limit": 10}
+        return [{"run": f"seer-{seed}", "spec": spec, "example_id": str(i), "em": float(i < right),
+                 "f1": float(i < right), "correct": i < right} for i in range(10)]
+
+    kate = [{**r, "run": "kate", "spec": {**r["spec"], "selector": "kate", "seed": 0}} for r in rows(0, 2)]
+    write_report(rows(0, 5) + rows(1, 7) + kate, tmp_path, "unit")
+    md = (tmp_path / "report.md").read_text()
+    assert "| seer [seed=0] |" in md and "| seer [seed=1] |" in md and "| kate |" in md
+    comparisons = json.loads((tmp_path / "comparisons.json").read_text())
+    assert {(c["a"], c["b"]) for c in comparisons} == {("seer [seed=0]", "kate"), ("seer [seed=0]", "seer [seed=1]")}

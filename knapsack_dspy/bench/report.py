@@ -97,7 +97,26 @@ def aggregate(rows: Iterable[dict]) -> dict[str, dict]:
             if vals:
                 m[f"attribute_match.{attr}"] = 100.0 * statistics.fmean(vals)
         out[run] = m
+    _label_runs(out)
     return out
+
+
+# Spec fields that never tell two runs of a table apart (how many questions, where the rows came from).
+_UNLABELLED_FIELDS = ("limit", "example_ids", "selector")
+
+
+def _label_runs(metrics: dict[str, dict]) -> None:
+    """``label`` of each run: its selector, plus the spec fields that differ between runs of one setting that
+    share the selector (``seer [seed=1]`` next to ``seer [seed=0]``), so no two rows of a table look alike."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for m in metrics.values():
+        groups[(_setting(m["spec"]), m["spec"].get("selector"))].append(m)
+    for (_, selector), items in groups.items():
+        keys = sorted({k for m in items for k in m["spec"]} - set(_UNLABELLED_FIELDS))
+        differing = [k for k in keys if len({repr(m["spec"].get(k)) for m in items}) > 1]
+        for m in items:
+            extra = ", ".join(f"{k}={m['spec'].get(k)}" for k in differing)
+            m["label"] = f"{selector} [{extra}]" if extra else str(selector)
 
 
 def compare_selectors(rows: Iterable[dict], metrics: dict[str, dict]) -> list[dict]:
@@ -118,12 +137,12 @@ def compare_selectors(rows: Iterable[dict], metrics: dict[str, dict]) -> list[di
     for setting, items in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if len(items) < 2:
             continue
-        items = sorted(items, key=lambda m: m["spec"].get("selector", ""))
+        items = sorted(items, key=lambda m: m.get("label", ""))
         ref = next((m for m in items if m["spec"].get("selector") == "seer"), items[0])
         for other in items:
             if other is ref:
                 continue
-            entry = {"setting": list(setting), "a": ref["spec"].get("selector"), "b": other["spec"].get("selector"),
+            entry = {"setting": list(setting), "a": ref.get("label"), "b": other.get("label"),
                      "run_a": ref["run"], "run_b": other["run"]}
             for name in ("em", "f1"):
                 if scores[ref["run"]].get(name) and scores[other["run"]].get(name):
@@ -170,9 +189,9 @@ def _setting(spec: dict) -> tuple:
 def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
                     comparisons: list[dict] | None = None) -> str:
     lines = [f"# Benchmark report: {suite_name}", "",
-             "Scores in percent with 90 % confidence intervals (Wilson for exact match and shares such as prompts "
-             "within budget, bootstrap over questions for F1). Budget and exemplar columns cover the rows whose "
-             "selection is recorded.", ""]
+             ("Scores in percent with 90 % confidence intervals (Wilson for exact match and shares such as prompts "
+              "within budget, bootstrap over questions for F1). Budget and exemplar columns cover the rows whose "
+              "selection is recorded."), ""]
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for m in metrics.values():
         groups[_setting(m["spec"])].append(m)
@@ -197,7 +216,7 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
                 cols = [c for c in cols if c[1] != "accuracy"]
         lines.append("| selector | " + " | ".join(c[0] for c in cols) + " |")
         lines.append("|---|" + "---|" * len(cols))
-        for m in sorted(items, key=lambda m: m["spec"].get("selector", "")):
+        for m in sorted(items, key=lambda m: m.get("label", "")):
             cells = []
             for _, key in cols:
                 value = m.get(key)
@@ -205,7 +224,7 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
                     cells.append(f"{value:.2f}" if key in ("program_score", "mean_exemplars") else f"{value:.1f}")
                 else:
                     cells.append(_fmt(m, key))
-            lines.append(f"| {m['spec'].get('selector')} | " + " | ".join(cells) + " |")
+            lines.append(f"| {m.get('label')} | " + " | ".join(cells) + " |")
         lines.append("")
         lines += _comparison_lines([c for c in comparisons or [] if tuple(c["setting"]) == setting])
         if not selection_only:
@@ -214,9 +233,9 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
                 lines += ["Selection quality (model-free):", "",
                           "| selector | gold-case hit | program score | modality match | selection ms (median) |",
                           "|---|---|---|---|---|"]
-                for m in sorted(quality, key=lambda m: m["spec"].get("selector", "")):
+                for m in sorted(quality, key=lambda m: m.get("label", "")):
                     ps = m.get("program_score")
-                    lines.append(f"| {m['spec'].get('selector')} | {_fmt(m, 'gold_case_hit')} | "
+                    lines.append(f"| {m.get('label')} | {_fmt(m, 'gold_case_hit')} | "
                                  f"{'–' if ps is None else f'{ps:.3f}'} | {_fmt(m, 'attribute_match.modality')} | "
                                  f"{_fmt(m, 'selection_ms_median')} |")
                 lines.append("")
@@ -249,7 +268,7 @@ def make_plots(metrics: dict[str, dict], out_dir: Path) -> list[str]:
                     value = m.get("within_budget") if key == "within_budget" else (
                         m.get("f1") if m.get("f1") is not None else m.get("accuracy", m.get("gold_case_hit")))
                     if value is not None:
-                        by_selector[m["spec"].get("selector")].append((m["spec"].get("max_exemplars"), value))
+                        by_selector[m.get("label")].append((m["spec"].get("max_exemplars"), value))
                 for selector, points in sorted(by_selector.items()):
                     points.sort()
                     ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=selector)
@@ -268,7 +287,7 @@ def make_plots(metrics: dict[str, dict], out_dir: Path) -> list[str]:
     lat = defaultdict(list)
     for m in items:
         if m.get("selection_ms_median") is not None:
-            lat[m["spec"].get("selector")].append(m["selection_ms_median"])
+            lat[m.get("label")].append(m["selection_ms_median"])
     if lat:
         fig, ax = plt.subplots(figsize=(6, 3.4))
         names = sorted(lat)
