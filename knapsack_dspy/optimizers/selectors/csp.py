@@ -1,7 +1,9 @@
 """CSP baseline: a random set that satisfies every constraint (budget, M, attribute templates).
 
 A constraint-satisfaction draw: the same ILP as SEER with random values instead of similarities, so the
-set is feasible but not chosen for relevance.
+set is feasible but not chosen by similarity. The draw is over the same candidates SEER solves over, the
+``knn_k`` (default 200) pool items nearest the query: on a larger pool that pre-filter does carry some
+relevance (TAT-QA's pool has 1,164); pass ``knn_k`` >= the pool size for a draw from the whole pool.
 """
 
 from __future__ import annotations
