@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from types import SimpleNamespace
 
 import dspy
 
@@ -29,12 +30,7 @@ def _selection_fields(program, selection: dict, example) -> dict:
     return row
 
 
-class _NoAnswer:
-    answer = None
-    scale = None
-
-
-_NO_ANSWER = _NoAnswer()
+_NO_ANSWER = SimpleNamespace(answer=None, scale=None)  # how a failed LM call is scored
 
 
 def _selection_after_failure(program, example) -> dict:

@@ -5,10 +5,10 @@ Each stored row keeps what the model produced (``answer``, ``scale``, ``output``
 :func:`knapsack_dspy.bench.scoring.score_prediction`, against the examples of the row's eval split. Use it
 after a metric fix: the LM work is kept, only the judgement is redone. The model-free selection-quality fields
 (``gold_case_hit``, ``program_score``, ``attribute_match.*``) are recomputed too, for the runs whose compiled
-program is still in ``<dir>/programs/`` (it holds the pool's programs and attributes). The file is rewritten atomically
-(a temporary file with the original's permissions, then a rename), and only when a row changed, under the
-directory's lock (``results_lock``), so it cannot race a running ``kdspy bench``. Selection-only rows have
-no answer and are left as they are.
+program is still in ``<dir>/programs/`` (it holds the pool's programs and attributes); selection-only rows
+get only that. The file is rewritten atomically (a temporary file with the original's permissions, then a
+rename), and only when a row changed, under the directory's lock (``results_lock``), so it cannot race a
+running ``kdspy bench``; the report is rebuilt under the same lock.
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
-from knapsack_dspy.bench.scoring import score_prediction
+from knapsack_dspy.bench.report import write_report
+from knapsack_dspy.bench.results_lock import results_lock
+from knapsack_dspy.bench.results_store import ResultsStore
+from knapsack_dspy.bench.runner import load_split, program_path
+from knapsack_dspy.bench.scoring import score_prediction, selection_quality
 
 #: Fields that say whether a row is right (what "changed" counts).
 VERDICT_FIELDS = ("em", "f1", "correct")
@@ -54,8 +58,6 @@ def rescore_row(row: dict, example) -> dict:
 
 def reselect_quality(row: dict, select, example) -> dict:
     """``row`` with its selection-quality fields recomputed for its stored ``exemplar_ids`` (a new dict)."""
-    from knapsack_dspy.bench.scoring import selection_quality
-
     fresh = {key: value for key, value in row.items()
              if key not in SELECTION_FIELDS and not key.startswith(_SELECTION_PREFIX)}
     fresh.update(selection_quality(select, example, row.get("exemplar_ids") or []))
@@ -66,7 +68,6 @@ def _selection_of(out_dir: Path, row: dict, loaded: dict):
     """The compiled program's ``SelectExemplars`` of the row's run, or None when it is not saved."""
     run = row.get("run")
     if run not in loaded:
-        from knapsack_dspy.bench.runner import program_path
         from knapsack_dspy.modules.pipeline import load_program
 
         spec = row.get("spec") or {}
@@ -77,17 +78,10 @@ def _selection_of(out_dir: Path, row: dict, loaded: dict):
     return loaded[run]
 
 
-def _split_key(spec: dict) -> tuple:
-    return spec.get("dataset"), spec.get("eval_split"), spec.get("eval_path")
-
-
-def _load_examples(key: tuple, data_dir) -> dict:
-    from knapsack_dspy.data import load_examples
-
-    dataset, split, path = key
-    examples = (load_examples(dataset, path=path, data_dir=data_dir) if path
-                else load_examples(dataset, split=split, data_dir=data_dir))
-    return {example.id: example for example in examples}
+def _eval_split(spec: dict) -> SimpleNamespace:
+    """What ``runner.load_split`` reads of a run spec, from a stored row's ``spec``."""
+    return SimpleNamespace(dataset=spec.get("dataset"), eval_split=spec.get("eval_split"),
+                           eval_path=spec.get("eval_path"))
 
 
 def _write_atomically(path: Path, rows: list[dict]) -> None:
@@ -106,24 +100,25 @@ def _write_atomically(path: Path, rows: list[dict]) -> None:
         raise
 
 
-def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, log: Callable[[str], None] = print) -> dict:
-    """Re-score ``out_dir/predictions.jsonl`` in place. Returns counts: ``rows``, ``rescored`` (rows with an
-    answer), ``changed`` (rows whose EM / F1 / correctness changed), ``reselected`` (rows whose selection
-    quality changed), ``updated`` (rows rewritten for any reason, e.g. a ``gold`` an error row lacked) and,
-    per run, how many rows became right / wrong (``gained`` / ``lost``).
+def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, suite_name: str | None = None,
+                    log: Callable[[str], None] = print) -> dict:
+    """Re-score ``out_dir/predictions.jsonl`` in place (and, given ``suite_name``, rebuild the report). Returns
+    counts: ``rows``, ``rescored`` (rows with an answer), ``changed`` (rows whose EM / F1 / correctness
+    changed), ``reselected`` (rows whose selection quality changed), ``updated`` (rows rewritten for any
+    reason, e.g. a ``gold`` an error row lacked), per run how many rows became right / wrong (``gained`` /
+    ``lost``), and ``runs`` (runs in the report, when one was written).
     Raises ``ResultsBusyError`` while a bench writes the directory."""
-    from knapsack_dspy.bench.results_lock import results_lock
-
     path = Path(out_dir) / "predictions.jsonl"
     if not path.is_file():
         raise RescoreError(f"{path} does not exist: nothing to re-score")
     with results_lock(out_dir):
-        return _rescore_locked(path, data_dir, log)
+        counts, rows = _rescore_locked(path, data_dir, log)
+        if suite_name is not None:
+            counts["runs"] = len(write_report(rows, Path(out_dir), suite_name))
+    return counts
 
 
-def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> dict:
-    from knapsack_dspy.bench.results_store import ResultsStore
-
+def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> tuple[dict, list[dict]]:
     with ResultsStore(path, fsync=False) as store:  # repairs a torn last line
         rows = list(store.rows())
     examples_by_split: dict[tuple, dict] = {}
@@ -137,9 +132,9 @@ def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> dict:
         if not answered and not row.get("exemplar_ids"):
             result.append(row)
             continue
-        key = _split_key(spec)
+        key = (spec.get("dataset"), spec.get("eval_split"), spec.get("eval_path"))
         if key not in examples_by_split:
-            examples_by_split[key] = _load_examples(key, data_dir)
+            examples_by_split[key] = {ex.id: ex for ex in load_split(_eval_split(spec), "eval", data_dir)}
         example = examples_by_split[key].get(row.get("example_id"))
         if example is None:
             missing[key] += 1
@@ -172,5 +167,5 @@ def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> dict:
     log(f"re-scored {rescored} of {len(rows)} rows: {changed} scores changed"
         + (f"; selection quality changed in {reselected} rows" if reselected else "")
         + (f"; {updated} rows rewritten" if updated else " (file left as it was)"))
-    return {"rows": len(rows), "rescored": rescored, "changed": changed, "updated": updated,
-            "reselected": reselected, "gained": dict(gained), "lost": dict(lost)}
+    return ({"rows": len(rows), "rescored": rescored, "changed": changed, "updated": updated,
+             "reselected": reselected, "gained": dict(gained), "lost": dict(lost)}, result)

@@ -77,22 +77,14 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
               log: Callable[[str], None] = print) -> dict:
     """Run every run of the suite into ``out_dir``; returns the aggregated metrics. Holds ``out_dir``'s lock
     (``results_lock``): a second process on the same directory fails at once with ``ResultsBusyError``."""
-    out_dir = Path(out_dir)
-    with results_lock(out_dir):
-        return _run_suite_locked(suite, out_dir, data_dir=data_dir, limit=limit, seed=seed,
-                                 selection_only=selection_only, progress=progress, embedder=embedder,
-                                 token_counter_factory=token_counter_factory, lm_factory=lm_factory, log=log)
-
-
-def _run_suite_locked(suite: Suite, out_dir: Path, *, data_dir, limit, seed, selection_only, progress, embedder,
-                      token_counter_factory, lm_factory, log) -> dict:
     from knapsack_dspy.bench.example_runner import answer_example, select_example
 
-    (out_dir / "suite.json").write_text(json.dumps(
-        {"name": suite.name, "source": suite.source, "runs": [asdict(r) for r in suite.runs]}, indent=2, default=str))
-    store = ResultsStore(out_dir / "predictions.jsonl")
-    cache: dict = {}
-    try:
+    out_dir = Path(out_dir)
+    with results_lock(out_dir), ResultsStore(out_dir / "predictions.jsonl") as store:
+        (out_dir / "suite.json").write_text(json.dumps(
+            {"name": suite.name, "source": suite.source, "runs": [asdict(r) for r in suite.runs]}, indent=2,
+            default=str))
+        cache: dict = {}
         for number, spec in enumerate(suite.runs, 1):
             overrides = {}
             if limit is not None:
@@ -136,10 +128,7 @@ def _run_suite_locked(suite: Suite, out_dir: Path, *, data_dir, limit, seed, sel
                     bar.update(1)
             if bar is not None:
                 bar.close()
-    finally:
-        store.close()
-    with ResultsStore(out_dir / "predictions.jsonl") as finished:
-        return write_report(list(finished.rows()), out_dir, suite.name)
+        return write_report(list(store.rows()), out_dir, suite.name)
 
 
 def _chosen_examples(evalset, spec: RunSpec) -> list:

@@ -90,24 +90,21 @@ def run(args) -> int:
                             selection_only=True if args.selection_only else None, progress=not args.quiet)
     except ResultsBusyError as exc:
         raise UserError(str(exc)) from None
-    print((out / "report.md").read_text())
-    print(f"results: {out}/ (predictions.jsonl, metrics.json, report.md, plots); {len(metrics)} runs")
-    return 0
+    return _print_results(out, len(metrics))
 
 
 def _rescore(out: Path, suite_name: str, data_dir) -> int:
-    from knapsack_dspy.bench.report import write_report
     from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
-    from knapsack_dspy.bench.results_store import ResultsStore
-
     from knapsack_dspy.bench.results_lock import ResultsBusyError
 
     try:
-        rescore_results(out, data_dir=data_dir)
+        counts = rescore_results(out, data_dir=data_dir, suite_name=suite_name)
     except (RescoreError, ResultsBusyError) as exc:
         raise UserError(str(exc)) from None
-    with ResultsStore(out / "predictions.jsonl", fsync=False) as store:
-        metrics = write_report(list(store.rows()), out, suite_name)
+    return _print_results(out, counts["runs"])
+
+
+def _print_results(out: Path, runs: int) -> int:
     print((out / "report.md").read_text())
-    print(f"results: {out}/ (predictions.jsonl, metrics.json, report.md, plots); {len(metrics)} runs")
+    print(f"results: {out}/ (predictions.jsonl, metrics.json, report.md, plots); {runs} runs")
     return 0

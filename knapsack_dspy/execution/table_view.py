@@ -63,6 +63,13 @@ def _names_the_date_column(wanted: list[str], header: list[str]) -> bool:
                for word in header)
 
 
+def _full_names(found: list[int], labels: list[str], aliases: tuple[list[list[str]], ...]) -> str:
+    """The full headers of the ``found`` columns for an error message (the stacked header when there is one)."""
+    full = aliases[0] if aliases else []
+    names = [full[i][0] if i < len(full) and full[i] else labels[i] for i in found]
+    return ", ".join(map(repr, names[:6]))
+
+
 class TableLookupError(LookupError):
     """An unknown row / column label, a missing cell, or a cell that is not a number where one is needed."""
 
@@ -118,20 +125,16 @@ class TableView:
                 if len(found) == 1:
                     return found[0]
                 if len(found) > 1:
-                    full = aliases[0]  # the stacked headers name each column in full
-                    columns = ", ".join(repr(full[i][0] if full[i] else labels[i]) for i in found[:6])
                     raise TableLookupError(f"table {kind} {text!r} is ambiguous: it heads {len(found)} {kind}s "
-                                           f"({columns}); name one by its full header")
+                                           f"({_full_names(found, labels, aliases)}); name one by its full header")
         found = TableView._date_columns(text, labels, aliases) if kind == "column" else []
         if len(found) == 1:
             return found[0]
         known = [candidate for candidate in labels if candidate.strip()]
         if len(found) > 1:
-            full = aliases[0] if aliases else []
-            names = [full[i][0] if i < len(full) and full[i] else labels[i] for i in found]
+            more = " ..." if len(found) > 6 else ""
             raise TableLookupError(f"no table {kind} {text!r}; {len(found)} {kind}s are headed by that date "
-                                   f"({', '.join(map(repr, names[:6]))}{' ...' if len(names) > 6 else ''}); "
-                                   "name one by its full header")
+                                   f"({_full_names(found, labels, aliases)}{more}); name one by its full header")
         near = difflib.get_close_matches(text, known, n=3, cutoff=0.4)
         if not near:
             near = difflib.get_close_matches(wanted, [normalize_label(k) for k in known], n=3, cutoff=0.4)

@@ -22,11 +22,11 @@ from typing import Any
 from knapsack_dspy.llm.errors import LLMConfigError
 from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 
+DEFAULT_TIMEOUT_S = 120.0
+LOCAL_DEFAULT_TIMEOUT_S = 600.0  # of generation (see local_provider)
+DEFAULT_NUM_RETRIES = 3  # API models; local/ models: 0
 # Providers that speak the OpenAI protocol to a server given by api_base: a key is optional there, but the
 # OpenAI SDK refuses to start without one, so a placeholder is sent when none is configured.
-DEFAULT_TIMEOUT_S = 120.0
-LOCAL_DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_NUM_RETRIES = 3
 OPENAI_COMPATIBLE_PROVIDERS = ("openai", "hosted_vllm", "openai_like", "custom_openai", "lm_studio", "llamafile")
 
 
