@@ -1,8 +1,15 @@
-"""Process environment defaults that must be in place before LiteLLM / Hugging Face are imported.
+"""Process environment defaults that must be in place before a third-party runtime first loads.
 
-Imported first by ``knapsack_dspy/__init__.py``. Every value is a *default*: a user's own setting wins.
+Imported first by ``knapsack_dspy/__init__.py``. Every value is a *default* (``os.environ.setdefault``): a
+user's own setting wins. Each one is read by its library once, when that library (or its native runtime)
+is first loaded, so setting it later has no effect; that is the only reason this happens at import time.
+
 - ``LITELLM_LOCAL_MODEL_COST_MAP=True``: LiteLLM reads its bundled price list instead of fetching it
   over the network at import time (which otherwise stalls ~10 s and logs warnings when offline).
+- ``OMP_WAIT_POLICY=PASSIVE``: the embedded model's runtime (xllamacpp) is an OpenMP build, and it shares
+  one ``libgomp.so.1`` with torch (whichever loads first initialises it). With OpenMP's default active
+  waits, its threads spin at every barrier, and on a 2-core machine with any other work running decoding
+  collapsed from ~6-10 to ~1-3 tokens/s (measured: docs/llm.md, "Threads"). Passive waits sleep instead.
 - ``HF_HUB_OFFLINE=1`` / ``HF_DATASETS_OFFLINE=1``: models and data sets load from local files. Set
   them to ``0`` to let sentence-transformers or ``datasets`` reach the Hugging Face hub.
 """
@@ -11,6 +18,7 @@ import os
 
 OFFLINE_DEFAULTS = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "OMP_WAIT_POLICY": "PASSIVE",
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",
