@@ -1,7 +1,7 @@
 """Share of pool records whose synthesised gold Python program reproduces the gold answer.
 
 For every record it writes the SEER-style program a demo shows (see
-``knapsack_dspy.modules.solvers.gold_programs``), runs it in the sandbox and compares the result with
+``knapsack_dspy.data.gold_programs``), runs it in the sandbox and compares the result with
 the gold answer (and scale); records that do not verify fall back to a literal-answer program.
 
     python benchmarks/gold_program_verification.py [--dataset tatqa] [--split dev_pool] [--failures 10]
@@ -15,7 +15,7 @@ import time
 
 import knapsack_dspy  # noqa: F401  (environment defaults first)
 from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.modules.solvers.gold_programs import verification_report
+from knapsack_dspy.data.gold_programs import verification_report
 
 
 def main(argv=None) -> int:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.optimizers.knapsack import AttributeConstraint, prune_dominated, solve_knapsack
+from knapsack_dspy.selection.knapsack import AttributeConstraint, prune_dominated, solve_knapsack
 
 
 def brute_force(values, costs, capacity, max_items, constraints):

@@ -12,7 +12,7 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.runner import run_suite
 from knapsack_dspy.bench.suite import suite_from_dict
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
-from knapsack_dspy.optimizers.teleprompter import KnapsackFewShot
+from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
@@ -260,7 +260,7 @@ def test_bench_answers_the_named_questions_only(tmp_path, data, embedder, monkey
 def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, embedder, monkeypatch):
     """End to end through bench scoring: every answer type (span, multi-span, arithmetic, count) counts as
     right when the model writes the verified gold program — a scorer that rejects an answer form fails here."""
-    from knapsack_dspy.modules.solvers.gold_programs import synthesise_python_program
+    from knapsack_dspy.data.gold_programs import synthesise_python_program
 
     pool, tune = data
     queries = list(tune)

@@ -11,7 +11,7 @@ from helpers import HashingEmbedder, WordCounter
 
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars
-from knapsack_dspy.optimizers.teleprompter import CompileError, KnapsackFewShot
+from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
 TOPICS = ["revenue growth", "net income", "operating cash flow", "tax rate", "employee count",
           "dividend per share", "total assets", "gross margin"]

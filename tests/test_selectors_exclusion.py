@@ -4,8 +4,8 @@ compiled-set selectors (fixed, static, hybrid), whose sets are chosen before the
 import numpy as np
 import pytest
 
-from knapsack_dspy.optimizers.exemplar_pool import ExemplarPool, SelectionRequest
-from knapsack_dspy.optimizers.selectors.registry import SELECTORS, make_selector
+from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+from knapsack_dspy.selection.selectors.registry import SELECTORS, make_selector
 
 
 def make_pool(n=30, dim=12, seed=3, doc_ids=None):

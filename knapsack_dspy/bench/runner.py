@@ -48,7 +48,7 @@ def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, t
                     progress: bool = True):
     """Compile (or reload) the run's program. Returns (program, compile report)."""
     from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
-    from knapsack_dspy.optimizers.teleprompter import KnapsackFewShot
+    from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
     path = program_path(out_dir, spec)
     if path.exists():

@@ -80,6 +80,6 @@ def correctness_metric(example, prediction, trace=None) -> float:
 
 def selection_quality(select, example, exemplar_ids: Sequence[str]) -> dict[str, Any]:
     """Gold-case hit, best program similarity and attribute match of the chosen exemplars (model-free)."""
-    from knapsack_dspy.optimizers.selection_proxies import query_selection_scores
+    from knapsack_dspy.metrics.selection_proxies import query_selection_scores
 
     return query_selection_scores(select, example, exemplar_ids)

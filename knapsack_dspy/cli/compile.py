@@ -67,7 +67,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from knapsack_dspy.data import DataError, load_examples
     from knapsack_dspy.modules.pipeline import build_pipeline, save_program
-    from knapsack_dspy.optimizers.teleprompter import CompileError, KnapsackFewShot
+    from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
     setup_caches(args)
     data_dir = resolve_data_dir(args)

@@ -30,7 +30,7 @@ def _user_facing_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [UserError, ConfigError]
     for module, name in (("knapsack_dspy.data.errors", "DataError"), ("knapsack_dspy.llm.errors", "LLMError"),
                          ("knapsack_dspy.bench.suite", "SuiteError"),
-                         ("knapsack_dspy.optimizers.teleprompter", "CompileError"),
+                         ("knapsack_dspy.teleprompt.knapsack_few_shot", "CompileError"),
                          ("knapsack_dspy.metrics.errors", "ScoringInputError")):
         try:
             errors.append(getattr(importlib.import_module(module), name))

@@ -25,9 +25,9 @@ import numpy as np
 from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.embeddings import TextEmbedder
-from knapsack_dspy.optimizers.attribute_classifier import AttributeClassifier
-from knapsack_dspy.optimizers.exemplar_pool import ExemplarPool, SelectionRequest
-from knapsack_dspy.optimizers.selectors import DEFAULT_ATTRIBUTE_SOURCE, SELECTORS, make_selector
+from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
+from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+from knapsack_dspy.selection.selectors import DEFAULT_ATTRIBUTE_SOURCE, SELECTORS, make_selector
 
 STATE_VERSION = 1
 ATTRIBUTE_SOURCES = ("classifier", "gold", "lm", "none")
@@ -42,7 +42,7 @@ class SelectExemplars(dspy.Module, Parameter):
 
     Parameters
     ----------
-    selector: a name from ``knapsack_dspy.optimizers.selectors.SELECTORS`` ("seer", "kate", "random", ...).
+    selector: a name from ``knapsack_dspy.selection.selectors.SELECTORS`` ("seer", "kate", "random", ...).
     max_exemplars: M, the most exemplars per prompt.
     budget: total prompt tokens (None: the model's context window, resolved at compile time).
     reserve_output_tokens: tokens kept free for the answer.

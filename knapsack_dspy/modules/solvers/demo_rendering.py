@@ -243,7 +243,7 @@ def program_demo(source, *, language: str = "python", reasoning: bool = False, p
                  execute=None):
     """Demo for ``WritePythonProgram`` (a verified synthesised gold program, else the literal answer) or
     ``WriteFinqaProgram`` (the gold DSL program, or the converted TAT-QA derivation)."""
-    from knapsack_dspy.modules.solvers.gold_programs import (
+    from knapsack_dspy.data.gold_programs import (
         synthesise_finqa_program,
         synthesise_python_program,
     )

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from knapsack_dspy.optimizers.selectors.base import (
+from knapsack_dspy.selection.selectors.base import (
     ExemplarSelector,
     NotFittedError,
     eligible,

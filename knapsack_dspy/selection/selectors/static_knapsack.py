@@ -13,16 +13,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from knapsack_dspy.optimizers.constraints import MODALITIES, seer_template
-from knapsack_dspy.optimizers.knapsack import solve_knapsack
-from knapsack_dspy.optimizers.selectors.base import (
+from knapsack_dspy.selection.constraints import MODALITIES, seer_template
+from knapsack_dspy.selection.knapsack import solve_knapsack
+from knapsack_dspy.selection.selectors.base import (
     NotFittedError,
     candidates,
     eligible,
     greedy_fill,
     make_selection,
 )
-from knapsack_dspy.optimizers.selectors.seer import KnapsackSelector
+from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 
 def representative_set(pool, val_embeddings: np.ndarray, capacity: float, max_items: int, beta: float,

@@ -1,20 +1,14 @@
-"""Random baseline: M exemplars drawn uniformly (seeded by the request)."""
+"""KATE (Liu et al. 2022): the M nearest neighbours of the query; ignores the budget by default."""
 
 from __future__ import annotations
 
-from knapsack_dspy.optimizers.selectors.base import (
-    ExemplarSelector,
-    candidates,
-    greedy_fill,
-    make_selection,
-    request_rng,
-)
+import numpy as np
+
+from knapsack_dspy.selection.selectors.base import ExemplarSelector, candidates, greedy_fill, make_selection
 
 
-class RandomSelector(ExemplarSelector):
-    """``respect_budget=False`` (SEER's baseline) ignores the token budget; ``True`` skips what doesn't fit."""
-
-    name = "random"
+class KATESelector(ExemplarSelector):
+    name = "kate"
 
     def __init__(self, max_exemplars: int = 8, respect_budget: bool = False):
         super().__init__(max_exemplars)
@@ -22,7 +16,7 @@ class RandomSelector(ExemplarSelector):
 
     def select(self, pool, request):
         idx, sims = candidates(pool, request)
-        order = request_rng(request, self.name).permutation(idx)
+        order = idx[np.lexsort((idx, -sims[idx]))]
         if self.respect_budget:
             chosen = greedy_fill(order, pool.costs, request.capacity, self.max_exemplars)
         else:

@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 
-from knapsack_dspy.optimizers.exemplar_pool import (
+from knapsack_dspy.selection.exemplar_pool import (
     ExemplarPool,
     Selection,
     SelectionRequest,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from knapsack_dspy.optimizers.selectors.base import ExemplarSelector
-from knapsack_dspy.optimizers.selectors.csp import CSPSelector
-from knapsack_dspy.optimizers.selectors.diverse_kate import DiverseKATESelector
-from knapsack_dspy.optimizers.selectors.fixed_set import FixedSetSelector
-from knapsack_dspy.optimizers.selectors.kate import KATESelector
-from knapsack_dspy.optimizers.selectors.random_selector import RandomSelector
-from knapsack_dspy.optimizers.selectors.seer import KnapsackSelector
-from knapsack_dspy.optimizers.selectors.static_knapsack import HybridKnapsackSelector, StaticKnapsackSelector
+from knapsack_dspy.selection.selectors.base import ExemplarSelector
+from knapsack_dspy.selection.selectors.csp import CSPSelector
+from knapsack_dspy.selection.selectors.diverse_kate import DiverseKATESelector
+from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
+from knapsack_dspy.selection.selectors.kate import KATESelector
+from knapsack_dspy.selection.selectors.random_selector import RandomSelector
+from knapsack_dspy.selection.selectors.seer import KnapsackSelector
+from knapsack_dspy.selection.selectors.static_knapsack import HybridKnapsackSelector, StaticKnapsackSelector
 
 SELECTORS: dict[str, type[ExemplarSelector]] = {
     "random": RandomSelector,

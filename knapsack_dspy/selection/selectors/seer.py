@@ -11,14 +11,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from knapsack_dspy.optimizers.constraints import (
+from knapsack_dspy.selection.constraints import (
     answer_type_template,
     max_per_value,
     modality_template,
     seer_template,
 )
-from knapsack_dspy.optimizers.knapsack import AttributeConstraint, solve_knapsack
-from knapsack_dspy.optimizers.selectors.base import ExemplarSelector, candidates, make_selection
+from knapsack_dspy.selection.knapsack import AttributeConstraint, solve_knapsack
+from knapsack_dspy.selection.selectors.base import ExemplarSelector, candidates, make_selection
 
 
 def template_constraints(pool, idx: np.ndarray, targets: Mapping[str, str], attributes: Sequence[str],

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program
-from knapsack_dspy.modules.solvers.gold_programs import (
+from knapsack_dspy.data.gold_programs import (
     answers_match,
     finqa_dsl_candidates,
     literal_program,

@@ -1,14 +1,20 @@
-"""KATE (Liu et al. 2022): the M nearest neighbours of the query; ignores the budget by default."""
+"""Random baseline: M exemplars drawn uniformly (seeded by the request)."""
 
 from __future__ import annotations
 
-import numpy as np
+from knapsack_dspy.selection.selectors.base import (
+    ExemplarSelector,
+    candidates,
+    greedy_fill,
+    make_selection,
+    request_rng,
+)
 
-from knapsack_dspy.optimizers.selectors.base import ExemplarSelector, candidates, greedy_fill, make_selection
 
+class RandomSelector(ExemplarSelector):
+    """``respect_budget=False`` (SEER's baseline) ignores the token budget; ``True`` skips what doesn't fit."""
 
-class KATESelector(ExemplarSelector):
-    name = "kate"
+    name = "random"
 
     def __init__(self, max_exemplars: int = 8, respect_budget: bool = False):
         super().__init__(max_exemplars)
@@ -16,7 +22,7 @@ class KATESelector(ExemplarSelector):
 
     def select(self, pool, request):
         idx, sims = candidates(pool, request)
-        order = idx[np.lexsort((idx, -sims[idx]))]
+        order = request_rng(request, self.name).permutation(idx)
         if self.respect_budget:
             chosen = greedy_fill(order, pool.costs, request.capacity, self.max_exemplars)
         else:

@@ -34,7 +34,7 @@ from dspy.teleprompt import Teleprompter
 
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
-from knapsack_dspy.optimizers.selection_proxies import selection_proxies
+from knapsack_dspy.metrics.selection_proxies import selection_proxies
 
 logger = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ class KnapsackFewShot(Teleprompter):
                     return _fixed_set_proxy(select, indices, val_examples)
             else:  # SEER's Fixed set baseline: the best of N random sets by validation accuracy
                 def score(indices):
-                    from knapsack_dspy.optimizers.selectors.fixed_set import FixedSetSelector
+                    from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
                     probe = FixedSetSelector(select.max_exemplars, respect_budget=True)
                     probe.fixed_ids_ = [select.pool_ids[i] for i in indices]

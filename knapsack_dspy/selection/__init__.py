@@ -1,0 +1,1 @@
+"""Exemplar selection as pure numpy / scipy (no DSPy): the knapsack ILP, constraints, pool, selectors."""

@@ -1,0 +1,1 @@
+"""DSPy teleprompters that compile exemplar selection (above ``modules/``)."""
