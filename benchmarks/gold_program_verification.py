@@ -14,8 +14,8 @@ import json
 import time
 
 import knapsack_dspy  # noqa: F401  (environment defaults first)
-from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.data.gold_programs import verification_report
+from knapsack_dspy.data.loader import load_examples
 
 
 def main(argv=None) -> int:

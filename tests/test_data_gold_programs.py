@@ -7,8 +7,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.execution import execute_program
 from knapsack_dspy.data.gold_programs import (
     answers_match,
     finqa_dsl_candidates,
@@ -16,6 +14,8 @@ from knapsack_dspy.data.gold_programs import (
     synthesise_finqa_program,
     synthesise_python_program,
 )
+from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.execution import execute_program
 
 FIXTURE = Path(__file__).parent / "fixtures" / "solvers_tatqa_contexts.json"
 

@@ -68,6 +68,33 @@ def test_save_load_program_round_trip(tmp_path, data, embedder):
         assert program.select_for(ex)["ids"] == loaded.select_for(ex)["ids"]
 
 
+def test_a_saved_program_holds_the_selection_settings_once(tmp_path, data, embedder):
+    program = compiled(data, embedder)
+    path = save_program(program, tmp_path / "prog.json")
+    saved = json.loads(path.read_text())
+    assert saved["spec"] == {"version": 2, "kind": "document", "pipeline": "pot", "top_n_paragraphs": 3,
+                             "model": None}
+    assert saved["select"]["config"]["max_exemplars"] == 3
+    assert saved["select"]["config"]["attributes"] == ["modality", "answer_type"]
+    # a version-1 program repeated selector / M / attributes in its spec: they are dropped on load
+    saved["spec"] = {**saved["spec"], "version": 1, "selector": "kate", "max_exemplars": 8, "attributes": []}
+    path.write_text(json.dumps(saved))
+    loaded = load_program(path, embedder=embedder, token_counter=WordCounter())
+    assert loaded.select.config == program.select.config
+    assert "selector" not in loaded.spec.spec
+
+
+def test_pipelines_reject_unknown_keywords(embedder):
+    with pytest.raises(ValueError, match="DocumentQA: unknown selection setting 'selectr'"):
+        build_pipeline("tatqa", "pot", selectr="kate", embedder=embedder)
+    with pytest.raises(ValueError, match="StatuteQA: unknown selection setting 'top_n'"):
+        build_pipeline("sara", "cot", top_n=3, embedder=embedder, data_dir=DATA)
+    statute = build_pipeline("sara", "cot", top_n_paragraphs=5, embedder=embedder, data_dir=DATA)
+    assert statute.select.config.selector == "kate" and statute.select.attribute_source == "none"
+    document = build_pipeline("finqa", "pot", retrieval="references", selector="csp", embedder=embedder)
+    assert document.spec.spec["pipeline"] == "finqa_pot" and document.select.config.selector == "csp"
+
+
 def test_load_program_rejects_foreign_json(tmp_path):
     bad = tmp_path / "x.json"
     bad.write_text(json.dumps({"predict": {}}))

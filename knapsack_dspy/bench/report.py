@@ -16,20 +16,20 @@ from pathlib import Path
 
 import numpy as np
 
+from knapsack_dspy.metrics.intervals import bootstrap_ci, proportion_ci
+from knapsack_dspy.metrics.paired import paired_comparison
+from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR
+
 LEVEL = 0.9
 
 
 def _proportion_ci(successes: float, n: int) -> tuple[float, float]:
-    from knapsack_dspy.metrics.intervals import proportion_ci
-
     low, high = proportion_ci(successes, n, level=LEVEL)[:2]
     return float(low), float(high)
 
 
 def _mean_ci(values: list[float], seed: int = 0, resamples: int = 1000) -> tuple[float, float]:
     """Percentile bootstrap CI of a mean (seeded)."""
-    from knapsack_dspy.metrics.intervals import bootstrap_ci
-
     low, high = bootstrap_ci(values, level=LEVEL, resamples=resamples, seed=seed)
     return float(low), float(high)
 
@@ -120,10 +120,9 @@ def _label_runs(metrics: dict[str, dict]) -> None:
 
 
 def compare_selectors(rows: Iterable[dict], metrics: dict[str, dict]) -> list[dict]:
-    """Paired comparisons within each setting: every selector against the reference (``seer`` if present, else
-    the first by name) on the questions both answered, for EM and F1 (``metrics.paired``)."""
-    from knapsack_dspy.metrics.paired import paired_comparison
-
+    """Paired comparisons within each setting: every selector against the reference (the default selector,
+    ``seer``, if present, else the first by name) on the questions both answered, for EM and F1
+    (``metrics.paired``)."""
     scores: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     for row in rows:
         for name in ("em", "f1"):
@@ -138,7 +137,7 @@ def compare_selectors(rows: Iterable[dict], metrics: dict[str, dict]) -> list[di
         if len(items) < 2:
             continue
         items = sorted(items, key=lambda m: m.get("label", ""))
-        ref = next((m for m in items if m["spec"].get("selector") == "seer"), items[0])
+        ref = next((m for m in items if m["spec"].get("selector") == DEFAULT_SELECTOR), items[0])
         for other in items:
             if other is ref:
                 continue

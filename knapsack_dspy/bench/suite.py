@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from knapsack_dspy.selection.config import SelectionConfig
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -68,6 +70,13 @@ class RunSpec:
     max_tokens: int = 384
     val_size: int = 40
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
+
+    def selection_config(self) -> SelectionConfig:
+        """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set)."""
+        return SelectionConfig(selector=self.selector, max_exemplars=self.max_exemplars, budget=self.budget,
+                               reserve_output_tokens=self.reserve_output_tokens, alpha=self.alpha, beta=self.beta,
+                               attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
+                               val_size=self.val_size, seed=self.seed)
 
     @property
     def key(self) -> str:

@@ -34,11 +34,12 @@ def register(subparsers) -> None:
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="tatqa", choices=["tatqa", "finqa", "sara"], help="default tatqa")
     p.add_argument("--pipeline", default="pot", help="pot (program of thought, default), cot, few_shot, zero_shot")
-    p.add_argument("--selector", default="seer",
-                   help="seer (default), seer_gold, kate, diverse_kate, random, fixed, csp")
-    p.add_argument("--mode", default="per_query", choices=["per_query", "static", "hybrid"],
+    p.add_argument("--selector", default=None,
+                   help="seer (default), seer_gold, kate, diverse_kate, random, csp, fixed, static, hybrid")
+    p.add_argument("--mode", default=None,
                    help="per_query: a knapsack per question (SEER); static: one set chosen at compile time; "
-                        "hybrid: a static core plus per-query slots")
+                        "hybrid: a static core plus per-query slots (chooses the selector unless --selector "
+                        "names one that selects in that mode)")
     p.add_argument("--budget", type=int, default=None, help="prompt token budget (default: the model's context window)")
     p.add_argument("--max-exemplars", "-M", type=int, default=4, help="most exemplars per prompt (default 4)")
     p.add_argument("--alpha", type=float, default=0.75, help="share of exemplars with the predicted attribute value")
@@ -67,6 +68,8 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from knapsack_dspy.data import DataError, load_examples
     from knapsack_dspy.modules.pipeline import build_pipeline, save_program
+    from knapsack_dspy.selection import SelectionConfig
+    from knapsack_dspy.selection.selectors import selector_for_mode
     from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
     setup_caches(args)
@@ -79,11 +82,13 @@ def run(args) -> int:
                else load_examples(args.dataset, split=args.val_split or val_split, data_dir=data_dir))
     except (DataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc)) from None
-    attributes = tuple(parse_list(args.attributes))
     try:
-        student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selector=args.selector,
-                                 max_exemplars=args.max_exemplars, top_n_paragraphs=args.top_n_paragraphs,
-                                 attributes=attributes, model=args.lm)
+        selection = SelectionConfig(selector=selector_for_mode(args.mode, args.selector),
+                                    max_exemplars=args.max_exemplars, budget=args.budget, alpha=args.alpha,
+                                    beta=args.beta, attributes=tuple(parse_list(args.attributes)),
+                                    attribute_source=args.attribute_source, val_size=args.val_size)
+        student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selection=selection,
+                                 top_n_paragraphs=args.top_n_paragraphs, model=args.lm)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     metric = None
@@ -97,13 +102,8 @@ def run(args) -> int:
         metric = correctness_metric
     search_space = ({"alpha": [0.5, 0.75, 1.0], "beta": [0.0, 0.25], "max_exemplars": [2, 4, 6]}
                     if args.search else None)
-    mode = args.mode
-    tele = KnapsackFewShot(metric=metric, mode=mode, selector=args.selector if mode == "per_query" else None,
-                           max_exemplars=args.max_exemplars, budget=args.budget, alpha=args.alpha, beta=args.beta,
-                           attributes=attributes, attribute_source=args.attribute_source,
-                           search_space=search_space, val_subset_size=args.val_size,
-                           max_lm_configs=args.lm_configs, token_counter=student.token_counter, lm_model=args.lm,
-                           progress=not args.quiet)
+    tele = KnapsackFewShot(metric=metric, search_space=search_space, max_lm_configs=args.lm_configs,
+                           token_counter=student.token_counter, lm_model=args.lm, progress=not args.quiet)
     try:
         program = tele.compile(student, trainset=pool, valset=val)
     except (CompileError, ValueError) as exc:

@@ -31,6 +31,7 @@ def _user_facing_errors() -> tuple[type[BaseException], ...]:
     for module, name in (("knapsack_dspy.data.errors", "DataError"), ("knapsack_dspy.llm.errors", "LLMError"),
                          ("knapsack_dspy.bench.suite", "SuiteError"),
                          ("knapsack_dspy.teleprompt.knapsack_few_shot", "CompileError"),
+                         ("knapsack_dspy.selection.config", "SelectionConfigError"),
                          ("knapsack_dspy.metrics.errors", "ScoringInputError")):
         try:
             errors.append(getattr(importlib.import_module(module), name))

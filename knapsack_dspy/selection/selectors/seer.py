@@ -84,3 +84,11 @@ class KnapsackSelector(ExemplarSelector):
         chosen, sol = self._solve(pool, request, idx, sims, sims[idx], request.capacity, self.max_exemplars)
         return make_selection(pool, request, chosen, sims, status=sol.status, relaxed=sol.relaxed,
                               reason=sol.reason)
+
+
+class GoldKnapsackSelector(KnapsackSelector):
+    """SEER's selector aiming at the query's gold attributes (an oracle: the attribute source defaults to
+    ``"gold"``, so the labels must be passed with the query)."""
+
+    name = "seer_gold"
+    default_attribute_source = "gold"

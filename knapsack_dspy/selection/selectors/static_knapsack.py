@@ -16,6 +16,7 @@ import numpy as np
 from knapsack_dspy.selection.constraints import MODALITIES, seer_template
 from knapsack_dspy.selection.knapsack import solve_knapsack
 from knapsack_dspy.selection.selectors.base import (
+    FIT_ON_VALIDATION_QUERIES,
     NotFittedError,
     candidates,
     eligible,
@@ -47,6 +48,8 @@ class StaticKnapsackSelector(KnapsackSelector):
 
     name = "static"
     needs_fit = True
+    fit_on = FIT_ON_VALIDATION_QUERIES
+    mode = "static"
     uses_attributes = False
 
     def fit(self, pool, val_embeddings=None, capacity: float = float("inf"), **kwargs):
@@ -85,6 +88,7 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
     capacity) plus per-query knapsack slots up to M (``mode="hybrid"``)."""
 
     name = "hybrid"
+    mode = "hybrid"
     uses_attributes = True
 
     def __init__(self, max_exemplars: int = 8, alpha: float = 0.75, beta: float = 0.0,
