@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import diskcache
 import numpy as np
 
 from knapsack_dspy import config
@@ -105,7 +106,7 @@ class TextEmbedder:
 
     def _load_source(self, source: str):
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # heavy (torch): loaded with the model
         except ImportError as exc:  # pragma: no cover - dependency of the package
             raise EmbedderError("sentence-transformers is not installed") from exc
         try:
@@ -124,8 +125,6 @@ class TextEmbedder:
         if not self.use_cache:
             return None
         if self._cache is None:
-            import diskcache
-
             path = Path(self.cache_dir) if self.cache_dir else config.cache_dir() / "embeddings"
             self._cache = diskcache.Cache(str(path), size_limit=2**32)
         return self._cache

@@ -15,6 +15,8 @@ from types import SimpleNamespace
 import dspy
 
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
+from knapsack_dspy.llm import counting_calls
+from knapsack_dspy.llm.errors import describe_lm_error
 
 
 def _selection_fields(program, selection: dict, example) -> dict:
@@ -65,8 +67,6 @@ def _usage(prediction) -> dict:
 
 def answer_example(program, example, lm) -> dict:
     """The full pipeline on one example with ``lm``; errors are recorded, not raised."""
-    from knapsack_dspy.llm import counting_calls
-
     inputs = program.example_inputs(example)
     started = time.perf_counter()
     with counting_calls() as calls:  # this example's provider calls, cache hits and cost (thread-safe)
@@ -110,8 +110,6 @@ def _jsonable(value):
 
 def _describe(exc: Exception) -> str:
     try:
-        from knapsack_dspy.llm.errors import describe_lm_error
-
         return describe_lm_error(exc)
     except Exception:
         return f"{type(exc).__name__}: {exc}"

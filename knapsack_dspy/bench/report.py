@@ -245,7 +245,7 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
 
 def make_plots(metrics: dict[str, dict], out_dir: Path) -> list[str]:
     """Score and within-budget share vs M per budget (one line per selector); selection latency."""
-    import matplotlib
+    import matplotlib  # heavy, and the Agg backend must be chosen before pyplot is imported
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

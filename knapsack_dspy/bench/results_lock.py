@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 LOCK_NAME = ".lock"
 
 
@@ -23,8 +25,6 @@ class ResultsBusyError(RuntimeError):
 @contextmanager
 def results_lock(out_dir: str | os.PathLike) -> Iterator[Path]:
     """Hold ``out_dir``'s lock for the block; ``ResultsBusyError`` at once if another process holds it."""
-    from filelock import FileLock, Timeout
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / LOCK_NAME

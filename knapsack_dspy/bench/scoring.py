@@ -16,6 +16,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from knapsack_dspy.metrics.answer_matching import finqa_exact_match, lenient_match
+from knapsack_dspy.metrics.finqa import execution_match, program_match
+from knapsack_dspy.metrics.sara import score_sara_prediction
+from knapsack_dspy.metrics.selection_proxies import query_selection_scores
+from knapsack_dspy.metrics.tatqa import score_tatqa_answer
+
 logger = logging.getLogger(__name__)
 
 
@@ -29,8 +35,6 @@ def score_prediction(example, prediction) -> dict[str, Any]:
     scale = getattr(prediction, "scale", None)
     row: dict[str, Any] = {"gold": _gold_answer(example), "gold_scale": example.get("scale") or ""}
     if dataset == "tatqa":
-        from knapsack_dspy.metrics.tatqa import score_tatqa_answer
-
         if isinstance(answer, (int, float)) and not isinstance(answer, bool):
             # The official script reads a prediction of 0 as "no answer" (``if not prediction``); a program
             # that computes 0 did answer, so numbers are scored as the text they print as (-0.0 as 0.0).
@@ -44,9 +48,6 @@ def score_prediction(example, prediction) -> dict[str, Any]:
             logger.warning("could not score %s: %s", example.get("id"), row["score_error"])
         row.update(em=em, f1=f1, correct=em == 1.0)
     elif dataset in ("finqa", "finqa_cases"):  # finqa_cases: FinQA questions + programs without documents
-        from knapsack_dspy.metrics.answer_matching import finqa_exact_match, lenient_match
-        from knapsack_dspy.metrics.finqa import execution_match, program_match
-
         program = getattr(prediction, "program", None)
         if program and getattr(prediction, "language", "finqa") == "finqa":
             correct = execution_match(program, example.get("table"), example.get("answer"))
@@ -59,8 +60,6 @@ def score_prediction(example, prediction) -> dict[str, Any]:
         row.update(correct=bool(correct), em=float(bool(correct)),
                    lenient=answer is not None and lenient_match(answer, example.get("answer")))
     elif dataset == "sara":
-        from knapsack_dspy.metrics.sara import score_sara_prediction
-
         gold_case = {"id": example.get("id"), "type": example.get("answer_type"), "label": example.get("answer"),
                      "answer": example.get("answer"), "answer_value": example.get("answer_value")}
         if gold_case["type"] == "entailment":
@@ -80,6 +79,4 @@ def correctness_metric(example, prediction, trace=None) -> float:
 
 def selection_quality(select, example, exemplar_ids: Sequence[str]) -> dict[str, Any]:
     """Gold-case hit, best program similarity and attribute match of the chosen exemplars (model-free)."""
-    from knapsack_dspy.metrics.selection_proxies import query_selection_scores
-
     return query_selection_scores(select, example, exemplar_ids)

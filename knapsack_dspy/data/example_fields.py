@@ -75,7 +75,7 @@ def validate_fields(fields) -> None:
 
 def make_example(fields: dict):
     """A ``dspy.Example`` holding exactly :data:`FIELDS`, with inputs question / table / paragraphs."""
-    import dspy
+    import dspy  # the data layer imports without DSPy: only building an Example needs it
 
     validate_fields(fields)
     return dspy.Example(**{name: fields[name] for name in FIELDS}).with_inputs(*INPUT_FIELDS)

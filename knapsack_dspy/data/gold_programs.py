@@ -27,6 +27,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from knapsack_dspy.data.numbers import parse_number
+from knapsack_dspy.execution import execute_program
+from knapsack_dspy.execution.cell_numbers import parse_cell
+from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
+from knapsack_dspy.execution.finqa_executor import official_number
+from knapsack_dspy.execution.table_view import TableLookupError, TableView
+
 __all__ = ["GoldProgram", "answers_match", "finqa_dsl_candidates", "finqa_python_candidates", "literal_program",
            "synthesise_finqa_program", "synthesise_python_program", "tatqa_python_candidates",
            "verification_report"]
@@ -88,8 +95,6 @@ def _as_float(value) -> float | None:
         return None
     if isinstance(value, (int, float)):
         return float(value) if math.isfinite(value) else None
-    from knapsack_dspy.data.numbers import parse_number
-
     return parse_number(value) if isinstance(value, str) else None
 
 
@@ -228,9 +233,6 @@ def _sub_header_columns(table: Sequence[Sequence[str]], column_labels: list[str]
 def _cell_locations(table: Sequence[Sequence[str]]):
     """number -> [(row label, column label)] for cells the sandbox's ``table[row, col]`` reads back
     (labels that resolve to exactly that cell, columns named by their label alone)."""
-    from knapsack_dspy.execution.cell_numbers import parse_cell
-    from knapsack_dspy.execution.table_view import TableLookupError, TableView
-
     try:
         view = TableView([list(row) for row in table])
     except TypeError:
@@ -374,9 +376,6 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
     program = (example.get("program") or "").strip()
     if not program:
         return []
-    from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
-    from knapsack_dspy.execution.finqa_executor import official_number
-
     try:
         steps = parse_program(program)
     except ProgramError:
@@ -474,7 +473,7 @@ def synthesise_finqa_program(example: Mapping, execute: Executor | None = None) 
     program = (example.get("program") or "").strip()
     if program:
         return program
-    execute = execute or _default_executor()
+    execute = execute or execute_program
     table = [list(row) for row in (example.get("table") or [])] or None
     for candidate in finqa_dsl_candidates(example):
         result = execute(candidate, table, kind="finqa")
@@ -485,19 +484,13 @@ def synthesise_finqa_program(example: Mapping, execute: Executor | None = None) 
 
 # ----------------------------------------------------------------------------------------------------
 
-def _default_executor() -> Executor:
-    from knapsack_dspy.execution import execute_program
-
-    return execute_program
-
-
 def synthesise_python_program(example: Mapping, execute: Executor | None = None) -> GoldProgram:
     """The verified gold Python program of a pool record, or its literal-answer fallback.
 
     ``example``: uniform fields (``answer``, ``answer_value``, ``answer_type``, ``scale``, ``derivation``,
     ``program``, ``table``). ``execute``: ``execute_program`` (default) or a stand-in with its signature.
     """
-    execute = execute or _default_executor()
+    execute = execute or execute_program
     answer = example.get("answer")
     answer_value = example.get("answer_value")
     scale = example.get("scale") or ""
@@ -533,7 +526,7 @@ def verification_report(examples, execute: Executor | None = None) -> dict:
     {type: {"total", "verified"}}, "by_source": {source: n}, "failures": [(id, reason), ...]}``;
     ``table_lookups`` / ``text_variables`` count verified arithmetic programs using each binding.
     """
-    execute = execute or _default_executor()
+    execute = execute or execute_program
     report = {"total": 0, "verified": 0, "table_lookups": 0, "text_variables": 0, "by_answer_type": {},
               "by_source": {}, "failures": []}
     for example in examples:

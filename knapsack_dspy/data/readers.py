@@ -118,7 +118,7 @@ def read_hub_rows(dataset_id: str, split: str, cache_dir: str | os.PathLike | No
     source = f"hub:{dataset_id}"
     if not dataset_id.strip():
         raise DataError("empty hub dataset id (expected source='hub:<owner>/<name>')")
-    import datasets
+    import datasets  # heavy (pyarrow, pandas) and needed for hub sources only
 
     try:
         dataset = datasets.load_dataset(dataset_id, split=split,

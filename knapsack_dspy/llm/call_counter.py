@@ -27,6 +27,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
+import dspy
+import litellm
+
 
 @dataclass
 class CallCounts:
@@ -128,8 +131,6 @@ def _wrap_async(fn):
 
 def install_call_counter() -> None:
     """Wrap ``litellm.completion`` and ``litellm.acompletion`` (once per process)."""
-    import litellm
-
     with _install_lock:
         if not getattr(litellm.completion, _MARK, False):
             litellm.completion = _wrap_sync(litellm.completion)
@@ -144,8 +145,6 @@ def _is_lm_request(request: Any) -> bool:
 def install_cache_hit_counter(cache: Any = None) -> None:
     """Count hits of DSPy's response cache (``dspy.cache`` unless given). Idempotent per cache object."""
     if cache is None:
-        import dspy
-
         cache = dspy.cache
     with _install_lock:
         if getattr(cache.get, _MARK, False):

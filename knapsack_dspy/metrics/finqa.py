@@ -126,7 +126,7 @@ class _GoldProgram:
     """The gold side of ``equal_program``: its symbol table and simplified expression (computed once)."""
 
     def __init__(self, tokens: list[str]):
-        from sympy import simplify
+        from sympy import simplify  # heavy; only program accuracy needs it
 
         self.symbols: dict[str, str] = {}
         self.steps: dict[int, tuple[str, str, str, str]] = {}
@@ -152,7 +152,7 @@ class _GoldProgram:
 
     def matches(self, predicted: list) -> bool:
         """The prediction side of the official ``equal_program``."""
-        from sympy import simplify
+        from sympy import simplify  # heavy; only program accuracy needs it
 
         try:
             if not _structure_ok(predicted):
