@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import math
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from knapsack_dspy.data.numbers import parse_number
 from knapsack_dspy.data.program_template import finqa_program_template
 from knapsack_dspy.data.sara import statute_of_case_id
-from knapsack_dspy.data.tatqa_derivation import parse_derivation
+from knapsack_dspy.data.tatqa_derivation import DerivationLiteral, parse_derivation, parse_expression
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -46,6 +47,27 @@ def test_parse_derivation(derivation, operators, template, value):
     assert parsed.operators == operators and parsed.num_steps == len(operators)
     assert parsed.template == template
     assert parsed.value == (None if value is None else pytest.approx(value))
+
+
+def test_parse_expression_reads_each_number_as_written():
+    parsed = parse_expression("($4,411 + 12%) x [60.3 Millions - (5,946)]")
+    literals = list(parsed.literals.values())
+    assert literals == [DerivationLiteral("4,411", 4411.0), DerivationLiteral("12", 12.0, percent=True),
+                        DerivationLiteral("60.3", 60.3, scale_word="millions"), DerivationLiteral("5,946", 5946.0)]
+    assert [n.key for n in literals] == ["4411", "12%", "60.3 millions", "5946"]
+    assert [n.value for n in literals] == [4411.0, 0.12, 60.3e6, 5946.0]
+    assert literals[3].negated() == DerivationLiteral("-5,946", -5946.0)
+    assert ast.unparse(parsed.body) == "(_v0 + _v1) * (_v2 - -_v3)"  # (5,946) is an accounting negative
+
+
+def test_the_readers_of_derivations_differ_only_where_they_always_did():
+    assert ast.unparse(parse_expression("3 + (13)", reader="steps").body) == "_v0 + _v1"
+    assert [n.number for n in parse_expression("1234,567").literals.values()] == [1234567.0]
+    with pytest.raises(ValueError, match="not an arithmetic expression"):  # "1234" and "567"
+        parse_expression("1234,567", reader="steps")
+    assert ast.unparse(parse_expression("2019 # 2018", reader="gold_programs").body) == "_v0"
+    with pytest.raises(ValueError, match="not an arithmetic expression"):
+        parse_expression("2019 # 2018")
 
 
 @pytest.mark.parametrize("text", ["", "2019##2018", "Find the year with the higher EBITDA", "1,496.5>1,202.9",

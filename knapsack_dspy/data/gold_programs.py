@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from knapsack_dspy.data.numbers import parse_number
+from knapsack_dspy.data.tatqa_derivation import SCALE_FACTORS, DerivationLiteral, parse_expression
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.execution.cell_numbers import parse_cell
 from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
@@ -131,74 +132,36 @@ def answers_match(predicted, gold, gold_value=None) -> bool:
 # ----------------------------------------------------------------------------------------------------
 # TAT-QA derivations
 
-_LITERAL = re.compile(
-    r"(?P<number>\d+(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)\s*(?P<percent>%)?"
-    r"(?:\s*(?P<scale>thousands?|millions?|billions?)\b)?", re.IGNORECASE)
-_SCALE_FACTORS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
-_LONE_PARENTHESISED = re.compile(r"\(\s*(?P<name>_v\d+)\s*\)")
+def _parse_derivation(text: str) -> tuple[ast.expr, dict[str, DerivationLiteral]]:
+    """Derivation -> (expression over literal names, name -> literal), each negated literal (an accounting
+    negative ``(5,946)`` or a unary minus) folded into one negative literal, so that a table cell ``(5,946)``
+    binds to it. ``ValueError`` if not arithmetic."""
+    parsed = parse_expression(text, reader="gold_programs")
+    literals = dict(parsed.literals)
+    return _fold_negated_literals(parsed.body, literals), literals
 
 
-@dataclass(frozen=True)
-class _Literal:
-    number: float  # as written, percent units for "12%"
-    percent: bool
-    scale_word: str = ""  # "thousand" / "million" / "billion" written after the number
-    written: str = ""  # the digits as written ("4.00", "1,234")
-
-    def value(self, answer_scale: str) -> float:
-        """The number in the answer's unit: "60.3 million" is 60300 when the answer is in thousands."""
-        if not self.scale_word:
-            return self.number
-        return self.number * _SCALE_FACTORS[self.scale_word] / _SCALE_FACTORS.get(answer_scale, 1.0)
-
-
-def _tokenise_derivation(text: str) -> tuple[ast.expr, dict[str, _Literal]]:
-    """Derivation -> (expression over names ``_v<i>``, name -> literal). ``ValueError`` if not arithmetic."""
-    literals: dict[str, _Literal] = {}
-    body = re.sub(r"[$€£¥]", "", text.replace("\u2212", "-"))
-    body = body.replace("[", "(").replace("]", ")").replace("×", "*").replace("÷", "/")
-
-    def replace(match: re.Match) -> str:
-        number = float(match.group("number").replace(",", ""))
-        word = (match.group("scale") or "").lower().rstrip("s")
-        name = f"_v{len(literals)}"
-        literals[name] = _Literal(number, bool(match.group("percent")), word, match.group("number"))
-        return f" {name} "
-
-    body = _LITERAL.sub(replace, body)
-    body = re.sub(r"(?<=\S)\s*[xX]\s*(?=[\s(_])", " * ", body)
-    # "(5,946)" alone in parentheses is an accounting negative (as SEER and the data layer read it)
-    body = _LONE_PARENTHESISED.sub(lambda m: f"(-{m.group('name')})", body)
-    if not literals:
-        raise ValueError("no numbers in the derivation")
-    try:
-        tree = ast.parse(body.strip(), mode="eval")
-    except SyntaxError:
-        raise ValueError(f"not an arithmetic expression: {text!r}") from None
-    for node in ast.walk(tree.body):
-        if isinstance(node, ast.Name) and node.id not in literals:
-            raise ValueError(f"unexpected word {node.id!r} in the derivation")
-        if not isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Add, ast.Sub, ast.Mult,
-                                 ast.Div, ast.USub, ast.UAdd)):
-            raise ValueError(f"unsupported {type(node).__name__} in the derivation {text!r}")  # noqa: TRY004
-    return tree.body, literals
-
-
-def _fold_negated_literals(node: ast.expr, literals: dict[str, _Literal]) -> ast.expr:
-    """``-(_v0)`` (an accounting negative or a unary minus) -> a new literal holding the negative number,
-    so that a table cell ``(5,946)`` binds to it."""
+def _fold_negated_literals(node: ast.expr, literals: dict[str, DerivationLiteral]) -> ast.expr:
+    """``-(_v0)`` -> a new literal holding the negative number."""
     if isinstance(node, ast.BinOp):
         return ast.BinOp(left=_fold_negated_literals(node.left, literals), op=node.op,
                          right=_fold_negated_literals(node.right, literals))
     if isinstance(node, ast.UnaryOp):
         operand = _fold_negated_literals(node.operand, literals)
         if isinstance(node.op, ast.USub) and isinstance(operand, ast.Name):
-            old = literals[operand.id]
             name = f"_n{len(literals)}"
-            literals[name] = _Literal(-old.number, old.percent, old.scale_word, "-" + old.written)
+            literals[name] = literals[operand.id].negated()
             return ast.Name(id=name, ctx=ast.Load())
         return ast.UnaryOp(op=node.op, operand=operand)
     return node
+
+
+def _in_answer_unit(literal: DerivationLiteral, answer_scale: str) -> float:
+    """The number in the answer's unit (percent units for "12%"): "60.3 million" is 60300 when the answer is in
+    thousands."""
+    if not literal.scale_word:
+        return literal.number
+    return literal.number * literal.scale_factor / SCALE_FACTORS.get(answer_scale, 1.0)
 
 
 def _rename(node: ast.expr, names: Mapping[str, str]) -> ast.expr:
@@ -315,10 +278,9 @@ def _names_in_order(node: ast.expr) -> list[str]:
 
 def _arithmetic_programs(example: Mapping, derivation: str, scale: str) -> list[str]:
     try:
-        expression, literals = _tokenise_derivation(derivation)
+        expression, literals = _parse_derivation(derivation)
     except ValueError:
         return []
-    expression = _fold_negated_literals(expression, literals)
     used = _names_in_order(expression)
     table = example.get("table") or []
     locations = _cell_locations(table) if table else {}
@@ -332,7 +294,7 @@ def _arithmetic_programs(example: Mapping, derivation: str, scale: str) -> list[
         lines_query, lines_text, names, by_key = [], [], {}, {}
         for name in dict.fromkeys(used):  # first-appearance order, no repeats
             literal = literals[name]
-            number = literal.value(scale)
+            number = _in_answer_unit(literal, scale)
             key = (number, literal.percent)
             if key in by_key:
                 names[name] = by_key[key]
@@ -425,8 +387,8 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
 # ----------------------------------------------------------------------------------------------------
 # TAT-QA derivation -> FinQA DSL
 
-def _dsl_number(literal: _Literal, scale: str) -> str:
-    number = literal.value(scale)
+def _dsl_number(literal: DerivationLiteral, scale: str) -> str:
+    number = _in_answer_unit(literal, scale)
     text = _py_number(number)
     return text + "%" if literal.percent else text
 
@@ -437,10 +399,9 @@ def finqa_dsl_candidates(example: Mapping) -> list[str]:
     if (example.get("answer_type") or "") != "arithmetic" or not derivation:
         return []
     try:
-        expression, literals = _tokenise_derivation(derivation)
+        expression, literals = _parse_derivation(derivation)
     except ValueError:
         return []
-    expression = _fold_negated_literals(expression, literals)
     scale = example.get("scale") or ""
     steps: list[str] = []
     names = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
