@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.data.numbers import parse_number
 from knapsack_dspy.data.program_template import finqa_program_template
 from knapsack_dspy.data.sara import statute_of_case_id
 from knapsack_dspy.data.tatqa_derivation import DerivationLiteral, parse_derivation, parse_expression
+from knapsack_dspy.numbers import parse_number
 
 
 @pytest.mark.parametrize(("text", "value"), [

@@ -27,13 +27,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from knapsack_dspy.data.numbers import parse_number
 from knapsack_dspy.data.tatqa_derivation import SCALE_FACTORS, DerivationLiteral, parse_expression
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.execution.cell_numbers import parse_cell
 from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
 from knapsack_dspy.execution.finqa_executor import official_number
 from knapsack_dspy.execution.table_view import TableLookupError, TableView
+from knapsack_dspy.numbers import parse_number
 
 __all__ = ["GoldProgram", "answers_match", "finqa_dsl_candidates", "finqa_python_candidates", "literal_program",
            "synthesise_finqa_program", "synthesise_python_program", "tatqa_python_candidates",

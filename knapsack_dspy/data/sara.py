@@ -14,8 +14,8 @@ import re
 
 from knapsack_dspy.data.errors import DataError
 from knapsack_dspy.data.example_fields import blank_fields
-from knapsack_dspy.data.numbers import parse_number
 from knapsack_dspy.data.record_fields import get_field, get_id, get_str, leftovers, require_mapping
+from knapsack_dspy.numbers import parse_number
 
 __all__ = ["CASE_TYPES", "LABELS", "parse_sara_case", "statute_of_case_id"]
 

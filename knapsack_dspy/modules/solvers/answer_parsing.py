@@ -18,7 +18,7 @@ import json
 import math
 import re
 
-from knapsack_dspy.data.numbers import parse_number
+from knapsack_dspy.numbers import parse_number
 
 __all__ = ["SCALES", "normalise_scale", "parse_answer", "parse_number_text", "parse_statute_answer",
            "strip_answer_decoration"]
