@@ -1,14 +1,31 @@
-"""Read a number written the way financial documents write it: ``"4,411"``, ``"(7,227)"``, ``"$ 1.5"``, ``"12.5%"``."""
+"""Read a number written the way financial documents write it: ``"4,411"``, ``"(7,227)"``, ``"$ 1.5"``, ``"12.5%"``.
+
+The package's own readers of numbers start here (the copies of official evaluation code in ``metrics/`` keep
+their own, documented, rules): :func:`parse_number` for answers and replies, and :func:`number_text`, the
+input handling every reader shares (``knapsack_dspy.metrics.sara.parse_dollars`` reads dollar amounts from it).
+"""
 
 from __future__ import annotations
 
 import math
 import re
 
-__all__ = ["parse_number"]
+__all__ = ["number_text", "parse_number"]
 
 _CURRENCY = re.compile(r"^(?:[A-Z]{0,2}[$€£¥])\s*")
 _NUMBER = re.compile(r"^(?:\d+(?:,\d{3})*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
+
+
+def number_text(value) -> float | str | None:
+    """What a reader of numbers looks at: an int or a float as a float (``None`` for NaN / infinity), a string
+    stripped and with the minus sign ``−`` written ``-``, ``None`` for anything else (also ``True`` / ``False``)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    return value.strip().replace("\u2212", "-")
 
 
 def parse_number(value) -> float | None:
@@ -19,13 +36,9 @@ def parse_number(value) -> float | None:
     ``"12.5%"`` -> 12.5) and accounting negatives in parentheses (``"(7,227)"`` -> -7227.0). Text with
     words, ranges or several numbers gives ``None``.
     """
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
-    if not isinstance(value, str):
-        return None
-    text = value.strip().replace("\u2212", "-")
+    text = number_text(value)
+    if not isinstance(text, str):
+        return text
     negative = False
     if text.startswith("(") and text.endswith(")"):
         negative, text = True, text[1:-1].strip()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from knapsack_dspy.data.program_template import finqa_program_template
 from knapsack_dspy.data.sara import statute_of_case_id
 from knapsack_dspy.data.tatqa_derivation import DerivationLiteral, parse_derivation, parse_expression
-from knapsack_dspy.numbers import parse_number
+from knapsack_dspy.numbers import number_text, parse_number
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -155,3 +155,18 @@ def test_finqa_program_template_rejects_bad_programs():
 ])
 def test_statute_of_case_id(case_id, expected):
     assert statute_of_case_id(case_id) == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    (None, None), (True, None), (3, 3.0), (2.5, 2.5), (float("nan"), None), (float("inf"), None), ([1], None),
+    ("  \u22125 ", "-5"),
+])
+def test_number_text_is_what_every_reader_of_numbers_starts_from(value, expected):
+    assert number_text(value) == expected
+
+
+def test_dollars_and_numbers_share_their_input_handling():
+    from knapsack_dspy.metrics.sara import parse_dollars
+
+    for value in (None, True, float("nan"), [5], 7, " \u2212250 "):
+        assert parse_dollars(value) == parse_number(value)

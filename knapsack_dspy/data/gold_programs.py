@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -91,14 +90,6 @@ def literal_program(answer, scale: str = "") -> str:
 # ----------------------------------------------------------------------------------------------------
 # answer comparison
 
-def _as_float(value) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
-    return parse_number(value) if isinstance(value, str) else None
-
-
 def answers_match(predicted, gold, gold_value=None) -> bool:
     """Whether an executed answer reproduces the gold one.
 
@@ -114,17 +105,17 @@ def answers_match(predicted, gold, gold_value=None) -> bool:
         return False
     number = gold_value if gold_value is not None else None
     if number is None and not isinstance(gold, str):
-        number = _as_float(gold)
+        number = parse_number(gold)
     if number is not None and not isinstance(predicted, str):
-        value = _as_float(predicted)
+        value = parse_number(predicted)
         if value is None:
             return False
         return round(value, 2) == round(float(number), 2) or abs(value - number) <= 0.005 + 1e-6 * abs(number)
     if isinstance(gold, str) and isinstance(predicted, str):
         return " ".join(gold.split()) == " ".join(predicted.split())
     if isinstance(gold, str):
-        gold_number = _as_float(gold)
-        value = _as_float(predicted)
+        gold_number = parse_number(gold)
+        value = parse_number(predicted)
         return gold_number is not None and value is not None and abs(value - gold_number) <= 1e-9
     return False
 
