@@ -32,7 +32,8 @@ def main(argv=None) -> int:
     print(f"{args.dataset}/{args.split}: {report['verified']}/{report['total']} verified "
           f"({100 * report['share']:.1f} %) in {seconds:.2f} s")
     for answer_type, row in sorted(report["by_answer_type"].items()):
-        print(f"  {answer_type:<11} {row['verified']:>5}/{row['total']:<5} ({100 * row['verified'] / row['total']:.1f} %)")
+        share = 100 * row["verified"] / row["total"]
+        print(f"  {answer_type:<11} {row['verified']:>5}/{row['total']:<5} ({share:.1f} %)")
     print(f"  verified arithmetic/FinQA programs with table look-ups: {report['table_lookups']}, "
           f"with text variables: {report['text_variables']}")
     print("  by source:", json.dumps(report["by_source"], sort_keys=True))

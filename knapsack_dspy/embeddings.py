@@ -158,7 +158,7 @@ class TextEmbedder:
             vecs = model.encode(unique, batch_size=self.batch_size, convert_to_numpy=True,
                                 normalize_embeddings=True, show_progress_bar=bool(progress))
             vecs = np.asarray(vecs, dtype=np.float32)
-            for text, vec in zip(unique, vecs):
+            for text, vec in zip(unique, vecs, strict=True):
                 if cache is not None:
                     cache.set(self._key(text), vec)
                     _memo.put(self._key(text), vec)

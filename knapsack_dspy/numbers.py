@@ -32,8 +32,8 @@ def parse_number(value) -> float | None:
     """The number ``value`` writes, or ``None`` when it is not (only) a number.
 
     Accepts ints / floats (not bools) and strings with an optional currency sign (``$``, ``€``, ``£``,
-    ``¥``, also ``S$`` / ``A$``), thousands separators, an exponent (``"2e-05"``), a trailing ``%`` (kept in percent units:
-    ``"12.5%"`` -> 12.5) and accounting negatives in parentheses (``"(7,227)"`` -> -7227.0). Text with
+    ``¥``, also ``S$`` / ``A$``), thousands separators, an exponent (``"2e-05"``), a trailing ``%`` (kept in
+    percent units: ``"12.5%"`` -> 12.5) and accounting negatives in parentheses (``"(7,227)"`` -> -7227.0). Text with
     words, ranges or several numbers gives ``None``.
     """
     text = number_text(value)

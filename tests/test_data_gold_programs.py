@@ -167,7 +167,7 @@ def table_and_expression(draw):
     picked = draw(st.lists(st.sampled_from(cells), min_size=2, max_size=4, unique=True))
     ops = draw(st.lists(st.sampled_from(["+", "-", "*", "/"]), min_size=len(picked) - 1, max_size=len(picked) - 1))
     text = table[picked[0][0]][picked[0][1]]
-    for (r, c), op in zip(picked[1:], ops):
+    for (r, c), op in zip(picked[1:], ops, strict=True):
         text = f"({text} {op} {table[r][c]})"
     return table, text
 

@@ -336,4 +336,5 @@ def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypat
               token_counter_factory=f.counter, lm_factory=f.lm, progress=False, log=lambda msg: None)
     rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == len(records) == 3
-    assert all(r["correct"] and r["program_correct"] for r in rows), [(r["answer"], r["gold"], r["error"]) for r in rows]
+    assert all(r["correct"] and r["program_correct"] for r in rows), [
+        (r["answer"], r["gold"], r["error"]) for r in rows]

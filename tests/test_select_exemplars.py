@@ -59,7 +59,8 @@ def make_examples(n, seed=0, prefix="ex"):
     for i in range(n):
         topic = TOPICS[i % len(TOPICS)]
         words = " ".join(["filler"] * int(rng.integers(5, 120)))  # varied token costs
-        ex = dspy.Example(id=f"{prefix}{i}", doc_id=f"{prefix}doc{i // 3}", question=f"What was the {topic} in {2000 + i}?",
+        ex = dspy.Example(id=f"{prefix}{i}", doc_id=f"{prefix}doc{i // 3}",
+                          question=f"What was the {topic} in {2000 + i}?",
                           context=f"{topic} table {words}", answer=str(i), modality=MODALITY[i % 3],
                           answer_type="arithmetic" if i % 2 else "span")
         out.append(ex.with_inputs("question", "context", "id", "doc_id"))
@@ -87,7 +88,7 @@ def test_costs_are_measured_in_the_prompt_format(embedder, counter):
     pool = make_examples(30)
     program = compile_tiny(embedder, counter, pool)
     model = PromptCostModel(TinySig, counter)
-    for ex, cost in zip(pool, program.select.costs):
+    for ex, cost in zip(pool, program.select.costs, strict=True):
         demo = {"context": ex.context, "question": ex.question, "answer": ex.answer}
         assert cost == model.demo_cost(demo)
     assert len(set(program.select.costs)) > 5  # costs differ with the demo's length
@@ -184,7 +185,7 @@ def test_load_rejects_corrupt_state(tmp_path, embedder, counter):
     state = json.loads(path.read_text())
     state["select"]["pool"]["costs"] = state["select"]["pool"]["costs"][:-1]
     path.write_text(json.dumps(state))
-    with pytest.raises(ValueError, match="pool.costs has 19 entries for 20 ids"):
+    with pytest.raises(ValueError, match=r"pool\.costs has 19 entries for 20 ids"):
         TinyQA(embedder, counter).load(str(path))
 
 

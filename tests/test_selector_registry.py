@@ -150,7 +150,7 @@ def test_a_user_selector_compiles_saves_and_loads(tmp_path, registered):
     pool = make_examples(30)
     program = compile_tiny(embedder, counter, pool, selector="cheapest_test", budget=4000)
     assert program.compile_report["selector"] == "cheapest_test"
-    costs = dict(zip(program.select.pool_ids, program.select.costs))
+    costs = dict(zip(program.select.pool_ids, program.select.costs, strict=True))
     out = program.select(base_tokens=0, id="ex0", doc_id="exdoc0", question="What was the tax rate?")
     excluded = {"ex0", "ex1", "ex2"}  # the query and the other examples of its document (exdoc0)
     assert sorted(costs[i] for i in out.ids) == sorted(c for i, c in costs.items() if i not in excluded)[:4]

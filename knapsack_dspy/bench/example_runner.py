@@ -58,7 +58,7 @@ def select_example(program, example) -> dict:
 def _usage(prediction) -> dict:
     try:
         usage = prediction.get_lm_usage() or {}
-    except Exception:
+    except Exception:  # noqa: BLE001 - usage is bookkeeping: a prediction without it still counts
         usage = {}
     prompt = sum(int(u.get("prompt_tokens") or 0) for u in usage.values())
     completion = sum(int(u.get("completion_tokens") or 0) for u in usage.values())
@@ -111,5 +111,5 @@ def _jsonable(value):
 def _describe(exc: Exception) -> str:
     try:
         return describe_lm_error(exc)
-    except Exception:
+    except Exception:  # noqa: BLE001 - describing the error must not replace it
         return f"{type(exc).__name__}: {exc}"

@@ -2,8 +2,9 @@
 
 ``report.md`` follows SEER's Table 1 layout: one table per setting (dataset, pipeline, budget, M, model),
 rows = selectors, columns = metrics with 90 % confidence intervals; then paired comparisons of the selectors
-on the questions they share (``comparisons.json``), the selection-quality metrics (model-free) and the plots: score and share of prompts within budget versus the number of
-exemplars M at each budget (SEER's Figures 7-8), and selection latency per selector.
+on the questions they share (``comparisons.json``), the selection-quality metrics (model-free) and the plots:
+score and share of prompts within budget versus the number of exemplars M at each budget (SEER's Figures 7-8),
+and selection latency per selector.
 """
 
 from __future__ import annotations
@@ -167,8 +168,9 @@ def _comparison_lines(comparisons: list[dict]) -> list[str]:
 
         p = em.get("mcnemar_p")
         lines.append(f"| {c['a']} − {c['b']} | {em.get('n', f1.get('n', 0))} | {diff(em)} | "
-                     f"{em.get('wins', '–')} / {em.get('losses', '–')} | {'–' if p is None else f'{p:.2f}'} | {diff(f1)} |")
-    return lines + [""]
+                     f"{em.get('wins', '–')} / {em.get('losses', '–')} | {'–' if p is None else f'{p:.2f}'} | "
+                     f"{diff(f1)} |")
+    return [*lines, ""]
 
 
 def _fmt(m: dict, key: str) -> str:
@@ -196,7 +198,8 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
         groups[_setting(m["spec"])].append(m)
     for setting, items in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         dataset, pipeline, budget, M, model, retrieval = setting
-        title = f"## {dataset} · {pipeline} · budget {budget} · M={M} · {model}" + (f" · {retrieval}" if retrieval else "")
+        title = (f"## {dataset} · {pipeline} · budget {budget} · M={M} · {model}"
+                 + (f" · {retrieval}" if retrieval else ""))
         lines += [title, ""]
         selection_only = items[0]["spec"].get("selection_only")
         if selection_only:
@@ -227,7 +230,8 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
         lines.append("")
         lines += _comparison_lines([c for c in comparisons or [] if tuple(c["setting"]) == setting])
         if not selection_only:
-            quality = [m for m in items if m.get("gold_case_hit") is not None or m.get("attribute_match.modality") is not None]
+            quality = [m for m in items
+                       if m.get("gold_case_hit") is not None or m.get("attribute_match.modality") is not None]
             if quality:
                 lines += ["Selection quality (model-free):", "",
                           "| selector | gold-case hit | program score | modality match | selection ms (median) |",
@@ -259,7 +263,7 @@ def make_plots(metrics: dict[str, dict], out_dir: Path) -> list[str]:
                                   ("within_budget", "prompts within budget (%)", "within_budget_vs_M.png")):
             fig, axes = plt.subplots(1, len(budgets), figsize=(5 * len(budgets), 3.6), squeeze=False)
             drawn = False
-            for ax, budget in zip(axes[0], budgets):
+            for ax, budget in zip(axes[0], budgets, strict=True):
                 by_selector = defaultdict(list)
                 for m in items:
                     if m["spec"].get("budget") != budget:

@@ -90,7 +90,7 @@ class RunSpec:
         if not settings["example_ids"]:  # keys of runs written before this setting existed stay the same
             del settings["example_ids"]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
-        return "|".join(parts + [digest])
+        return "|".join([*parts, digest])
 
 
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
@@ -146,7 +146,7 @@ def expand(group: dict, source: str) -> list[RunSpec]:
     runs = []
     for combo in itertools.product(*(vals for _, vals in axes)):
         params = dict(scalars)
-        params.update({name: v for (name, _), v in zip(axes, combo)})
+        params.update({name: v for (name, _), v in zip(axes, combo, strict=True)})
         runs.append(RunSpec(**params))
     return runs
 

@@ -115,7 +115,8 @@ def run(args) -> int:
           f"pool {report['pool_size']}, budget {report['budget']} tokens ({report['token_model']})")
     print(f"chosen config: {json.dumps(report['chosen'])}")
     for attr, acc in report.get("attribute_accuracy", {}).items():
-        print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% on {acc['n']} validation questions")
+        print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% "
+              f"on {acc['n']} validation questions")
     cost = report["cost"]
     print(f"compile cost: {cost['lm_calls']} LM calls ({cost['lm_cache_hits']} answered from the cache), "
           f"{cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion tokens, "

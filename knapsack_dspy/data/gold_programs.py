@@ -100,7 +100,7 @@ def answers_match(predicted, gold, gold_value=None) -> bool:
     if isinstance(gold, (list, tuple)):
         if not isinstance(predicted, (list, tuple)) or len(predicted) != len(gold):
             return False
-        return all(answers_match(p, g) for p, g in zip(predicted, gold))
+        return all(answers_match(p, g) for p, g in zip(predicted, gold, strict=True))
     if isinstance(predicted, (list, tuple)):
         return False
     number = gold_value if gold_value is not None else None

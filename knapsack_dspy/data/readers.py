@@ -88,7 +88,7 @@ def _read_csv(path: Path, text: str) -> list:
                 records.append(DataError(f"row has {len(row)} fields, the header has {len(header)} "
                                          f"(line {reader.line_num})", source=str(path), index=len(records)))
             else:
-                records.append(dict(zip(header, row)))
+                records.append(dict(zip(header, row, strict=True)))
     except csv.Error as exc:
         raise DataError(f"invalid CSV at line {reader.line_num}: {exc}", source=str(path)) from None
     return records

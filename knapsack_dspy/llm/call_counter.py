@@ -184,7 +184,7 @@ def cache_hit_count() -> int:
 def counting_calls() -> Iterator[CallCounts]:
     """Count the calls made by the current thread / asyncio task inside the block (nestable)."""
     counts = CallCounts()
-    token = _scopes.set(_scopes.get() + (counts,))
+    token = _scopes.set((*_scopes.get(), counts))
     try:
         yield counts
     finally:

@@ -54,7 +54,7 @@ def _close_matches(name: str, candidates: list[str]) -> list[str]:
 def _check_model_name(model: str, bare: str, provider: str, strict: bool) -> None:
     try:
         litellm.get_model_info(model)
-    except Exception:  # noqa: BLE001, S110  (LiteLLM raises several types for an unmapped model)
+    except Exception:  # noqa: BLE001  (LiteLLM raises several types for an unmapped model)
         pass
     else:
         return
@@ -112,7 +112,7 @@ def check_lm_config(model: str, api_base: str | None = None, *, api_key: str | N
         bare, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)
     except Exception:  # noqa: BLE001  (LiteLLM's BadRequestError, or anything its parser raises)
         prefix = provider_of(model)
-        known = sorted(str(getattr(p, "value", p)) for p in litellm.provider_list) + ["local"]
+        known = [*sorted(str(getattr(p, "value", p)) for p in litellm.provider_list), "local"]
         suggestions = _close_matches(prefix, known)
         hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
         local = ", ".join(spec.model for spec in LOCAL_MODELS.values())

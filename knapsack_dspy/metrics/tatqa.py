@@ -187,7 +187,7 @@ def _aligned_f1s(predicted: list[set], gold: list[set]) -> np.ndarray:
     )
 
     rows, cols = linear_sum_assignment(-matrix)
-    for row, col in zip(rows, cols):
+    for row, col in zip(rows, cols, strict=True):
         best[row] = max(best[row], matrix[row, col])
     return best
 

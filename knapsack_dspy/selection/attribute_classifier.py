@@ -26,7 +26,7 @@ def _disk_cache():
     """Fitted weights also persist in the project cache (``<cache>/classifiers``), keyed by data and labels."""
     try:
         return diskcache.Cache(str(config.cache_dir() / "classifiers"), size_limit=2**27)
-    except Exception:  # an unwritable cache only costs time
+    except Exception:  # noqa: BLE001 - an unwritable cache only costs time
         return None
 
 

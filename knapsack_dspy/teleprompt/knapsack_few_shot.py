@@ -215,9 +215,9 @@ class KnapsackFewShot(Teleprompter):
         out = []
         for values in itertools.product(*(self.search_space[k] for k in keys)):
             point = {name: getattr(base, name) for name in _REPORTED}
-            point.update(zip(keys, values))
+            point.update(zip(keys, values, strict=True))
             try:
-                out.append((point, base.with_settings(**dict(zip(keys, values)))))
+                out.append((point, base.with_settings(**dict(zip(keys, values, strict=True)))))
             except ValueError as exc:
                 raise CompileError(f"search_space point {point}: {exc}") from None
         return out
@@ -247,7 +247,7 @@ class KnapsackFewShot(Teleprompter):
 
     def _proxy(self, select, program, val_subset, val_base) -> dict:
         rows = []
-        for ex, base in zip(val_subset, val_base):
+        for ex, base in zip(val_subset, val_base, strict=True):
             pred = select(base_tokens=base, id=ex.get("id"), doc_id=ex.get("doc_id"), **_query_fields(ex))
             rows.append((ex, pred.selection))
         return selection_proxies(rows, select, attributes=select.config.attributes)
@@ -267,8 +267,8 @@ class KnapsackFewShot(Teleprompter):
                 continue
             fields = [_query_fields(ex) for ex in val_subset]
             embeddings = select.embedder.encode([select.query_text(f) for f in fields])
-            preds = [select.predict_attributes(e, f).get(attr) for e, f in zip(embeddings, fields)]
-            pairs = [(p, g) for p, g in zip(preds, golds) if g]
+            preds = [select.predict_attributes(e, f).get(attr) for e, f in zip(embeddings, fields, strict=True)]
+            pairs = [(p, g) for p, g in zip(preds, golds, strict=True) if g]
             out[attr] = {"source": select.attribute_source, "accuracy": sum(p == g for p, g in pairs) / len(pairs),
                          "n": len(pairs)}
         return out
