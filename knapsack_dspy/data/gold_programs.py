@@ -233,6 +233,19 @@ def _best_location(locations, question: str) -> tuple[str, str]:
     return max(locations, key=lambda loc: (overlap(loc), -locations.index(loc)))
 
 
+def _bind_number(number: float, cells, question: str, lines_query: list[str], lines_text: list[str]) -> str:
+    """A new variable holding ``number``: a look-up of the table cell that holds it (the one whose labels the
+    question names most) or, without one, the number written out. Appends its line; returns its name."""
+    if cells:
+        row, col = _best_location(cells, question)
+        variable = f"table_query_{len(lines_query)}"
+        lines_query.append(f"{variable} = table[{_py_string(row)}, {_py_string(col)}]")
+    else:
+        variable = f"text_variable_{len(lines_text)}"
+        lines_text.append(f"{variable} = {_py_number(number)}")
+    return variable
+
+
 def tatqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
     """Candidate programs ``[(code, source)]`` for a TAT-QA record, most natural first (not yet run)."""
     answer_type = example.get("answer_type") or ""
@@ -298,13 +311,7 @@ def _arithmetic_programs(example: Mapping, derivation: str, scale: str) -> list[
                 if not cells:
                     names[name] = by_key[key] = _py_number(number)
                     continue
-            if cells:
-                row, col = _best_location(cells, question)
-                variable = f"table_query_{len(lines_query)}"
-                lines_query.append(f"{variable} = table[{_py_string(row)}, {_py_string(col)}]")
-            else:
-                variable = f"text_variable_{len(lines_text)}"
-                lines_text.append(f"{variable} = {_py_number(number)}")
+            variable = _bind_number(number, cells, question, lines_query, lines_text)
             reference = f"({variable} / 100)" if (percent_as_ratio and literal.percent) else variable
             names[name] = by_key[key] = reference
 
@@ -350,13 +357,7 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
         if value is None:
             return None
         cells = locations.get(value) if not arg.endswith("%") else None
-        if cells:
-            row, col = _best_location(cells, question)
-            name = f"table_query_{len(lines_query)}"
-            lines_query.append(f"{name} = table[{_py_string(row)}, {_py_string(col)}]")
-        else:
-            name = f"text_variable_{len(lines_text)}"
-            lines_text.append(f"{name} = {_py_number(value)}")
+        name = _bind_number(value, cells, question, lines_query, lines_text)
         by_text[arg] = name
         return name
 

@@ -119,6 +119,27 @@ class ExemplarSelector:
         return f"{type(self).__name__}({params})"
 
 
+class RankingSelector(ExemplarSelector):
+    """Ranks the eligible candidates (``rank``) and takes the first M; ``respect_budget=True`` skips those that
+    no longer fit the capacity, ``False`` (the baselines' setting in SEER) ignores the token budget."""
+
+    def __init__(self, max_exemplars: int = 8, respect_budget: bool = False):
+        super().__init__(max_exemplars)
+        self.respect_budget = respect_budget
+
+    def rank(self, request: SelectionRequest, idx: np.ndarray, sims: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def select(self, pool, request):
+        idx, sims = candidates(pool, request)
+        order = self.rank(request, idx, sims)
+        if self.respect_budget:
+            chosen = greedy_fill(order, pool.costs, request.capacity, self.max_exemplars)
+        else:
+            chosen = list(order[: self.max_exemplars])
+        return make_selection(pool, request, chosen, sims)
+
+
 def request_rng(request: SelectionRequest, salt: str = "") -> np.random.Generator:
     """A generator determined by the request's seed and query (its ``key``, the query text), so selections
     are reproducible. Without a key the embedding's bytes stand in; those change in the last bits with the
@@ -150,5 +171,5 @@ def greedy_fill(order, costs: np.ndarray, capacity: float, limit: int) -> list[i
 
 
 __all__ = ["ATTRIBUTE_SOURCES", "FIT_ON", "FIT_ON_SCORING_FUNCTION", "FIT_ON_VALIDATION_QUERIES", "MODES",
-           "ExemplarSelector", "NotFittedError", "candidates", "eligible", "greedy_fill", "make_selection",
-           "request_rng"]
+           "ExemplarSelector", "NotFittedError", "RankingSelector", "candidates", "eligible", "greedy_fill",
+           "make_selection", "request_rng"]

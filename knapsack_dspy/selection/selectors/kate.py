@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from knapsack_dspy.selection.selectors.base import ExemplarSelector, candidates, greedy_fill, make_selection
+from knapsack_dspy.selection.selectors.base import RankingSelector
 
 
-class KATESelector(ExemplarSelector):
+class KATESelector(RankingSelector):
     name = "kate"
 
-    def __init__(self, max_exemplars: int = 8, respect_budget: bool = False):
-        super().__init__(max_exemplars)
-        self.respect_budget = respect_budget
-
-    def select(self, pool, request):
-        idx, sims = candidates(pool, request)
-        order = idx[np.lexsort((idx, -sims[idx]))]
-        if self.respect_budget:
-            chosen = greedy_fill(order, pool.costs, request.capacity, self.max_exemplars)
-        else:
-            chosen = list(order[: self.max_exemplars])
-        return make_selection(pool, request, chosen, sims)
+    def rank(self, request, idx, sims):
+        return idx[np.lexsort((idx, -sims[idx]))]
