@@ -60,14 +60,15 @@ def test_parse_expression_reads_each_number_as_written():
     assert ast.unparse(parsed.body) == "(_v0 + _v1) * (_v2 - -_v3)"  # (5,946) is an accounting negative
 
 
-def test_the_readers_of_derivations_differ_only_where_they_always_did():
-    assert ast.unparse(parse_expression("3 + (13)", reader="steps").body) == "_v0 + _v1"
-    assert [n.number for n in parse_expression("1234,567").literals.values()] == [1234567.0]
-    with pytest.raises(ValueError, match="not an arithmetic expression"):  # "1234" and "567"
-        parse_expression("1234,567", reader="steps")
-    assert ast.unparse(parse_expression("2019 # 2018", reader="gold_programs").body) == "_v0"
-    with pytest.raises(ValueError, match="not an arithmetic expression"):
-        parse_expression("2019 # 2018")
+@pytest.mark.parametrize("text, value", [("5 x -6", -30.0), ("10 \u2013 4", 6.0), ("(1,234.5)", -1234.5)])
+def test_derivation_notation(text, value):
+    assert parse_derivation(text).value == value
+
+
+@pytest.mark.parametrize("text", ["1234,567", "2019 # 2018", "12 \\\n+ 1", "1" + "+1" * 5_000])
+def test_what_no_reader_of_derivations_accepts(text):
+    with pytest.raises(ValueError):
+        parse_expression(text)
 
 
 @pytest.mark.parametrize("text", ["", "2019##2018", "Find the year with the higher EBITDA", "1,496.5>1,202.9",

@@ -127,7 +127,7 @@ def _parse_derivation(text: str) -> tuple[ast.expr, dict[str, DerivationLiteral]
     """Derivation -> (expression over literal names, name -> literal), each negated literal (an accounting
     negative ``(5,946)`` or a unary minus) folded into one negative literal, so that a table cell ``(5,946)``
     binds to it. ``ValueError`` if not arithmetic."""
-    parsed = parse_expression(text, reader="gold_programs")
+    parsed = parse_expression(text)
     literals = dict(parsed.literals)
     return _fold_negated_literals(parsed.body, literals), literals
 

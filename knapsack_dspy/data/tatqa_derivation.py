@@ -11,7 +11,8 @@ template, value), ``knapsack_dspy.metrics.derivation_steps`` (FinQA-style steps 
   literal followed by ``thousand`` / ``million`` / ``billion`` (or the plural) carries that scale word; a
   lone parenthesised number ``(5,946)`` is an accounting negative (as SEER reads it), parsed as ``-5,946``;
 - ``[ ]`` are brackets like ``( )``; ``x`` / ``×`` between operands mean ``*``, ``÷`` means ``/``; the minus
-  sign ``−`` is ``-``.
+  sign ``−`` and the en dash ``–`` are ``-``; a thousands group follows at most three digits (``1234,567`` is no
+  number); only numbers, operators, parentheses and spaces are accepted (``#``, words, ``>``: not arithmetic).
 
 :func:`parse_derivation` gives the operators as FinQA names (``add subtract multiply divide``) in evaluation
 order (post-order, left operand first). A unary minus on a literal is part of the number; on a
@@ -28,33 +29,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ["READERS", "SCALE_FACTORS", "ArithmeticDerivation", "DerivationLiteral", "ParsedExpression",
+__all__ = ["MAX_LENGTH", "SCALE_FACTORS", "ArithmeticDerivation", "DerivationLiteral", "ParsedExpression",
            "parse_derivation", "parse_expression"]
 
 SCALE_FACTORS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
 _BINARY = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
-_LOOSE_NUMBER = r"\d+(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+"
-_STRICT_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"  # a thousands group after <= 3 digits
-_LOOSE_TIMES = r"(?<=\S)\s*[xX]\s*(?=[\s(_])"
-_STRICT_TIMES = r"(?<=[\w)])\s*[xX×]\s*(?=[\w(])"  # "x" followed by a word or "(", not "x -3"
-
-
-@dataclass(frozen=True)
-class _Reader:
-    """How one reader of derivations tokenised and checked them before they shared this parser (where they
-    disagreed; unified in the commits after the one that introduced this)."""
-
-    number: str = _LOOSE_NUMBER
-    times: str = _LOOSE_TIMES
-    check_characters: bool = True  # only numbers, operators, parentheses and spaces (else: what ast accepts)
-    accounting_negatives: bool = True
-
-
-READERS = {
-    "data": _Reader(),
-    "gold_programs": _Reader(check_characters=False),
-    "steps": _Reader(number=_STRICT_NUMBER, times=_STRICT_TIMES, check_characters=False, accounting_negatives=False),
-}
+# A thousands group only after at most three digits ("1234,567" is not a number); "x" means times between
+# operands ("3 x 4", "5 x -6"); lengths beyond any annotator's are refused before parsing.
+_LITERAL = re.compile(r"(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)\s*(?P<percent>%)?"
+                      r"(?:\s*(?P<scale>thousands?|millions?|billions?)\b)?", re.IGNORECASE)
+_TIMES = re.compile(r"(?<=\S)\s*[xX]\s*(?=[\s(_])")
+MAX_LENGTH = 10_000
 _ALLOWED = re.compile(r"(?:\s|[-+*/()]|_v\d+)*")
 _LONE_PARENTHESISED = re.compile(r"\(\s*(?P<name>_v\d+)\s*\)")
 _NODES = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, *_BINARY, ast.USub, ast.UAdd)
@@ -102,19 +87,16 @@ class ParsedExpression:
     literals: Mapping[str, DerivationLiteral]
 
 
-def parse_expression(text: str, *, reader: str = "data") -> ParsedExpression:
+def parse_expression(text: str, *, accounting_negatives: bool = True) -> ParsedExpression:
     """Parse a derivation (see the module docstring); ``ValueError`` when it is not arithmetic over numbers.
 
-    ``reader`` keeps, for now, where the package's readers disagreed (``READERS``; removed in the commits that
-    follow this one): "data" and "gold_programs" read ``(5,946)`` as -5,946, "steps" as 5,946; "steps" takes a
-    thousands group only after at most three digits and ``x`` for times only before a word or ``(``;
-    "data" accepts only numbers, operators, parentheses and spaces, the others what Python's ``ast`` reads (so
-    "gold_programs" ignores what follows a ``#``)."""
-    how = READERS[reader]
+    ``accounting_negatives=False`` reads ``(5,946)`` as 5,946 (program similarity did, until the next commit)."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("empty derivation")
+    if len(text) > MAX_LENGTH:
+        raise ValueError(f"derivation is too long ({len(text)} characters)")
     literals: dict[str, DerivationLiteral] = {}
-    body = re.sub(r"[$€£¥]", "", text.replace("\u2212", "-"))
+    body = re.sub(r"[$€£¥]", "", text.replace("\u2212", "-").replace("\u2013", "-"))
     body = body.replace("[", "(").replace("]", ")").replace("×", "*").replace("÷", "/")
 
     def name_literal(match: re.Match) -> str:
@@ -123,17 +105,16 @@ def parse_expression(text: str, *, reader: str = "data") -> ParsedExpression:
                                            bool(match.group("percent")), (match.group("scale") or "").lower())
         return f" {name} "
 
-    body = re.sub(rf"(?P<number>{how.number})\s*(?P<percent>%)?(?:\s*(?P<scale>thousands?|millions?|billions?)\b)?",
-                  name_literal, body, flags=re.IGNORECASE)
-    body = re.sub(how.times, " * ", body)
+    body = _LITERAL.sub(name_literal, body)
+    body = _TIMES.sub(" * ", body)
     if not literals:
         raise ValueError(f"no numbers in derivation {text!r}")
-    if how.check_characters and not _ALLOWED.fullmatch(body):  # e.g. "#", words, ">" comparisons
+    if not _ALLOWED.fullmatch(body):  # e.g. "#" (a Python comment), words, ">" comparisons
         raise ValueError(f"not an arithmetic expression: {text!r}")
-    if how.accounting_negatives:
+    if accounting_negatives:
         body = _LONE_PARENTHESISED.sub(lambda m: f"(-{m.group('name')})", body)
     try:
-        tree = ast.parse(body.strip(), mode="eval")  # unchecked, "#" starts a comment (Python's reading)
+        tree = ast.parse(body.strip(), mode="eval")
     except SyntaxError:
         raise ValueError(f"not an arithmetic expression: {text!r}") from None
     for node in ast.walk(tree.body):
