@@ -87,10 +87,8 @@ class ParsedExpression:
     literals: Mapping[str, DerivationLiteral]
 
 
-def parse_expression(text: str, *, accounting_negatives: bool = True) -> ParsedExpression:
-    """Parse a derivation (see the module docstring); ``ValueError`` when it is not arithmetic over numbers.
-
-    ``accounting_negatives=False`` reads ``(5,946)`` as 5,946 (program similarity did, until the next commit)."""
+def parse_expression(text: str) -> ParsedExpression:
+    """Parse a derivation (see the module docstring); ``ValueError`` when it is not arithmetic over numbers."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("empty derivation")
     if len(text) > MAX_LENGTH:
@@ -111,8 +109,7 @@ def parse_expression(text: str, *, accounting_negatives: bool = True) -> ParsedE
         raise ValueError(f"no numbers in derivation {text!r}")
     if not _ALLOWED.fullmatch(body):  # e.g. "#" (a Python comment), words, ">" comparisons
         raise ValueError(f"not an arithmetic expression: {text!r}")
-    if accounting_negatives:
-        body = _LONE_PARENTHESISED.sub(lambda m: f"(-{m.group('name')})", body)
+    body = _LONE_PARENTHESISED.sub(lambda m: f"(-{m.group('name')})", body)  # "(5,946)": -5,946
     try:
         tree = ast.parse(body.strip(), mode="eval")
     except SyntaxError:

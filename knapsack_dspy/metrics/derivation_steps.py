@@ -5,7 +5,8 @@
 The derivation is parsed by the data layer's parser (:func:`knapsack_dspy.data.tatqa_derivation.parse_expression`).
 Steps come out in evaluation order (post-order, left operand first), each binary ``+ - * /`` becoming ``add
 subtract multiply divide`` with ``#k`` naming the result of step ``k``. A minus sign on a literal is part of
-the number (``"-27,603"``); a minus on a sub-expression is ``multiply(#k, -1)`` (FinQA's ``const_m1``).
+the number (``"-27,603"``), and so is a lone parenthesised number, an accounting negative (``"-114 - (71)"``
+-> ``subtract(-114, -71)``); a minus on a sub-expression is ``multiply(#k, -1)`` (FinQA's ``const_m1``).
 ``a + b + c`` becomes two ``add`` steps, as in FinQA programs.
 
 Literal arguments are canonical numbers (thousands separators dropped, ``"5,829.0"`` -> ``"5829"``), keeping
@@ -44,7 +45,7 @@ def derivation_to_steps(derivation: str) -> list[Step]:
     not arithmetic over numbers."""
     if not isinstance(derivation, str):
         raise TypeError(f"a derivation is a string, got {type(derivation).__name__}")
-    parsed = parse_expression(derivation, accounting_negatives=False)
+    parsed = parse_expression(derivation)
     literals = {name: canonical_number(number.number * number.scale_factor) + ("%" if number.percent else "")
                 for name, number in parsed.literals.items()}
     steps: list[Step] = []
