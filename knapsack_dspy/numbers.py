@@ -32,9 +32,11 @@ def parse_number(value) -> float | None:
     """The number ``value`` writes, or ``None`` when it is not (only) a number.
 
     Accepts ints / floats (not bools) and strings with an optional currency sign (``$``, ``€``, ``£``,
-    ``¥``, also ``S$`` / ``A$``), thousands separators, an exponent (``"2e-05"``), a trailing ``%`` (kept in
-    percent units: ``"12.5%"`` -> 12.5) and accounting negatives in parentheses (``"(7,227)"`` -> -7227.0). Text with
-    words, ranges or several numbers gives ``None``.
+    ``¥``, also ``S$`` / ``A$``) before or after a sign (``"-$5"``, ``"$-5"``), thousands separators, an
+    exponent (``"2e-05"``), a trailing ``%`` (kept in percent units: ``"12.5%"`` -> 12.5) and accounting
+    negatives in parentheses, also after a currency sign (``"(7,227)"``, ``"$(7,227)"`` -> -7227.0). Text with
+    words, ranges or several numbers gives ``None``. Table cells are read with it too
+    (``knapsack_dspy.execution.cell_numbers.parse_cell``).
     """
     text = number_text(value)
     if not isinstance(text, str):
@@ -42,15 +44,17 @@ def parse_number(value) -> float | None:
     negative = False
     if text.startswith("(") and text.endswith(")"):
         negative, text = True, text[1:-1].strip()
-    sign = ""
-    if text[:1] in "-+" and text:
-        sign, text = text[0], text[1:].lstrip()
     text = _CURRENCY.sub("", text)
+    if text[:1] in "-+" and text:
+        negative ^= text[0] == "-"
+        text = _CURRENCY.sub("", text[1:].lstrip())
+    if not negative and text.startswith("(") and text.endswith(")"):  # "$(7,227)"
+        negative, text = True, _CURRENCY.sub("", text[1:-1].strip())
     if text.endswith("%"):
         text = text[:-1].rstrip()
     if not _NUMBER.match(text):
         return None
-    number = float(sign + text.replace(",", ""))
+    number = float(text.replace(",", ""))
     if not math.isfinite(number):
         return None
     return -number if negative else number
