@@ -1,8 +1,9 @@
 """``SelectExemplars``: the DSPy module that returns the few-shot demos for one query.
 
-Parameters live in ``__init__`` (scikit-learn style); ``fit`` (called by ``KnapsackFewShot.compile``)
-stores the learned state: the exemplar pool (ids, rendered demos, token costs, attributes, document
-ids, the texts to embed), the attribute classifiers and the selector's own state (e.g. a fixed set).
+Its settings are one frozen ``SelectionConfig`` (``self.config``); ``fit`` (called by ``KnapsackFewShot.compile``
+with the config to fit with) stores the learned state: the exemplar pool (ids, rendered demos, token costs,
+attributes, document ids, the texts to embed), the attribute classifiers and the selector's own state (e.g. a
+fixed set).
 The module is a ``dspy.Parameter``, so ``program.save("x.json")`` / ``program.load(...)`` round-trip that
 state as JSON, without pickle. Embeddings are not saved: they are recomputed from the saved texts
 through the embedding cache (the embedder's model id is saved and checked).
