@@ -151,6 +151,8 @@ def decide_scale(question: str, answer_type: str, answer=None, *, table=None, pa
             return ScaleDecision("", "span is a year")
         if _written_with_percent(answer):
             return ScaleDecision("", "span written with %")
+        if _PERCENT_QUESTION.search(question or ""):
+            return ScaleDecision("percent", "question asks for a percentage")
         return _unit_of_values(_numbers_of(answer), layout, paragraphs, model_scale, "span")
     # arithmetic
     if _COUNT_QUESTION.search(question or "") and not _PERCENT_QUESTION.search(question or ""):
@@ -191,9 +193,12 @@ def _unit_of_values(values: Sequence[float], layout: TableLayout, paragraphs: Se
     if no_unit:
         return ScaleDecision("", f"{kind}: per-share / count / ratio numbers")
     stated = layout.scale if layout.scale != "percent" else ""
-    stated = stated or stated_text_unit(paragraphs) or _money_word_unit(paragraphs)
+    stated = stated or stated_text_unit(paragraphs)
     if located_any and stated:
         return ScaleDecision(stated, f"{kind}: the document's stated unit")
+    written = _money_word_unit(paragraphs)
+    if located_any and written and max(abs(v) for v in values) < 1_000_000:
+        return ScaleDecision(written, f"{kind}: the unit the text writes amounts in")
     if located_any:
         return ScaleDecision("", f"{kind}: the document states no unit")
     return ScaleDecision(model_scale, f"{kind}: numbers not found in the document; model's scale")
