@@ -29,8 +29,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from knapsack_dspy.data.numbers import parse_number
-from knapsack_dspy.data.table_layout import TableLayout, table_layout, unit_of_text
+from knapsack_dspy.numbers import parse_number
+from knapsack_dspy.table_layout import TableLayout, table_layout, unit_of_text
 
 __all__ = ["ScaleDecision", "decide_scale", "locate_number", "stated_text_unit"]
 
@@ -41,12 +41,14 @@ _SHARE_OF_QUESTION = re.compile(r"\bproportion\b|\bratio\b|\bas a (?:share|fract
 _RATE_LABEL = re.compile(r"%|\bpercent|\brate\b|\byield\b|\bmargin\b|\bvolatility\b|\bgrowth\b", re.IGNORECASE)
 _NO_UNIT_LABEL = re.compile(r"per (?:share|unit|employee|day|ton|tonne)|\bpence\b|\bcents?\b|\bnumber of\b|"
                             r"\bshares\b|\bemployees?\b|\bheadcount\b|\bratio\b|\bstores\b|\bcustomers\b|"
-                            r"\bsubscribers\b|\bvesting term\b|useful li(?:fe|ves)\b|\(years\)|\bin years\b", re.IGNORECASE)
+                            r"\bsubscribers\b|\bvesting term\b|useful li(?:fe|ves)\b|\(years\)|\bin years\b",
+                            re.IGNORECASE)
 _COUNT_QUESTION = re.compile(r"\bhow many\b(?!.*\b(?:dollars?|thousands?|millions?)\b)|\bnumber of\b", re.IGNORECASE)
 _YEAR = re.compile(r"^\s*(?:FY\s?)?(?:19|20)\d\d\s*$", re.IGNORECASE)
 _MONEY_WORD = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?\s*(thousand|million|billion|bn|m)\b", re.IGNORECASE)
-_TEXT_UNIT = re.compile(r"\((?:[^()]*?)(?:in\s*)?(?:thousands|millions|billions)[^()]*\)|\bin\s+(?:thousands|millions|"
-                        r"billions)\b|\$\s?['’]000|['’]000s?\b|\b(?:[$€£]|us\$)\s?m\b", re.IGNORECASE)
+_TEXT_UNIT = re.compile(r"\((?:[^()]*?)(?:in\s*)?(?:thousands|millions|billions)[^()]*\)"
+                        r"|\bin\s+(?:thousands|millions|billions)\b|\$\s?['’]000|['’]000s?\b|\b(?:[$€£]|us\$)\s?m\b",
+                        re.IGNORECASE)
 _WORD_AFTER = re.compile(r"^\s*(%|percent\b|per cent\b|thousands?\b|millions?\b|billions?\b|bn\b|m\b|k\b)",
                          re.IGNORECASE)
 _NUMBER_IN_TEXT = re.compile(r"\(?-?[$€£¥]?\s?\d[\d,]*(?:\.\d+)?")
@@ -118,7 +120,7 @@ def _numbers_of(answer) -> list[float]:
 
 def _is_number_text(answer) -> bool:
     items = answer if isinstance(answer, (list, tuple)) else [answer]
-    return bool(items) and all(isinstance(i, (int, float)) and not isinstance(i, bool) or (
+    return bool(items) and all((isinstance(i, (int, float)) and not isinstance(i, bool)) or (
         isinstance(i, str) and parse_number(i) is not None) for i in items)
 
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import difflib
 import re
 
-from knapsack_dspy.data.table_layout import table_layout
 from knapsack_dspy.execution.cell_numbers import MISSING, TEXT, parse_cell
+from knapsack_dspy.table_layout import table_layout
 
 __all__ = ["TableLookupError", "TableView", "normalize_label"]
 
@@ -90,7 +90,7 @@ def _label_text(label) -> str:
 class TableView:
     """Read-only view of ``table`` (list of rows, first row the header) for label look-ups.
 
-    Labels are those of the table's :func:`~knapsack_dspy.data.table_layout.table_layout` -- the labels the
+    Labels are those of the table's :func:`~knapsack_dspy.table_layout.table_layout` -- the labels the
     model was shown: flattened column headings ("2019", "Domestic 2019"), totals named ("Total"), repeated
     row labels qualified ("Federal (Current)"). A label as written in the source table is accepted too
     when it names one row / column only ("Federal" under two sections is an error that lists both)."""

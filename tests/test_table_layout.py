@@ -2,7 +2,7 @@
 
 import pytest
 
-from knapsack_dspy.data.table_layout import render_layout, table_layout, unit_of_text
+from knapsack_dspy.table_layout import render_layout, table_layout, unit_of_text
 
 
 def test_stacked_years_under_a_spanning_header_become_the_labels_and_the_span_the_caption():

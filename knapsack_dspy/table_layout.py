@@ -202,7 +202,7 @@ def _column_labels(header: list[list[str]], width: int) -> tuple[list[str], list
         if len(filled) == 1 and unit_of_text(filled[0]) != "percent":
             units = [u or filled[0] for u in units]  # "(in thousands)" somewhere over the table: all of it
         else:
-            own_units = [o or c for o, c in zip(own_units, cells)]
+            own_units = [o or c for o, c in zip(own_units, cells, strict=True)]
     levels = [list(cells) for cells in name_rows]
     for level in levels:
         for j, cell in enumerate(level):
@@ -217,8 +217,8 @@ def _column_labels(header: list[list[str]], width: int) -> tuple[list[str], list
     # rows that say one thing over every column they cover ("Year ended March 31," or "September 30," twice)
     spanning = [len({c.rstrip(",: ") for c in level if c}) == 1 and width > 1 for level in levels]
     # a column's label: the cells right above it (rows that span every column are the caption)
-    labels = [" ".join(level[j].rstrip(",: ") for level, span in zip(levels, spanning) if level[j] and not span)
-              for j in range(width)]
+    named = [level for level, span in zip(levels, spanning, strict=True) if not span]
+    labels = [" ".join(level[j].rstrip(",: ") for level in named if level[j]) for j in range(width)]
     for j in range(width):  # a column no row names alone: the nearest header text to its left and above
         if not labels[j]:
             labels[j] = next((level[k].rstrip(",: ") for level in reversed(levels) for k in range(j, -1, -1)
@@ -238,13 +238,14 @@ def _column_labels(header: list[list[str]], width: int) -> tuple[list[str], list
                 if prefix and prefix not in labels[j]:
                     labels[j] = f"{prefix} {labels[j]}".strip()
     row_unit = units[0] if units and all(u == units[0] for u in units) else ""
-    units = [own or row for own, row in zip(own_units, units)]
+    units = [own or row for own, row in zip(own_units, units, strict=True)]
     # labels still repeated ("2019 | % of total | 2018 | % of total"): name them after their left neighbour
     counts = Counter(labels)
     for j in range(1, width):
         if counts[labels[j]] > 1 and labels[j] and counts[labels[j - 1]] == 1 and labels[j - 1]:
             labels[j] = f"{labels[j - 1]} {labels[j]}"
-    caption = [next(c for c in level if c).rstrip(",: ") for level, span in zip(levels, spanning) if span]
+    caption = [next(c for c in level if c).rstrip(",: ")
+               for level, span in zip(levels, spanning, strict=True) if span]
     caption = [c for c in caption if not any(c in label for label in labels)]
     return labels, units, caption, title, (first_units[0] if first_units else row_unit)
 
@@ -295,7 +296,7 @@ def table_layout(rows: Sequence[Sequence]) -> TableLayout:
     units = [u if u and unit_of_text(u) != unit_of_text(table_units) else "" for u in units]
     column_units = []
     shown = []
-    for label, unit in zip(labels, units):
+    for label, unit in zip(labels, units, strict=True):
         if unit and unit_of_text(unit) and label:
             shown.append(f"{label} ({unit.strip('()')})" if unit.strip("()") not in label else label)
         elif unit and not label:
