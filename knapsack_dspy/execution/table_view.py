@@ -171,6 +171,14 @@ class TableView:
     def column_index(self, label) -> int:
         return self._resolve(label, self.column_labels, "column", (self._column_aliases, self._lower_cells))
 
+    def labelled_cells(self):
+        """``(row label, column label, cell as written)`` for every body cell, in table order: the look-ups
+        ``table[row, column]`` a program can make with the labels shown."""
+        for row in self._rows[1:]:
+            label, cells = row[0], row[1:]
+            for column, cell in zip(self.column_labels, cells, strict=False):
+                yield label, column, cell
+
     # -- cell access ----------------------------------------------------------------------------------
     def _cell(self, row: int, column: int, *, numeric: bool):
         cells = self._rows[row + 1]
