@@ -147,8 +147,9 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
 
     # -- the compile contract -----------------------------------------------------------------------------
     def prompt_inputs(self, source) -> dict[str, str]:
-        """The predictor's inputs for a query (an example or a mapping of its fields)."""
-        return document_inputs(source, "all")
+        """The predictor's inputs for a query (an example or a mapping of its fields): the table as its layout for
+        Python programs (their look-ups use its labels), as written for the FinQA DSL."""
+        return document_inputs(source, "all", layout=self.language != "finqa")
 
     def as_demo(self, example) -> dspy.Example:
         """A pool record as a demo of this solver's signature (deterministic, no LM call)."""
