@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["LayoutRow", "TableLayout", "render_layout", "table_layout", "unit_of_text"]
+__all__ = ["LayoutRow", "TableLayout", "header_row_count", "render_layout", "table_layout", "unit_of_text"]
 
 MAX_HEADER_ROWS = 4
 _SPACES = re.compile(r"\s+")
@@ -132,6 +132,15 @@ class TableLayout:
 
     def data_rows(self) -> list[LayoutRow]:
         return [row for row in self.rows if row.kind != "section"]
+
+
+def header_row_count(rows: Sequence[Sequence]) -> int:
+    """How many leading rows of a table (rows of cells) are column headers (see :func:`table_layout`)."""
+    cleaned = [[_clean(c) for c in row] for row in rows]
+    if not cleaned:
+        return 0
+    width = max(len(row) for row in cleaned)
+    return _header_count([row + [""] * (width - len(row)) for row in cleaned]) if len(cleaned) > 1 else 1
 
 
 def _header_count(rows: list[list[str]]) -> int:
