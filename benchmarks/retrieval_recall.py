@@ -45,7 +45,7 @@ def _rankers(retriever):
     from knapsack_dspy.retrieval.bm25 import BM25
     from knapsack_dspy.retrieval.ranking import rank_indices
     from knapsack_dspy.retrieval.table_rows import row_text
-from knapsack_dspy.table_layout import header_row_count
+    from knapsack_dspy.table_layout import header_row_count
 
     bm25 = BM25()
 
