@@ -46,7 +46,7 @@ class CheapestSelector(ExemplarSelector):
     def select(self, pool, request):
         idx, sims = candidates(pool, request)
         order = idx[np.argsort(pool.costs[idx], kind="stable")]
-        return make_selection(pool, request, greedy_fill(order, pool.costs, request.capacity, self.max_exemplars),
+        return make_selection(pool, request, greedy_fill(order, pool, request.capacity, self.max_exemplars),
                               sims)
 
 
