@@ -5,6 +5,7 @@ Chain-of-thought is a module choice (``dspy.ChainOfThought`` adds ``reasoning``)
 
 from knapsack_dspy.signatures.answer_from_table_text import AnswerFromTableText
 from knapsack_dspy.signatures.answer_statute_question import AnswerStatuteQuestion
+from knapsack_dspy.signatures.extract_answer import ExtractAnswer
 from knapsack_dspy.signatures.predict_answer_type import PredictAnswerType
 from knapsack_dspy.signatures.predict_modality import PredictModality
 from knapsack_dspy.signatures.write_finqa_program import RepairFinqaProgram, WriteFinqaProgram
@@ -13,6 +14,7 @@ from knapsack_dspy.signatures.write_python_program import RepairPythonProgram, W
 __all__ = [
     "AnswerFromTableText",
     "AnswerStatuteQuestion",
+    "ExtractAnswer",
     "PredictAnswerType",
     "PredictModality",
     "RepairFinqaProgram",
