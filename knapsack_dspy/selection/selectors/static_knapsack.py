@@ -22,6 +22,7 @@ from knapsack_dspy.selection.selectors.base import (
     eligible,
     greedy_fill,
     make_selection,
+    query_values,
 )
 from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
@@ -76,7 +77,7 @@ class StaticKnapsackSelector(KnapsackSelector):
         return eligible(pool, request, pool.index_of(self.fixed_ids_))
 
     def select(self, pool, request):
-        sims = pool.similarities(request.embedding)
+        sims = query_values(pool, request)
         # a query longer than the compile-time worst case: drop the least similar until it fits
         core = sorted(self._core(pool, request), key=lambda i: -sims[i])
         return make_selection(pool, request, greedy_fill(core, pool.costs, request.capacity, self.max_exemplars),
@@ -113,7 +114,7 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
         return self
 
     def select(self, pool, request):
-        sims = pool.similarities(request.embedding)
+        sims = query_values(pool, request)
         core = greedy_fill(sorted(self._core(pool, request), key=lambda i: -sims[i]), pool.costs, request.capacity,
                            self.max_exemplars)
         core_cost = float(pool.costs[core].sum()) if core else 0.0
