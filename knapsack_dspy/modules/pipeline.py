@@ -1,15 +1,23 @@
-"""Ready-made pipelines: Retrieve -> SelectExemplars -> solver, and saving / loading compiled programs.
+"""Ready-made pipelines: Retrieve -> solver, ordinary DSPy programs compiled by ``KnapsackFewShot``, and saving /
+loading compiled programs.
 
 ``DocumentQA`` (TAT-QA, FinQA): ``HybridRetriever`` keeps the table as a table and the paragraphs most
-similar to the question; ``SelectExemplars`` picks demos under the token budget; the solver answers
-(program of thought: the LM writes a program we execute; chain of thought; few-shot; zero-shot).
-``StatuteQA`` (SARA): ``StatuteRetriever`` picks statute text by the question's citation; the statute
-answerer gives Entailment / Contradiction or a dollar amount.
+similar to the question; the solver answers (program of thought: the LM writes a program we execute; chain of
+thought; few-shot; zero-shot). ``StatuteQA`` (SARA): ``StatuteRetriever`` picks statute text by the question's
+citation; the statute answerer gives Entailment / Contradiction or a dollar amount.
 
-Both honour the compile contract of ``KnapsackFewShot`` (``render_demo``, ``prompt_inputs``,
-``demo_signature``) and carry their own construction spec in the saved JSON, so ``load_program(path)``
-rebuilds the right pipeline before loading its state. The selection settings are saved once, with the
-``SelectExemplars`` state (its ``SelectionConfig``), not in the spec.
+Compiled with ``KnapsackFewShot``, the solver's demo predictor (``demo_predictor_name``: ``solve.write``, the
+program writer, or ``solve.answer``) becomes a ``SelectingPredict`` choosing its exemplars per question. The
+pipelines offer the compile hooks: ``demo_for`` (a pool example as that predictor's demo, its context retrieved
+as a query's is), ``inputs_for`` (a query's inputs to it), ``selection_config`` (their ``SelectionConfig``),
+``embedder`` (shared by retrieval and selection) and ``prefetch_embeddings``; ``forward`` tells the predictor
+the question's id, document and gold attributes (``selection_hints``) and returns what it selected
+(``exemplar_ids``, ``selection``). Their other predictors (the program repair) get no pool: a repair re-sends
+the writer's demos.
+
+They carry their own construction spec in the saved JSON, so ``load_program(path)`` rebuilds the right
+pipeline before loading its state (spec version 3: the selection is in the demo predictor's state; version-2
+programs, with a separate ``select`` module, still load).
 """
 
 from __future__ import annotations
@@ -27,27 +35,32 @@ from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.memo import BoundedMemo
+from knapsack_dspy.modules.compiled_programs import load_compiled, read_program_state
 from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
-from knapsack_dspy.modules.prompt_cost import PromptCostModel
-from knapsack_dspy.modules.select_exemplars import SelectExemplars
+from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars, query_text
+from knapsack_dspy.modules.selecting_predict import SelectingPredict
+from knapsack_dspy.modules.selection_context import selection_hints, selection_log
 from knapsack_dspy.modules.solvers import make_document_solver, make_statute_solver
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 
 DOCUMENT_PIPELINES = ("pot", "finqa_pot", "cot", "few_shot", "zero_shot")
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
-SPEC_VERSION = 2
+SPEC_VERSION = 3
 # Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.
 _VERSION_1_SELECTION_KEYS = ("selector", "max_exemplars", "attributes")
+#: What the pipelines embed for selection unless told otherwise: the question (not the retrieved document).
+PIPELINE_EMBED_FIELDS = ("question",)
 #: StatuteQA's selection unless told otherwise: two nearest statutes' cases, no attribute templates.
 STATUTE_SELECTION = SelectionConfig(selector="kate", max_exemplars=2, attributes=())
 _rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
+_NO_SELECTION = {"ids": [], "within_budget": True}  # what a call without selected demos reports
 
 
 def spec_of_state(state) -> dict:
     """The constructor arguments a saved spec holds (a version-1 spec's selection settings dropped: the
-    ``SelectExemplars`` state has them)."""
-    if not isinstance(state, dict) or state.get("version") not in (1, SPEC_VERSION):
+    selection state has them)."""
+    if not isinstance(state, dict) or state.get("version") not in (1, 2, SPEC_VERSION):
         raise ValueError(f"unsupported pipeline spec: {state!r}")
     dropped = _VERSION_1_SELECTION_KEYS if state["version"] == 1 else ()
     return {k: v for k, v in state.items() if k != "version" and k not in dropped}
@@ -71,13 +84,14 @@ class PipelineSpec(Parameter):
 
 
 class _Pipeline(dspy.Module):
-    """Shared plumbing: the token counter, base-token counting, inputs of an example."""
+    """Shared plumbing: the compile hooks, the selection hints, the selection of one example."""
 
-    def __init__(self, spec: dict, token_counter=None):
+    def __init__(self, spec: dict, selection: SelectionConfig, embedder, token_counter=None):
         super().__init__()
         self.spec = PipelineSpec(**spec)
+        self.embedder = embedder
+        self._selection_config = selection
         self._token_counter = token_counter
-        self._cost_model = None
 
     @property
     def model(self) -> str:
@@ -85,25 +99,58 @@ class _Pipeline(dspy.Module):
 
     @property
     def token_counter(self):
+        """The target model's token counter (given, or the model's: the one the program was compiled for)."""
         if self._token_counter is None:
-            self._token_counter = get_token_counter(self.select.token_model or self.model)
+            compiled = self._selecting()
+            self._token_counter = get_token_counter((compiled.selection.token_model if compiled else None)
+                                                    or self.model)
         return self._token_counter
-
-    @property
-    def cost_model(self) -> PromptCostModel:
-        if self._cost_model is None:
-            self._cost_model = PromptCostModel(self.demo_signature, self.token_counter)
-        return self._cost_model
-
-    @property
-    def demo_signature(self):
-        return self.solve.predictor.signature
 
     @property
     def uses_demos(self) -> bool:
         return self.spec.spec.get("pipeline") != "zero_shot"
 
-    # -- compile contract (subclasses define _retrieved: a query's retrieved context) --------------------
+    # -- the demo predictor and its selection ------------------------------------------------------------
+    @property
+    def demo_predictor_name(self) -> str:
+        """The name (``named_predictors``) of the predictor whose prompt the demos go into."""
+        target = self.solve.predictor
+        return next(name for name, predictor in self.named_predictors() if predictor is target)
+
+    def _selecting(self) -> SelectingPredict | None:
+        predictor = self.solve.predictor
+        return predictor if isinstance(predictor, SelectingPredict) else None
+
+    @property
+    def select(self) -> SelectExemplars:
+        """The demo predictor's ``SelectExemplars`` (pool, settings, compile report): compiled programs only."""
+        compiled = self._selecting()
+        if compiled is None:
+            raise NotCompiledError(f"{type(self).__name__} is not compiled: run KnapsackFewShot.compile or "
+                                   "load_program first")
+        return compiled.selection
+
+    @property
+    def selection_settings(self) -> SelectionConfig:
+        """The selection settings in use: the compiled ones, else those the pipeline was built with."""
+        compiled = self._selecting()
+        return compiled.selection.config if compiled else self.selection_config(self.demo_predictor_name)
+
+    # -- compile hooks (KnapsackFewShot) ----------------------------------------------------------------
+    def selection_config(self, predictor_name: str) -> SelectionConfig | None:
+        """The demo predictor's settings (the question embedded unless told otherwise); none for the others."""
+        if predictor_name != self.demo_predictor_name:
+            return None
+        config = self._selection_config
+        return config if config.embed_fields is not None else config.with_settings(embed_fields=PIPELINE_EMBED_FIELDS)
+
+    def demo_for(self, predictor_name: str, example):
+        """A pool example as the demo predictor's demo; the other predictors get no pool."""
+        return dspy.Example(**self.render_demo(example)) if predictor_name == self.demo_predictor_name else None
+
+    def inputs_for(self, predictor_name: str, example) -> dict | None:
+        return self.prompt_inputs(example) if predictor_name == self.demo_predictor_name else None
+
     def render_demo(self, example) -> dict:
         """A pool example in the solver's demo fields, its context retrieved exactly as a query's is."""
         return dict(self.solve.as_demo(dspy.Example(**{**dict(example), **self._retrieved(example)})))
@@ -116,7 +163,7 @@ class _Pipeline(dspy.Module):
         then served from the embedding cache). One large length-sorted batch is many times faster than the
         per-example calls (measured: 150 TAT-QA questions, 140 s per example vs 7 s batched, cold cache).
         Returns the number of distinct texts; a no-op without an embedding cache."""
-        embedder = self.select.embedder
+        embedder = self.embedder
         if not getattr(embedder, "use_cache", False):
             return 0
         texts: dict[str, None] = {}
@@ -128,18 +175,17 @@ class _Pipeline(dspy.Module):
         return len(texts)
 
     def _texts_to_embed(self, example) -> list[str]:
-        return [self.select.query_text(self._select_fields(example["question"], example.get("table"),
-                                                           example.get("paragraphs")))]
+        fields = self._select_fields(example["question"], example.get("table"), example.get("paragraphs"))
+        return [query_text(fields, self.selection_settings.embed_fields or PIPELINE_EMBED_FIELDS)]
 
     # -- shared inference ------------------------------------------------------------------------------
     def _select_fields(self, question, table, paragraphs) -> dict:
-        """What ``SelectExemplars`` sees of the query (its embed fields, and the document for LM attributes)."""
+        """The query's raw fields selection may read (LM attribute prediction reads the document)."""
         return {"question": question, "table": table, "paragraphs": paragraphs}
 
-    def _select(self, query: Mapping, question, table, paragraphs, id, doc_id, attributes: Mapping):
-        base = self.cost_model.base_tokens(self.solve.prompt_inputs(query))
-        return self.select(base_tokens=base, id=id, doc_id=doc_id, **self._select_fields(question, table, paragraphs),
-                           **attributes)
+    def _hints(self, question, table, paragraphs, id, doc_id, attributes: Mapping):
+        return selection_hints(id=id, doc_id=doc_id, attributes=attributes,
+                               fields=self._select_fields(question, table, paragraphs))
 
     def example_inputs(self, example) -> dict:
         """What the bench passes to ``forward`` for an example (inputs + ids + gold attributes for oracles)."""
@@ -150,32 +196,38 @@ class _Pipeline(dspy.Module):
 
     def _gold_attributes(self, example) -> dict:
         """The example's gold attribute values when selection aims at them (oracle runs), else nothing."""
-        if self.select.attribute_source != "gold":
+        settings = self.selection_settings
+        if settings.resolved_attribute_source != "gold":
             return {}
-        return {a: example.get(a) for a in self.select.config.attributes}
+        return {a: example.get(a) for a in settings.attributes}
 
     def select_for(self, example) -> dict:
         """Selection only (no LM): the selection info for one example."""
-        attrs = self._gold_attributes(example)
-        return self._select(self._retrieved(example), example["question"], example.get("table"),
-                            example.get("paragraphs"), example.get("id"), example.get("doc_id"), attrs).selection
+        compiled = self._selecting()
+        if compiled is None:
+            raise NotCompiledError(f"{type(self).__name__} is not compiled: nothing selects its demos")
+        inputs = self.solve.prompt_inputs(self._retrieved(example))
+        with self._hints(example["question"], example.get("table"), example.get("paragraphs"), example.get("id"),
+                         example.get("doc_id"), self._gold_attributes(example)):
+            return compiled.select_demos(**inputs).info
 
     def forward(self, question: str, table=None, paragraphs=None, id: str | None = None, doc_id: str | None = None,
                 **attributes):
         query = self._retrieved({"question": question, "table": table, "paragraphs": paragraphs})
-        demos, selection = [], {"ids": [], "within_budget": True}
-        if self.uses_demos:
-            chosen = self._select(query, question, table, paragraphs, id, doc_id, attributes)
-            demos, selection = chosen.demos, chosen.selection
-        pred = self.solve(**query, demos=demos)
+        with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
+            pred = self.solve(**query, demos=None if self.uses_demos else [])
+        selection = selected[0].info if selected else dict(_NO_SELECTION)
         return dspy.Prediction(**dict(pred), exemplar_ids=selection.get("ids", []), selection=selection)
 
     def __deepcopy__(self, memo):
         clone = self.__class__.__new__(self.__class__)
         memo[id(self)] = clone
+        embedder = self.__dict__.get("embedder")
+        if embedder is not None:
+            memo.setdefault(id(embedder), embedder)  # one embedder (and its cache) for every part of the copy
         for key, value in self.__dict__.items():
-            if key in ("_token_counter", "_cost_model"):
-                setattr(clone, key, value)  # shared: tokenizer handles are process-wide
+            if key in ("_token_counter", "embedder", "_selection_config"):
+                setattr(clone, key, value)  # shared: tokenizer handles are process-wide; settings are frozen
             else:
                 setattr(clone, key, copy.deepcopy(value, memo))
         return clone
@@ -193,18 +245,17 @@ class DocumentQA(_Pipeline):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
         config = _selection(type(self).__name__, selection or SelectionConfig(), selection_settings)
-        super().__init__({"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs,
-                          "model": model}, token_counter)
         embedder = embedder or TextEmbedder()  # one embedder (and cache) for retrieval and selection
+        super().__init__({"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs,
+                          "model": model}, config, embedder, token_counter)
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
-        self.select = SelectExemplars(config, embedder=embedder)
         self.solve = make_document_solver(pipeline)
 
     def render_demo(self, example) -> dict:
         """As ``_Pipeline.render_demo``, remembered per process: a benchmark suite compiles the same pool once
         per selector, and rendering a demo (retrieval, gold-program synthesis and execution) costs ~1 ms. A demo
         depends on the solver (``pipeline``), the retrieval settings and the embedder, not on the selector."""
-        model_id = getattr(self.select.embedder, "model_id", None)
+        model_id = getattr(self.embedder, "model_id", None)
         if model_id is None:  # an embedder that does not say which model it is: nothing to key on
             return super().render_demo(example)
         try:
@@ -229,7 +280,6 @@ class DocumentQA(_Pipeline):
                 "paragraphs": [paragraphs[i] for i in ctx.paragraph_ids]}
 
 
-
 class StatuteQA(_Pipeline):
     """SARA: statute retrieval by the question's citation (``retrieval`` strategy), then the answerer.
 
@@ -243,9 +293,8 @@ class StatuteQA(_Pipeline):
             raise ValueError(f"unknown pipeline {pipeline!r} for statutes; choose from {STATUTE_PIPELINES}")
         config = _selection(type(self).__name__, selection or STATUTE_SELECTION, selection_settings)
         super().__init__({"kind": "statute", "pipeline": pipeline, "retrieval": retrieval, "model": model},
-                         token_counter)
+                         config, embedder or TextEmbedder(), token_counter)
         self.retrieve = StatuteRetriever(strategy=retrieval, data_dir=data_dir, no_citation="all")
-        self.select = SelectExemplars(config, embedder=embedder)
         self.solve = make_statute_solver(pipeline)
 
     def _retrieved(self, example: Mapping) -> dict:
@@ -286,28 +335,31 @@ def save_program(program: _Pipeline, path: str | Path) -> Path:
     tmp = path.with_name(path.stem + ".partial.json")  # written whole, then renamed: no torn program files
     program.save(str(tmp))
     tmp.replace(path)
-    report = getattr(program, "compile_report", None) or program.select.compile_report
+    report = getattr(program, "compile_report", None) or {}
     path.with_suffix(".report.json").write_text(json.dumps(report, indent=2, default=str))
     return path
 
 
 def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeline:
     """Rebuild the pipeline recorded in the program JSON and load its compiled state."""
-    path = Path(path)
-    try:
-        state = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not a program JSON ({exc})") from None
-    spec = state.get("spec") if isinstance(state, dict) else None
+    state = read_program_state(path)
+    spec = state.get("spec")
     if not isinstance(spec, dict) or "kind" not in spec:
         raise ValueError("no pipeline spec in this JSON (was it written by 'kdspy compile' / save_program?)")
+    version = spec.get("version")
     spec = spec_of_state(spec)
     kind = spec.pop("kind")
     cls = StatuteQA if kind == "statute" else DocumentQA
     program = cls(embedder=embedder, token_counter=token_counter, **spec)
-    program.load(str(path))
-    program.compile_report = program.select.compile_report
-    return program
+    if version in (1, 2):  # the selection was a module of its own ("select"); now the demo predictor holds it
+        state = dict(state)
+        selection = state.pop("select", None)
+        if not isinstance(selection, dict):
+            raise ValueError("a version-2 program without its 'select' state")
+        name = program.demo_predictor_name
+        state[name] = {**state[name], "selection": selection}
+    return load_compiled(program, state, embedder=program.embedder, token_counter=token_counter)
 
 
-__all__ = ["DocumentQA", "PipelineSpec", "StatuteQA", "build_pipeline", "load_program", "save_program"]
+__all__ = ["DOCUMENT_PIPELINES", "STATUTE_PIPELINES", "DocumentQA", "PipelineSpec", "StatuteQA", "build_pipeline",
+           "load_program", "save_program"]

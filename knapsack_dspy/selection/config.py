@@ -70,7 +70,8 @@ class SelectionConfig:
     core_size: hybrid's compile-time core.
     val_size: validation queries used at compile time (fitting compile-time sets, the configuration search).
     seed: seeds the validation subset, compile-time draws and per-query draws (random, csp).
-    embed_fields: the query / exemplar fields whose text is embedded for similarity.
+    embed_fields: the query / exemplar fields whose text is embedded for similarity; ``None``: the input fields
+        of the predictor the selection serves (``KnapsackFewShot.compile`` fills them in).
     exclude_same_doc: never pick exemplars from the query's own document (no leakage).
     selector_params: further parameters of the chosen selector (e.g. ``{"respect_budget": True}`` for kate,
         ``{"n_candidates": 5}`` for fixed); each must be one the selector declares.
@@ -89,7 +90,7 @@ class SelectionConfig:
     core_size: int = 2
     val_size: int = 40
     seed: int = 0
-    embed_fields: tuple[str, ...] = ("question",)
+    embed_fields: tuple[str, ...] | None = None
     exclude_same_doc: bool = True
     selector_params: Mapping[str, Any] = field(default_factory=dict)
 
@@ -124,9 +125,10 @@ class SelectionConfig:
             value = getattr(self, name)
             if not _is_int(value) or value < 0:
                 fail(f"{name} must be a non-negative integer, got {value!r}")
-        object.__setattr__(self, "embed_fields", _names(self.embed_fields, "embed_fields"))
-        if not self.embed_fields:
-            fail("embed_fields must name at least one field")
+        if self.embed_fields is not None:
+            object.__setattr__(self, "embed_fields", _names(self.embed_fields, "embed_fields"))
+            if not self.embed_fields:
+                fail("embed_fields must name at least one field (or be None: the predictor's input fields)")
         if not isinstance(self.exclude_same_doc, bool):
             fail(f"exclude_same_doc must be true or false, got {self.exclude_same_doc!r}")
         if not isinstance(self.selector_params, Mapping):
@@ -177,7 +179,8 @@ class SelectionConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible (tuples become lists)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out.update(attributes=list(self.attributes), embed_fields=list(self.embed_fields),
+        out.update(attributes=list(self.attributes),
+                   embed_fields=None if self.embed_fields is None else list(self.embed_fields),
                    selector_params=dict(self.selector_params))
         return out
 

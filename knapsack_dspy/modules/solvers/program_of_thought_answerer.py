@@ -19,9 +19,11 @@ from dspy.utils.exceptions import AdapterParseError
 
 from knapsack_dspy.data.answer_scale import decide_scale
 from knapsack_dspy.execution import execute_program
+from knapsack_dspy.modules.selection_context import selection_log
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
+    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
@@ -177,9 +179,12 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
                 demos: Iterable | None = None, answer_type: str | None = None) -> dspy.Prediction:
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         rows = [list(row) for row in table] if isinstance(table, (list, tuple)) else None
-        call_demos = demos_for_call(self.mode, demos, self.predictor)
+        call_demos = demos_for_call(self.mode, demos)
 
-        program, reasoning, result, error = self._call_and_run(self.write, inputs, rows, call_demos)
+        with selection_log() as selected:  # what a selecting writer chose, for the retry
+            program, reasoning, result, error = self._call_and_run(self.write, inputs, rows, call_demos)
+        if call_demos is None:  # the writer chose: its own demos, or (SelectingPredict) its per-query selection
+            call_demos = selected[-1].demos if selected else list(self.predictor.demos)
         errors: list[str] = []
         attempts = 1
         if result is None:
@@ -209,7 +214,7 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
 
     def _call_and_run(self, module, inputs, rows, demos):
         try:
-            prediction = module(**inputs, demos=demos)
+            prediction = call_with_demos(module, inputs, demos)
         except AdapterParseError as exc:
             return (clean_program_text(exc.lm_response or "", self.language), None, None, _FORMAT_ERROR)
         program = clean_program_text(prediction.get("program"), self.language)
