@@ -55,6 +55,15 @@ def select_example(program, example) -> dict:
     return row
 
 
+# What a prediction may say about how it answered: the route it took (routed pipelines), the raw reply of an
+# extraction, and how its scale was decided (the model's own scale and the rule that chose the answer's).
+_DETAILS = ("route", "routed_answer_type", "p_extract", "raw_answer", "model_scale", "scale_reason")
+
+
+def _answer_details(prediction) -> dict:
+    return {key: _jsonable(prediction.get(key)) for key in _DETAILS if prediction.get(key) not in (None, "")}
+
+
 def _usage(prediction) -> dict:
     try:
         usage = prediction.get_lm_usage() or {}
@@ -95,6 +104,7 @@ def answer_example(program, example, lm) -> dict:
         "cache_hits": calls.cache_hits,
         "cost_usd": calls.cost,
     })
+    row.update(_answer_details(prediction))
     row.update(_usage(prediction))
     row.update(score_prediction(example, prediction))
     return row

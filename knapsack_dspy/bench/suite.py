@@ -70,6 +70,7 @@ class RunSpec:
     max_tokens: int = 384
     val_size: int = 40
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
+    route: str = ""  # "extract_compute": span questions extracted, the rest answered by the program; "": one solver
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set)."""
@@ -87,8 +88,9 @@ class RunSpec:
             parts.append(self.retrieval)
         settings = {k: v for k, v in asdict(self).items() if k not in GRID_KEYS and k not in (
             "limit", "num_threads", "selection_only")}
-        if not settings["example_ids"]:  # keys of runs written before this setting existed stay the same
-            del settings["example_ids"]
+        for later in ("example_ids", "route"):  # keys of runs written before these settings existed stay the same
+            if not settings[later]:
+                del settings[later]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return "|".join([*parts, digest])
 
