@@ -9,7 +9,11 @@ from knapsack_dspy.signatures.extract_answer import ExtractAnswer
 from knapsack_dspy.signatures.predict_answer_type import PredictAnswerType
 from knapsack_dspy.signatures.predict_modality import PredictModality
 from knapsack_dspy.signatures.write_finqa_program import RepairFinqaProgram, WriteFinqaProgram
-from knapsack_dspy.signatures.write_python_program import RepairPythonProgram, WritePythonProgram
+from knapsack_dspy.signatures.write_python_program import (
+    RepairPythonProgram,
+    WritePythonLookupProgram,
+    WritePythonProgram,
+)
 
 __all__ = [
     "AnswerFromTableText",
@@ -20,5 +24,6 @@ __all__ = [
     "RepairFinqaProgram",
     "RepairPythonProgram",
     "WriteFinqaProgram",
+    "WritePythonLookupProgram",
     "WritePythonProgram",
 ]
