@@ -159,12 +159,20 @@ class _Pipeline(dspy.Module):
         return compiled.selection.config if compiled else self.selection_config(self.demo_predictor_name)
 
     # -- compile hooks (KnapsackFewShot) ----------------------------------------------------------------
+    #: Demo fields questions of one document share (shown once per prompt) unless the config says otherwise.
+    shared_fields: tuple[str, ...] = ()
+
     def selection_config(self, predictor_name: str) -> SelectionConfig | None:
-        """A demo predictor's settings (the question embedded unless told otherwise); none for the others."""
+        """A demo predictor's settings (the question embedded, the pipeline's ``shared_fields`` shared, unless the
+        config says otherwise); none for the other predictors."""
         if self._solver_of(predictor_name) is None:
             return None
         config = self._selection_config
-        return config if config.embed_fields is not None else config.with_settings(embed_fields=PIPELINE_EMBED_FIELDS)
+        if config.embed_fields is None:
+            config = config.with_settings(embed_fields=PIPELINE_EMBED_FIELDS)
+        if config.shared_fields is None:
+            config = config.with_settings(shared_fields=self.shared_fields)
+        return config
 
     def demo_for(self, predictor_name: str, example):
         """A pool example as a demo predictor's demo (None: not in its pool); the other predictors get no pool."""
@@ -274,11 +282,13 @@ class _Pipeline(dspy.Module):
 
 
 class DocumentQA(_Pipeline):
-    """Questions over a table + text. ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
+    """Questions over a table + text; demos of one document show its table once per prompt (``shared_fields``). ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
     cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos).
 
     ``selection``: the ``SelectionConfig`` (default: ``SelectionConfig()``); keyword arguments replace single
     settings of it (``selector="kate"``, ``max_exemplars=2``, ...); any other keyword is an error."""
+
+    shared_fields = ("table",)
 
     def __init__(self, pipeline: str = "pot", top_n_paragraphs: int | None = 3, model: str | None = None,
                  embedder=None, token_counter=None, selection: SelectionConfig | None = None, route: str | None = None,

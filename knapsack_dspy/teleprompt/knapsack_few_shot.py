@@ -57,6 +57,7 @@ from knapsack_dspy.modules.compiled_programs import install_selecting_predictor,
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import query_text
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
+from knapsack_dspy.modules.shared_fields import group_demos, referring_demo
 from knapsack_dspy.selection.config import SelectionConfig
 from knapsack_dspy.selection.selectors import (
     FIT_ON_SCORING_FUNCTION,
@@ -324,6 +325,7 @@ class KnapsackFewShot(Teleprompter):
         fixed = [dict(d.toDict() if hasattr(d, "toDict") else d) for d in selecting.demos]
         costs = [cost_model.demo_cost(d) for d in _progress(pool.demos, len(pool.demos),
                                                             f"measuring token costs ({name})", self.progress)]
+        costs, groups, group_costs = shared_costs(pool.demos, costs, base_config.shared_fields or (), cost_model)
 
         rng = np.random.default_rng(base_config.seed)
         queries = [(ex, query_inputs(program, name, selecting, ex)) for ex in val]
@@ -336,7 +338,8 @@ class KnapsackFewShot(Teleprompter):
                                   "budget": budget, "token_model": model, "pool_size": len(pool.demos),
                                   "pool_skipped": pool.skipped, "valset_size": len(val),
                                   "val_subset_size": len(val_subset), "configs": [],
-                                  "_pool_tokens": int(sum(costs))}
+                                  "_pool_tokens": int(sum(costs) + sum(group_costs)),
+                                  **({"shared_groups": len(group_costs)} if groups else {})}
 
         # Stage 1: fit every configuration once (no LM calls unless a fixed set is LM-scored) and score it
         # with model-free proxies; keep each fitted state to restore later instead of refitting.
@@ -345,7 +348,8 @@ class KnapsackFewShot(Teleprompter):
         for point, config in configs:
             select.fit(pool.examples, pool.demos, costs, budget=budget, token_model=model, config=config,
                        fit_inputs=self._fit_inputs(program, name, select, config, fit_queries, budget),
-                       signature_fields=list(signature.fields), attributes=self.attributes, ids=pool.ids)
+                       signature_fields=list(signature.fields), attributes=self.attributes, ids=pool.ids,
+                       groups=groups or None, group_costs=group_costs or None)
             snapshots.append(select.dump_state())
             entry = {"config": point}
             if val_subset:
@@ -468,3 +472,20 @@ def _lm_cost(before) -> dict[str, Any]:
 
 
 __all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict"]
+
+
+def shared_costs(demos, costs: list, fields, cost_model) -> tuple[list[float], list[int], list[float]]:
+    """``(costs, groups, group_costs)`` for demos sharing the values of ``fields``
+    (``knapsack_dspy.modules.shared_fields``): a grouped demo's cost is its cost without the shared value (its
+    referring form), and its group's cost the most the value adds to a member (the same text in the same
+    place: equal for all). Without ``fields``, or when no two demos share a value: ``(costs, [], [])``."""
+    groups = group_demos(demos, fields) if fields else []
+    if not any(g >= 0 for g in groups):
+        return list(costs), [], []
+    own_costs, group_costs = [], [0.0] * (max(groups) + 1)
+    for demo, cost, g in zip(demos, costs, groups, strict=True):
+        own = float(cost_model.demo_cost(referring_demo(demo, fields))) if g >= 0 else float(cost)
+        own_costs.append(own)
+        if g >= 0:
+            group_costs[g] = max(group_costs[g], float(cost) - own)
+    return own_costs, groups, group_costs
