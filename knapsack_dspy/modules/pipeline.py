@@ -282,7 +282,8 @@ class _Pipeline(dspy.Module):
 
 
 class DocumentQA(_Pipeline):
-    """Questions over a table + text; demos of one document show its table once per prompt (``shared_fields``). ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
+    """Questions over a table + text; demos of one document show its table once per prompt (``shared_fields``).
+    ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
     cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos).
 
     ``selection``: the ``SelectionConfig`` (default: ``SelectionConfig()``); keyword arguments replace single
