@@ -69,3 +69,15 @@ def test_sharing_can_be_turned_off():
     compiled = KnapsackFewShot(budget=6000, token_counter=student.token_counter, progress=False).compile(
         student, trainset=pool)
     assert compiled.select.groups == [] and compiled.select.config.shared_fields == ()
+
+
+def test_rows_fingerprint_the_prompts_they_sent(program):
+    from knapsack_dspy.bench.example_runner import answer_example
+    from knapsack_dspy.bench.prompt_record import PROMPT_FORMAT_VERSION, messages_sha256
+    from knapsack_dspy.data import load_examples
+
+    example = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[0]
+    lm = DummyLM([{"program": "ans = 1"}])
+    row = answer_example(program, example, lm)
+    assert row["prompt_format"] == PROMPT_FORMAT_VERSION
+    assert row["prompt_sha256"] == [messages_sha256(lm.history[0]["messages"])]

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import dspy
 
+from knapsack_dspy.bench.prompt_record import PromptRecorder
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
 from knapsack_dspy.llm import counting_calls
 from knapsack_dspy.llm.errors import describe_lm_error
@@ -78,9 +79,10 @@ def answer_example(program, example, lm) -> dict:
     """The full pipeline on one example with ``lm``; errors are recorded, not raised."""
     inputs = program.example_inputs(example)
     started = time.perf_counter()
+    prompts = PromptRecorder()  # the fingerprint of every prompt this example sends
     with counting_calls() as calls:  # this example's provider calls, cache hits and cost (thread-safe)
         try:
-            with dspy.context(lm=lm, track_usage=True):
+            with dspy.context(lm=lm, track_usage=True, callbacks=[*dspy.settings.callbacks, prompts]):
                 prediction = program(**inputs)
         except KeyboardInterrupt:
             raise
@@ -105,6 +107,7 @@ def answer_example(program, example, lm) -> dict:
         "cost_usd": calls.cost,
     })
     row.update(_answer_details(prediction))
+    row.update(prompts.row_fields())
     row.update(_usage(prediction))
     row.update(score_prediction(example, prediction))
     return row
