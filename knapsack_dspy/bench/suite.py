@@ -35,6 +35,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 GRID_KEYS = ("dataset", "pipeline", "selector", "budget", "max_exemplars", "model", "retrieval")
+MAX_SUITE_BYTES = 1_000_000  # a suite is a few hundred bytes of TOML
 
 
 class SuiteError(ValueError):
@@ -153,13 +154,21 @@ class Suite:
 
 
 def load_suite(path: str | Path) -> Suite:
+    from knapsack_dspy.file_limits import FileLimitError, read_file_text
+
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_file_text(path, limit_bytes=MAX_SUITE_BYTES))
     except FileNotFoundError:
         raise SuiteError(f"suite file {str(path)!r} not found") from None
+    except FileLimitError as exc:
+        raise SuiteError(f"{path}: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{path}: cannot read the suite file ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise SuiteError(f"{path}: invalid TOML: nested too deeply") from None
     return suite_from_dict(raw, str(path))
 
 

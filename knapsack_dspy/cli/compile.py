@@ -79,6 +79,9 @@ def run(args) -> int:
                else load_examples(args.dataset, split=args.val_split or val_split, data_dir=data_dir))
     except (DataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc)) from None
+    for examples, what in ((pool, "pool"), (val, "validation")):
+        if not examples:
+            raise UserError(f"{examples.report.source}: no {args.dataset} examples for the {what}")
     attributes = tuple(parse_list(args.attributes))
     try:
         student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selector=args.selector,

@@ -22,7 +22,10 @@ def parse_number(value) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
+        try:
+            return float(value) if math.isfinite(value) else None
+        except OverflowError:  # an int beyond the float range (more than ~308 digits)
+            return None
     if not isinstance(value, str):
         return None
     text = value.strip().replace("\u2212", "-")

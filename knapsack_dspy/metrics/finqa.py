@@ -30,11 +30,13 @@ the run at the official ``assert``; predicted programs whose expanded expression
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from knapsack_dspy.data.errors import DataError
+from knapsack_dspy.data.finqa import finqa_answer, program_fields
+from knapsack_dspy.data.record_fields import get_table
 from knapsack_dspy.execution.finqa_dsl import (
     ALL_OPERATIONS,
     ProgramError,
@@ -43,6 +45,7 @@ from knapsack_dspy.execution.finqa_dsl import (
     steps_to_tokens,
 )
 from knapsack_dspy.execution.finqa_executor import run_official_tokens
+from knapsack_dspy.file_limits import GZIP_ERRORS, FileLimitError, parse_json, read_file_text
 from knapsack_dspy.metrics.errors import ScoringInputError
 from knapsack_dspy.metrics.intervals import DEFAULT_LEVEL, proportion_ci
 
@@ -228,15 +231,22 @@ def _gold(program: str, where: str = "gold program") -> _GoldProgram:
 # Loading files
 # --------------------------------------------------------------------------------------------------------
 def _read_text(path: Path) -> str:
+    """The file's text (gunzipped when it is gzip), within the size limit of ``knapsack_dspy.file_limits``."""
     if not path.is_file():
         raise FinQAScoreError(f"{path}: file not found")
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return handle.read()
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        return read_file_text(path)
+    except FileLimitError as exc:
+        raise FinQAScoreError(f"{path}: {exc}") from None
+    except (OSError, UnicodeDecodeError, *GZIP_ERRORS) as exc:
         raise FinQAScoreError(f"{path}: cannot read ({exc})") from None
+
+
+def _parse(path: Path, text: str, where: str):
+    try:
+        return parse_json(text)
+    except FileLimitError as exc:
+        raise FinQAScoreError(f"{path}: {where}{exc}") from None
 
 
 def _read_json_or_jsonl(path: Path):
@@ -244,7 +254,7 @@ def _read_json_or_jsonl(path: Path):
     name = path.name.removesuffix(".gz")
     if not name.endswith(".jsonl"):
         try:
-            return json.loads(text)
+            return _parse(path, text, "")
         except json.JSONDecodeError as exc:
             if not text.lstrip().startswith("{"):
                 raise FinQAScoreError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
@@ -252,7 +262,7 @@ def _read_json_or_jsonl(path: Path):
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                records.append(json.loads(line))
+                records.append(_parse(path, line, f"line {number}: "))
             except json.JSONDecodeError as exc:
                 raise FinQAScoreError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
     return records
@@ -295,6 +305,12 @@ def load_finqa_gold(path: str | Path) -> dict[str, dict]:
         answer = qa.get("exe_ans")
         if isinstance(answer, bool) or not (isinstance(answer, (int, float)) or answer in ("yes", "no")):
             raise FinQAScoreError(f"{where}: field 'qa.exe_ans' must be a number or 'yes'/'no', got {answer!r}")
+        try:  # and what the loader (knapsack_dspy.data.finqa) checks of the same fields
+            get_table(table, "table", required=True)
+            program_fields(qa["program"], "qa.program")
+            finqa_answer(answer, "qa.exe_ans")
+        except DataError as exc:
+            raise FinQAScoreError(f"{where}: field {exc.field!r}: {exc.problem}") from None
         gold[record_id] = record
     return gold
 

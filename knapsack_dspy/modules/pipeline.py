@@ -267,11 +267,17 @@ def save_program(program: _Pipeline, path: str | Path) -> Path:
 
 def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeline:
     """Rebuild the pipeline recorded in the program JSON and load its compiled state."""
+    from knapsack_dspy.file_limits import GZIP_ERRORS, parse_json, read_file_bytes
+
     path = Path(path)
     try:
-        state = json.loads(path.read_text())
+        state = parse_json(read_file_bytes(path))  # bounded: size, nesting (FileLimitError is a ValueError)
+    except GZIP_ERRORS as exc:
+        raise ValueError(f"not a program JSON (a broken gzip file: {exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"not a program JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not a program JSON (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
     spec = state.get("spec") if isinstance(state, dict) else None
     if not isinstance(spec, dict) or "kind" not in spec:
         raise ValueError("no pipeline spec in this JSON (was it written by 'kdspy compile' / save_program?)")
