@@ -57,7 +57,7 @@ class FileLimitError(ValueError):
 
 
 class LongInteger:
-    """An integer literal of more than :data:`MAX_INT_DIGITS` digits, left unconverted (see the module doc)."""
+    """An integer literal of more than :data:`MAX_INT_DIGITS` digits, left unconverted (see the module)."""
 
     __slots__ = ("digits",)
 
@@ -142,8 +142,9 @@ def _depth_problem(data: bytes, limit: int) -> str | None:
     depth, records = 0, 0
     top_level_array = structure[:1] == b"["
     for start in range(0, len(structure), _CHUNK):
-        chunk = np.frombuffer(structure, dtype=np.uint8, count=min(_CHUNK, len(structure) - start),
-                              offset=start)
+        chunk = np.frombuffer(
+            structure, dtype=np.uint8, count=min(_CHUNK, len(structure) - start), offset=start
+        )
         levels = np.cumsum(step[chunk], dtype=np.int64) + depth
         too_deep = np.flatnonzero(levels > limit)
         commas = (chunk == ord(",")) & (levels == 1)

@@ -22,4 +22,4 @@ def one_line(text, limit: int = MAX_MESSAGE_CHARS) -> str:
         return line
     tail = (limit - len(_GAP)) // 3
     head = limit - len(_GAP) - tail
-    return line[:head] + _GAP + line[len(line) - tail:]
+    return line[:head] + _GAP + line[len(line) - tail :]

@@ -28,8 +28,14 @@ FINQA_GOLD = FIXTURES / "finqa_metric_gold.json"
 FINQA_PREDICTIONS = FIXTURES / "finqa_metric_predictions_gold.json"
 SARA_CASES = [
     {"id": "s151_a_pos", "type": "entailment", "label": "Entailment", "text": "t", "question": "q"},
-    {"id": "tax_case_1", "type": "numerical", "answer": "$15037", "answer_value": 15037, "text": "t",
-     "question": "q"},
+    {
+        "id": "tax_case_1",
+        "type": "numerical",
+        "answer": "$15037",
+        "answer_value": 15037,
+        "text": "t",
+        "question": "q",
+    },
 ]
 
 
@@ -46,7 +52,7 @@ def _bad_file(tmp_path: Path, kind: str, suffix: str = ".json") -> Path:
         path = path.with_name(path.name + ".gz")
         path.write_bytes(b"\x1f\x8b\x08\x00" + b"garbage" * 10)
     elif kind == "not_utf8":
-        path.write_bytes(b"[\"\xff\xfe\"]")
+        path.write_bytes(b'["\xff\xfe"]')
     elif kind == "empty":
         path.write_text("")
     elif kind == "directory":
@@ -75,10 +81,14 @@ def _one_error_line(capsys, code: int, path: Path) -> str:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("dataset, good_gold, good_predictions", [
-    ("tatqa", TATQA_GOLD, None), ("sara", None, None), ("finqa", FINQA_GOLD, FINQA_PREDICTIONS)])
+@pytest.mark.parametrize(
+    "dataset, good_gold, good_predictions",
+    [("tatqa", TATQA_GOLD, None), ("sara", None, None), ("finqa", FINQA_GOLD, FINQA_PREDICTIONS)],
+)
 @pytest.mark.parametrize("side", ["gold", "predictions"])
-def test_scorers_refuse_bad_files_in_one_line(tmp_path, capsys, kind, dataset, good_gold, good_predictions, side):
+def test_scorers_refuse_bad_files_in_one_line(
+    tmp_path, capsys, kind, dataset, good_gold, good_predictions, side
+):
     if dataset == "sara":
         good_gold = tmp_path / "cases.json"
         good_gold.write_text(json.dumps(SARA_CASES))
@@ -96,12 +106,25 @@ def test_scorers_refuse_bad_files_in_one_line(tmp_path, capsys, kind, dataset, g
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("dataset, suffix", [("tatqa", ".json"), ("tatqa", ".jsonl"), ("sara", ".json"),
-                                             ("finqa", ".json")])
+@pytest.mark.parametrize(
+    "dataset, suffix", [("tatqa", ".json"), ("tatqa", ".jsonl"), ("sara", ".json"), ("finqa", ".json")]
+)
 def test_data_loaders_refuse_bad_files_in_one_line(tmp_path, capsys, kind, dataset, suffix):
     bad = _bad_file(tmp_path, kind, suffix)
-    code = main(["compile", "--dataset", dataset, "--pool", str(bad), "--val", str(bad), "-o",
-                 str(tmp_path / "p.json"), "--quiet"])
+    code = main(
+        [
+            "compile",
+            "--dataset",
+            dataset,
+            "--pool",
+            str(bad),
+            "--val",
+            str(bad),
+            "-o",
+            str(tmp_path / "p.json"),
+            "--quiet",
+        ]
+    )
     line = _one_error_line(capsys, code, bad)
     if kind == "bomb":
         assert "size limit" in line
@@ -130,7 +153,7 @@ def test_bench_refuses_bad_suite_files_in_one_line(tmp_path, capsys, content):
     _one_error_line(capsys, main(["bench", str(suite), "--out", str(tmp_path / "out")]), suite)
 
 
-# -- the bounds themselves ------------------------------------------------------------------------------------
+# -- the bounds themselves -----------------------------------------------------------------------------------
 def test_a_gzip_bomb_is_read_no_further_than_the_limit(tmp_path):
     bomb = tmp_path / "bomb.bin"  # gzip by its magic bytes, whatever the name
     bomb.write_bytes(gzip.compress(b"0" * 5_000_000))
@@ -181,7 +204,7 @@ def test_loaders_name_file_record_and_field_for_bad_values(tmp_path):
         load_examples("tatqa", path=path)
 
 
-# -- scorers check gold values as the loaders do ------------------------------------------------------------------
+# -- scorers check gold values as the loaders do -------------------------------------------------------------
 def _tatqa_gold_with(tmp_path, **changes) -> Path:
     contexts = json.loads(TATQA_GOLD.read_text())
     contexts[0]["questions"][0].update(changes)
@@ -190,13 +213,16 @@ def _tatqa_gold_with(tmp_path, **changes) -> Path:
     return path
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"answer_type": "ratio"}, r"field 'answer_type': expected one of \['span'"),
-    ({"answer_type": "arithmetic", "answer": {"value": 5}}, "field 'answer': expected a number"),
-    ({"answer_type": "arithmetic", "answer": 10**400}, "field 'answer': expected a number"),
-    ({"answer_type": "arithmetic", "answer": 10**300, "scale": "billion"}, "too large to score"),
-    ({"scale": "dozens"}, "field 'scale': expected one of"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"answer_type": "ratio"}, r"field 'answer_type': expected one of \['span'"),
+        ({"answer_type": "arithmetic", "answer": {"value": 5}}, "field 'answer': expected a number"),
+        ({"answer_type": "arithmetic", "answer": 10**400}, "field 'answer': expected a number"),
+        ({"answer_type": "arithmetic", "answer": 10**300, "scale": "billion"}, "too large to score"),
+        ({"scale": "dozens"}, "field 'scale': expected one of"),
+    ],
+)
 def test_tatqa_scorer_rejects_gold_the_loader_rejects(tmp_path, changes, message):
     from knapsack_dspy.metrics.tatqa import load_tatqa_gold
 
@@ -225,16 +251,20 @@ def test_a_prediction_given_twice_is_an_error_not_the_last_one_silently(tmp_path
     key, value = ("q-span", '["x", ""]') if dataset == "tatqa" else ("tax_case_1", "5")
     predictions = tmp_path / "pred.json"
     predictions.write_text(f'{{"{key}": {value}, "{key}": {value}}}')
-    line = _one_error_line(capsys, main(["score", dataset, "--gold", str(gold), "--predictions",
-                                         str(predictions)]), predictions)
+    line = _one_error_line(
+        capsys, main(["score", dataset, "--gold", str(gold), "--predictions", str(predictions)]), predictions
+    )
     assert f"names the key '{key}' twice" in line
 
 
-@pytest.mark.parametrize("case, message", [
-    ({"answer": "lots", "answer_value": 15037}, "field 'answer': no dollar amount in 'lots'"),
-    ({"answer": "$15037", "answer_value": 99}, "field 'answer_value': 99 is not the answer"),
-    ({"answer": "$15037", "answer_value": "lots"}, "field 'answer_value': no dollar amount"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ({"answer": "lots", "answer_value": 15037}, "field 'answer': no dollar amount in 'lots'"),
+        ({"answer": "$15037", "answer_value": 99}, "field 'answer_value': 99 is not the answer"),
+        ({"answer": "$15037", "answer_value": "lots"}, "field 'answer_value': no dollar amount"),
+    ],
+)
 def test_sara_scorer_and_loader_reject_the_same_gold_amounts(tmp_path, case, message):
     from knapsack_dspy.metrics.sara import load_sara_gold
 
@@ -251,8 +281,11 @@ def test_sara_scorer_and_loader_reject_the_same_gold_amounts(tmp_path, case, mes
 def test_tatqa_scorer_names_the_prediction_it_cannot_score(tmp_path, capsys, prediction):
     predictions = tmp_path / "pred.json"
     predictions.write_text(json.dumps({"q-pct": [prediction, ""]}))
-    line = _one_error_line(capsys, main(["score", "tatqa", "--gold", str(TATQA_GOLD), "--predictions",
-                                         str(predictions)]), predictions)
+    line = _one_error_line(
+        capsys,
+        main(["score", "tatqa", "--gold", str(TATQA_GOLD), "--predictions", str(predictions)]),
+        predictions,
+    )
     assert "uid 'q-pct'" in line and ("too large" in line or "too long" in line)
 
 
@@ -261,6 +294,7 @@ def test_scorers_reject_over_long_integers_in_predictions(tmp_path, capsys):
     cases.write_text(json.dumps(SARA_CASES))
     predictions = tmp_path / "pred.json"
     predictions.write_text('{"tax_case_1": ' + "1" * 5000 + "}")
-    line = _one_error_line(capsys, main(["score", "sara", "--gold", str(cases), "--predictions",
-                                         str(predictions)]), predictions)
+    line = _one_error_line(
+        capsys, main(["score", "sara", "--gold", str(cases), "--predictions", str(predictions)]), predictions
+    )
     assert "case id 'tax_case_1'" in line and "<integer of 5000 digits>" in line

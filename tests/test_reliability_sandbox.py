@@ -13,13 +13,18 @@ from knapsack_dspy.execution import execute_finqa_program, execute_python
 from knapsack_dspy.messages import MAX_MESSAGE_CHARS, one_line
 
 
-@pytest.mark.parametrize("cell, message", [
-    ("1" * 400, "a table cell reads as inf, not a finite number"),
-    ("1" * 120, "a table cell reads as 1.11111e+119, a number too large (|x| > 1e+100)"),
-    ("(" + "9" * 150 + ")", "a number too large"),
-])
-@pytest.mark.parametrize("lookup", ['table["Revenue", "2019"]', 'table["Revenue", :]', 'table[:, "2019"]',
-                                    'table.loc["Revenue", "2019"]'])
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        ("1" * 400, "a table cell reads as inf, not a finite number"),
+        ("1" * 120, "a table cell reads as 1.11111e+119, a number too large (|x| > 1e+100)"),
+        ("(" + "9" * 150 + ")", "a number too large"),
+    ],
+)
+@pytest.mark.parametrize(
+    "lookup",
+    ['table["Revenue", "2019"]', 'table["Revenue", :]', 'table[:, "2019"]', 'table.loc["Revenue", "2019"]'],
+)
 def test_table_cells_pass_the_finiteness_and_magnitude_checks(cell, message, lookup):
     table = [["", "2019"], ["Revenue", cell]]
     result = execute_python(f"ans = {lookup}", table)
@@ -33,16 +38,23 @@ def test_ordinary_cells_still_read():
 
 def test_an_over_long_constant_is_a_limit_not_an_internal_error():
     result = execute_python("ans = const_" + "1" * 5000)
-    assert result.error == "LimitExceeded: constant const_111111111111... has 5000 digits (at most 101) (line 1)"
+    assert (
+        result.error == "LimitExceeded: constant const_111111111111... has 5000 digits (at most 101) (line 1)"
+    )
     assert execute_python("ans = const_" + "1" * 101).error.startswith("LimitExceeded: number too large")
     assert execute_python("ans = const_100 + const_m1").answer == 99
 
 
-@pytest.mark.parametrize("code, message", [
-    ('x = 1\nans = "a\x00b"', "SyntaxError: the program contains a NUL byte (line 2)"),
-    ('x = 1\n\nans = "\ud800"',
-     "SyntaxError: the program contains a lone surrogate (U+D800, half of a UTF-16 pair) (line 3)"),
-])
+@pytest.mark.parametrize(
+    "code, message",
+    [
+        ('x = 1\nans = "a\x00b"', "SyntaxError: the program contains a NUL byte (line 2)"),
+        (
+            'x = 1\n\nans = "\ud800"',
+            "SyntaxError: the program contains a lone surrogate (U+D800, half of a UTF-16 pair) (line 3)",
+        ),
+    ],
+)
 def test_unparsable_characters_are_named_not_called_deep_nesting(code, message):
     assert execute_python(code).error == message
 
@@ -63,8 +75,10 @@ def test_one_line_collapses_whitespace_and_keeps_short_text():
 
 
 def test_execution_imports_only_the_standard_library():
-    code = ("import sys; before = set(sys.modules); import knapsack_dspy.execution; "
-            "import json; print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before})))")
+    code = (
+        "import sys; before = set(sys.modules); import knapsack_dspy.execution; "
+        "import json; print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before})))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     third_party = [m for m in json.loads(out) if m not in sys.stdlib_module_names and m != "knapsack_dspy"]
     assert third_party == []

@@ -98,7 +98,8 @@ def _sara_scores(example, prediction) -> dict[str, Any]:
             "authors_rule": score.authors_rule, "case_type": score.case_type}
 
 
-_SCORERS = {"tatqa": _tatqa_scores, "finqa": _finqa_scores, "finqa_cases": _finqa_scores, "sara": _sara_scores}
+_SCORERS = {"tatqa": _tatqa_scores, "finqa": _finqa_scores, "finqa_cases": _finqa_scores,
+            "sara": _sara_scores}
 
 
 def correctness_metric(example, prediction, trace=None) -> float:

@@ -84,7 +84,20 @@ def read_inputs(args) -> dict:
         raise UserError("table cells must be strings, numbers or null")
     if not isinstance(inputs["paragraphs"], list) or any(not isinstance(p, str) for p in inputs["paragraphs"]):
         raise UserError("paragraphs must be a list of strings")
+    texts = [str(inputs["question"]), *inputs["paragraphs"],
+             *(str(cell) for row in inputs["table"] for cell in row)]
+    if any(not _encodable(text) for text in texts):
+        raise UserError("the question, table or text holds a lone surrogate (\\ud800-\\udfff), which is not "
+                        "a character; no LM can be sent it")
     return inputs
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def run(args) -> int:

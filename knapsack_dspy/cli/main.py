@@ -13,6 +13,7 @@ import os
 import sys
 
 from knapsack_dspy import __version__
+from knapsack_dspy.messages import one_line
 
 # Sub-command modules, in the order shown by --help. Missing ones are skipped.
 SUBCOMMAND_MODULES = ("score", "compile", "ask", "bench", "demo")
@@ -31,7 +32,10 @@ def _user_facing_errors() -> tuple[type[BaseException], ...]:
     for module, name in (("knapsack_dspy.data.errors", "DataError"), ("knapsack_dspy.llm.errors", "LLMError"),
                          ("knapsack_dspy.bench.suite", "SuiteError"),
                          ("knapsack_dspy.optimizers.teleprompter", "CompileError"),
-                         ("knapsack_dspy.metrics.errors", "ScoringInputError")):
+                         ("knapsack_dspy.metrics.errors", "ScoringInputError"),
+                         ("knapsack_dspy.bench.results_store", "ResultsFileError"),
+                         ("knapsack_dspy.bench.results_lock", "ResultsBusyError"),
+                         ("knapsack_dspy.bench.provenance", "ProvenanceMismatchError")):
         try:
             errors.append(getattr(importlib.import_module(module), name))
         except (ImportError, AttributeError):  # pragma: no cover - optional layers
@@ -61,12 +65,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_for(exc: Exception, args) -> str | None:
+    """The message of an error the user can act on, or None for a bug (shown with its traceback): the CLI's
+    own user-facing errors, any failure of an LM call (``describe_lm_error``: what failed, what to do), and a
+    file that cannot be read or written (an ``OSError`` naming it)."""
+    if isinstance(exc, _user_facing_errors()):
+        return str(exc)
+    from knapsack_dspy.llm.errors import describe_lm_error, lm_error_kind
+
+    if lm_error_kind(exc) is not None:
+        return describe_lm_error(exc, model=getattr(args, "lm", None),
+                                 api_base=getattr(args, "api_base", None))
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate from a model prints escaped, not as a crash
+        if callable(getattr(stream, "reconfigure", None)):
+            stream.reconfigure(errors="backslashreplace")
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # inside the try: a reader that went away (| head) is found here, not at exit
@@ -75,9 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except Exception as exc:
-        if not isinstance(exc, _user_facing_errors()):
+        message = _one_line_for(exc, args)
+        if message is None:
             raise
-        print(f"kdspy {args.command}: error: {exc}", file=sys.stderr)
+        print(f"kdspy {args.command}: error: {one_line(message, 2000)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"kdspy {args.command}: interrupted (completed work is saved; re-run to resume)",

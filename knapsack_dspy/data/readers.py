@@ -4,7 +4,8 @@ Local files are parsed with the standard library so that errors can name the exa
 column, CSV line); a record-level problem (a bad JSONL line, a CSV row with the wrong number of fields) is
 returned in place of the record as a :class:`DataError`, so that ``skip_invalid`` can skip just that
 record. Reading is bounded (``knapsack_dspy.file_limits``): decompressed size, JSON nesting depth checked
-before parsing, over-long integers kept as ``LongInteger`` stand-ins that the record parsers reject. Hub data sets go through ``datasets.load_dataset`` and come back as plain dicts.
+before parsing, over-long integers kept as ``LongInteger`` stand-ins that the record parsers reject. Hub
+data sets go through ``datasets.load_dataset`` and come back as plain dicts.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _suffix(path: Path) -> str:
 
 
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes (gunzipped when it is gzip), within the size limit of ``knapsack_dspy.file_limits``."""
+    """The file's bytes (gunzipped when it is gzip), within the size limit (``knapsack_dspy.file_limits``)."""
     try:
         data = read_file_bytes(path)
     except FileNotFoundError:

@@ -41,7 +41,7 @@ def statute_of_case_id(case_id: str) -> dict:
 def read_gold_amount(record: Mapping) -> tuple[str, float]:
     """(answer text, dollars) of a numerical case: ``answer`` is a dollar amount (``"$15037"``; a number is
     written as one) and ``answer_value``, when present, the same amount (it wins for the value, as it holds
-    no rounding). ``DataError`` naming the field otherwise. (The SARA scorer checks gold files with this too.)"""
+    no rounding). ``DataError`` naming the field otherwise. (The SARA scorer checks gold files with it.)"""
     answer = get_field(record, "answer", "answer")
     if isinstance(answer, (int, float)) and not isinstance(answer, bool):
         answer = f"${answer:g}" if float(answer).is_integer() else f"${answer}"

@@ -68,8 +68,8 @@ def _paragraphs(context: Mapping) -> tuple[list[str], dict[int, int]]:
 
 
 def read_gold_answer(question: Mapping, answer_type: str, path: str):
-    """(answer, answer_value) of a question's gold ``answer``, normalised per answer type; ``DataError`` naming
-    ``<path>.answer`` when it does not fit the type. (The TAT-QA scorer checks gold files with this too.)"""
+    """(answer, answer_value) of a question's gold ``answer``, normalised per answer type; ``DataError``
+    naming ``<path>.answer`` when it does not fit the type. (The TAT-QA scorer checks gold files with it.)"""
     answer = question.get("answer")
     if answer_type == "span":
         if isinstance(answer, list):

@@ -95,8 +95,10 @@ def _check_characters(source: str) -> None:
     match = _UNPARSABLE.search(source)
     if match:
         char = match.group()
-        what = "a NUL byte" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X}, half of a UTF-16 pair)"
-        raise ProgramFailure("SyntaxError", f"the program contains {what}", source.count("\n", 0, match.start()) + 1)
+        what = ("a NUL byte" if char == "\x00"
+                else f"a lone surrogate (U+{ord(char):04X}, half of a UTF-16 pair)")
+        line = source.count("\n", 0, match.start()) + 1
+        raise ProgramFailure("SyntaxError", f"the program contains {what}", line)
 
 
 def _line(node) -> int | None:
@@ -421,7 +423,7 @@ def execute_python(code: str, table: list[list[str]] | None = None, time_limit: 
             raise ProgramFailure("LimitExceeded", "program nested too deeply to parse") from None
         _validate(tree, limits)
         view = None
-        if table is not None:
+        if table is not None and len(table) > 0:  # no table, or an empty one: a look-up says so when tried
             try:
                 view = TableView(table)
             except TypeError as exc:

@@ -17,8 +17,9 @@ class ExecutionResult:
     ``ok``: the program ran and produced an answer. ``answer``: the answer (a number, ``"yes"``/``"no"``,
     a string or a list; ``None`` when ``ok`` is false). ``scale``: ``""``, ``"thousand"``, ``"million"``,
     ``"billion"`` or ``"percent"`` (Python programs may set it; FinQA programs never do). ``error``: one
-    line saying what went wrong, at most ``messages.MAX_MESSAGE_CHARS`` characters (``None`` when ``ok``). ``variables``: the variables the program assigned
-    (Python) or the result of each step, ``{"#0": ..., "#1": ...}`` (FinQA), as far as execution got.
+    line saying what went wrong, at most ``messages.MAX_MESSAGE_CHARS`` characters (``None`` when ``ok``).
+    ``variables``: the variables the program assigned (Python) or the result of each step, ``{"#0": ...,
+    "#1": ...}`` (FinQA), as far as execution got.
     """
 
     ok: bool

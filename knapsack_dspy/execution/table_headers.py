@@ -1,4 +1,4 @@
-"""How many leading rows of a table are column headers (used by the sandbox's table look-ups and by retrieval).
+"""How many leading rows of a table are column headers (for the sandbox's table look-ups and for retrieval).
 
 Kept in the execution layer, which imports only the standard library; ``knapsack_dspy.retrieval.table_rows``
 re-exports it for the retrievers.
@@ -23,7 +23,8 @@ def header_row_count(rows: Sequence[Sequence[str]]) -> int:
     if not rows:
         return 0
     count = 1
-    while (count < len(rows) - 1 and count < MAX_HEADER_ROWS and rows[count]
-           and not str(rows[count][0]).strip()):
+    while (
+        count < len(rows) - 1 and count < MAX_HEADER_ROWS and rows[count] and not str(rows[count][0]).strip()
+    ):
         count += 1
     return count

@@ -3,7 +3,8 @@
 
 Importing this package is cheap (no dspy / litellm / model import happens until a function needs it).
 
-- ``make_lm`` (``lm_factory``), ``check_lm_config`` (``lm_check``), ``describe_lm_error`` (``errors``)
+- ``make_lm`` (``lm_factory``), ``check_lm_config`` (``lm_check``), ``describe_lm_error`` / ``lm_error_kind``
+  (``errors``)
 - ``get_token_counter`` / ``TokenCounter`` / ``context_window_of`` (``token_counter``)
 - ``configure_cache`` (``cache``); ``UsageLedger`` (``usage``); ``real_call_count`` / ``counting_calls``
   (``call_counter``)
@@ -13,7 +14,13 @@ Importing this package is cheap (no dspy / litellm / model import happens until 
 
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.llm.call_counter import CallCounts, call_counts, counting_calls, real_call_count
-from knapsack_dspy.llm.errors import LLMConfigError, LLMError, LocalModelError, describe_lm_error
+from knapsack_dspy.llm.errors import (
+    LLMConfigError,
+    LLMError,
+    LocalModelError,
+    describe_lm_error,
+    lm_error_kind,
+)
 from knapsack_dspy.llm.lm_check import check_lm_config
 from knapsack_dspy.llm.lm_factory import make_lm
 from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, is_local_model
@@ -41,6 +48,7 @@ __all__ = [
     "ensure_local_weights",
     "get_token_counter",
     "is_local_model",
+    "lm_error_kind",
     "make_lm",
     "real_call_count",
     "register_local_provider",

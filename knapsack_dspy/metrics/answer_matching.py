@@ -105,13 +105,12 @@ def seer_finqa_match(pred, gold, *, tolerance: float = 0.001, percentage: bool =
             gold = 1
         if gold == "no":
             gold = 0
-        if type(pred) is str:  # noqa: E721 -- SEER tests the exact type: a str subclass takes the numeric branch
+        if type(pred) is str:  # SEER tests the exact type: a str subclass takes the numeric branch
             return bool(pred == gold) or bool(pred in gold)
         if abs(pred - gold) <= tolerance:
             return True
-        if percentage and (abs((pred / 100) - gold) <= tolerance or abs((pred * 100) - gold) <= tolerance):
-            return True
-        return False
+        return bool(percentage and (abs((pred / 100) - gold) <= tolerance
+                                    or abs((pred * 100) - gold) <= tolerance))
     except Exception:  # noqa: BLE001 -- SEER's evaluation counts any failure of the check as wrong
         return False
 

@@ -192,8 +192,8 @@ class _GoldProgram:
                     elif int(arg.replace("#", "")) >= index:
                         raise ValueError(f"step {index} refers to {arg}, not an earlier step")
         self.skipped = _bound_problem(self.steps, "the gold program has ")
-        self.expression = None if self.skipped else simplify(_expression(len(raw) - 1, self.steps, self.symbols),
-                                                             evaluate=False)
+        self.expression = None if self.skipped else simplify(
+            _expression(len(raw) - 1, self.steps, self.symbols), evaluate=False)
 
     def _symbol(self, key: str) -> None:
         if key not in self.symbols:

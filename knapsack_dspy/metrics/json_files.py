@@ -48,8 +48,8 @@ def read_json_file(path: str | os.PathLike, what: str = "file", *, unique_keys: 
         raise ScoringInputError(f"{what} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}",
                                 source=source) from None
     except DuplicateKeyError as exc:
-        raise ScoringInputError(f"{what} names the key {exc.key!r} twice (json would keep only the last value)",
-                                source=source, where=f"key {exc.key!r}") from None
+        raise ScoringInputError(f"{what} names the key {exc.key!r} twice (json would keep only the last "
+                                "value)", source=source, where=f"key {exc.key!r}") from None
     except FileLimitError as exc:
         raise ScoringInputError(f"{what}: {exc}", source=source) from None
 

@@ -122,7 +122,10 @@ def to_number(text: str) -> int | float | None:
     multiplier = scale_multiplier(word.group(0).lower()) if word else 1
     sign = -1 if _PARENTHESISED_NUMBER.search(text.strip()) else 1
     percent = 0.01 if _PERCENT_NUMBER.search(text.strip()) else 1
-    return round(number * multiplier * sign * percent, 4)
+    try:
+        return round(number * multiplier * sign * percent, 4)
+    except OverflowError:  # an integer beyond the float range, scaled: officially a crash
+        raise _too_large(text) from None
 
 
 def _normalize_token(token: str) -> str:
@@ -168,12 +171,16 @@ def answer_string(items: Sequence, scale: str) -> str:
     return " ".join(pieces)
 
 
+def _too_large(text: str) -> ValueError:
+    return ValueError(f"the number {text[:20]}... ({len(text)} characters) is too large to score")
+
+
 def _fixed_point(value: float, text: str) -> str:
     """``"%.4f" % value``; a ``ValueError`` (not the official crash) for an integer beyond the float range."""
     try:
         return f"{value:.4f}"
     except OverflowError:
-        raise ValueError(f"the number {text[:20]}... ({len(text)} characters) is too large to score") from None
+        raise _too_large(text) from None
 
 
 def _f1(predicted: set, gold: set) -> float:
@@ -333,7 +340,7 @@ def _check_predictions(predictions, source: str | None) -> dict[str, tuple]:
 
 
 def _answer_form(answer) -> bool:
-    """A prediction the official script can read: a string, a number, null, or a flat list of strings / numbers."""
+    """A prediction the official script can read: a string, a number, null, or a flat list of those."""
     if answer is None or isinstance(answer, (str, int, float)):
         return True
     return isinstance(answer, (list, tuple)) and all(isinstance(item, (str, int, float)) for item in answer)

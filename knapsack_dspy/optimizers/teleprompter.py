@@ -271,9 +271,32 @@ class KnapsackFewShot(Teleprompter):
         return selection_proxies(rows, select, attributes=self.attributes)
 
     def _lm_score(self, program, val_subset) -> float:
+        """The metric's score of ``program`` on ``val_subset``. ``dspy.Evaluate`` counts an example whose LM
+        call failed as a zero and goes on; a score built on questions that were never asked would steer the
+        search, so an LM failure (after DSPy's retries) stops the compile with a :class:`CompileError` that
+        says what failed and what to do."""
+        from knapsack_dspy.llm.errors import describe_lm_error, lm_error_kind
+
+        failures: list[BaseException] = []
+
+        def asked(**inputs):
+            if failures:  # the LM failed (after DSPy's retries): ask nothing more, the compile stops below
+                return dspy.Prediction()
+            try:
+                return program(**inputs)
+            except Exception as exc:
+                if lm_error_kind(exc) is None:
+                    raise
+                failures.append(exc)
+                return dspy.Prediction()
+
         evaluate = dspy.Evaluate(devset=val_subset, metric=self.metric, num_threads=self.num_threads,
                                  display_progress=self.progress, provide_traceback=False)
-        return float(evaluate(program).score)
+        score = float(evaluate(asked).score)
+        if failures:
+            raise CompileError(f"the LM failed while the search scored a configuration on {len(val_subset)} "
+                               f"validation questions: {describe_lm_error(failures[0])}")
+        return score
 
     def _attribute_accuracy(self, select, program, val_subset) -> dict:
         out = {}
