@@ -2,7 +2,7 @@
 
 Readers reached through the command line: the data loaders (``kdspy compile --pool PATH``), the three
 scorers' gold and prediction files (``kdspy score``), ``kdspy ask`` inputs and program files, suite files
-(``kdspy bench``). Bad files: a gzip bomb (the size limit is lowered to 1 MB here), 100,000 nested ``[``, a
+(``kdspy bench``). Bad files: a gzip bomb (the size limit is lowered to 1 MB here), 30,000 nested ``[``, a
 5,000-digit integer, broken gzip, bytes that are not UTF-8, an empty file, a directory. The library-level
 bounds (``knapsack_dspy.file_limits``) and the loader / scorer parity on bad gold values are tested below.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def _bad_file(tmp_path: Path, kind: str, suffix: str = ".json") -> Path:
         path = path.with_name(path.name + ".gz")
         path.write_bytes(gzip.compress(b"[" + b" " * 3_000_000 + b"]"))
     elif kind == "deep":
-        path.write_text("[" * 100_000)
+        path.write_text("[" * 30_000)  # deeper than 100 levels, fewer values than the limit (40,000 at 1 MB)
     elif kind == "long_int":
         path.write_text("[" + "7" * 5000 + "]")
     elif kind == "broken_gzip":
@@ -102,7 +103,7 @@ def test_scorers_refuse_bad_files_in_one_line(
     if kind == "bomb":
         assert "1 MB, the size limit" in line and "KDSPY_MAX_FILE_MB" in line
     if kind == "deep":
-        assert "nested deeper than 100 levels" in line
+        assert "nests record 0 deeper than 100 levels" in line
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -174,12 +175,57 @@ def test_the_size_limit_setting_must_be_a_positive_number(tmp_path, monkeypatch)
 
 def test_nesting_is_checked_before_parsing_and_names_the_record():
     assert parse_json('[{"a": "[[[[[[[[[[[[[[[[["}, [1, [2]]]', max_depth=3) == [{"a": "[" * 17}, [1, [2]]]
-    with pytest.raises(FileLimitError, match="record 2 is nested deeper than 3 levels"):
+    with pytest.raises(FileLimitError, match="nests record 2 deeper than 3 levels"):
         parse_json('[[1], "]]]]", [[[[1]]]]]', max_depth=3)
-    with pytest.raises(FileLimitError, match="the document is nested deeper"):
+    with pytest.raises(FileLimitError, match="nests deeper than 100 levels"):
         parse_json('{"a": ' + "[" * 200 + "]" * 200 + "}")
     with pytest.raises(FileLimitError):
         parse_json(b"[" * 100_000)
+
+
+def test_the_number_of_values_is_limited_before_parsing(tmp_path, monkeypatch, capsys):
+    from knapsack_dspy import file_limits
+
+    monkeypatch.setattr(file_limits, "VALUES_PER_MB", 1000)  # the size limit is 1 MB here
+    assert parse_json('[{"a": ",,,,,"}]' * 1) == [{"a": ",,,,,"}]  # separators inside strings do not count
+    with pytest.raises(FileLimitError, match="holds more than 1,000 JSON values .*the value limit"):
+        parse_json("[" + "1," * 1000 + "1]")
+    with pytest.raises(FileLimitError, match="more than 1,000 JSON values"):
+        parse_json("[" + '{"a": 1},' * 400 + "{}]")  # keys count too
+    gold = tmp_path / "gold.json"
+    gold.write_text("[" + "[]," * 2000 + "[]]")
+    predictions = tmp_path / "pred.json"
+    predictions.write_text("{}")
+    line = _one_error_line(
+        capsys, main(["score", "tatqa", "--gold", str(gold), "--predictions", str(predictions)]), gold
+    )
+    assert "the value limit" in line
+    table = tmp_path / "t.csv"
+    table.write_text("a,b\n" * 600)
+    line = _one_error_line(capsys, main(["ask", "p.json", "--table", str(table), "--question", "q?"]), table)
+    assert "more than 1,000 values" in line
+
+
+def test_the_strings_are_skipped_in_slices_exactly_as_a_full_scan_would(monkeypatch):
+    """``file_limits._structure`` (brackets, commas and colons outside strings, a megabyte at a time) against
+    a regular expression over the whole text, on random JSON with escapes, at slice sizes down to 1 byte."""
+    import random
+
+    from knapsack_dspy import file_limits
+
+    string = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+    rng = random.Random(0)
+    values = ['a"b', "c\\", '\\\\"', "[{,:}]", "x" * 3000, 5, [1, {}], "\\" * 5, ""]
+    for _ in range(300):
+        document = json.dumps(
+            [
+                {f"k{i}": rng.choice(values) for i in range(rng.randrange(30))}
+                for _ in range(rng.randrange(40))
+            ]
+        ).encode()
+        monkeypatch.setattr(file_limits, "_SLICE", rng.choice([1, 2, 3, 7, 64, 1 << 20]))
+        expected = string.sub(b"", document).translate(None, file_limits._DELETE)
+        assert file_limits._structure(document) == expected
 
 
 def test_over_long_integers_are_set_aside_not_raised():
@@ -298,3 +344,58 @@ def test_scorers_reject_over_long_integers_in_predictions(tmp_path, capsys):
         capsys, main(["score", "sara", "--gold", str(cases), "--predictions", str(predictions)]), predictions
     )
     assert "case id 'tax_case_1'" in line and "<integer of 5000 digits>" in line
+
+
+def test_the_module_entry_point_prints_errors_in_one_line_too(tmp_path):
+    """``python -m knapsack_dspy.cli.main`` (how pinned exports are run) once printed user errors as
+    tracebacks: its ``__main__`` copy of UserError was another class than the one the commands raise."""
+    import subprocess
+    import sys
+
+    bad = _bad_file(tmp_path, "deep")
+    predictions = tmp_path / "pred.json"
+    predictions.write_text("{}")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "knapsack_dspy.cli.main",
+            "score",
+            "tatqa",
+            "--gold",
+            str(bad),
+            "--predictions",
+            str(predictions),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"kdspy score: error: {bad}: gold file nests record 0 deeper than 100 levels, the nesting limit"
+    ]
+
+
+@pytest.mark.parametrize("bad", ["answer_type", "duplicate"])
+def test_large_files_are_checked_before_examples_are_built_with_the_same_error(tmp_path, monkeypatch, bad):
+    from knapsack_dspy.data import loader
+
+    contexts = json.loads((FIXTURES / "data_tatqa_small.json").read_text())
+    if bad == "answer_type":
+        contexts[-1]["questions"][-1]["answer_type"] = "ratio"
+    else:
+        contexts[-1]["questions"].append(dict(contexts[0]["questions"][0]))
+    path = tmp_path / "tatqa.json"
+    path.write_text(json.dumps(contexts))
+    with pytest.raises(DataError) as built:
+        load_examples("tatqa", path=path)
+    monkeypatch.setattr(loader, "CHECK_FIRST_RECORDS", 1)
+    built_examples = []
+    monkeypatch.setattr(loader, "make_example", lambda fields: built_examples.append(fields) or fields)
+    with pytest.raises(DataError) as checked:
+        load_examples("tatqa", path=path)
+    assert str(checked.value) == str(built.value) and built_examples == []
+    monkeypatch.undo()
+    assert len(load_examples("tatqa", path=FIXTURES / "data_tatqa_small.json")) > 0

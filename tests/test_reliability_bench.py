@@ -579,3 +579,31 @@ def test_killed_runs_resume_to_each_pair_once_even_while_retrying(tmp_path):
     rows = _rows(out)
     assert len(rows) == 24 and len({(r["run"], r["example_id"]) for r in rows}) == 24
     assert not any(r.get("error") for r in rows)
+
+
+def test_a_git_archive_export_records_its_commit(tmp_path):
+    """A pinned run is run from ``git archive <commit> | tar -x`` (no .git): ``export-subst`` stamps the
+    commit into ``knapsack_dspy/_commit.py``, which ``code_provenance`` reads there."""
+    root = Path(__file__).resolve().parents[1]
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", "HEAD"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from knapsack_dspy.bench.provenance import "
+        "code_provenance; print(code_provenance())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    ).stdout
+    assert out.strip() == str({"commit": head.stdout.strip(), "dirty": None})

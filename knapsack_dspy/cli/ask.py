@@ -51,7 +51,7 @@ def _input_text(path: str, what: str) -> str:
 
 
 def read_inputs(args) -> dict:
-    from knapsack_dspy.file_limits import FileLimitError, parse_json
+    from knapsack_dspy.file_limits import FileLimitError, check_text_values, parse_json
 
     inputs = {"question": None, "table": [], "paragraphs": []}
     if args.input:
@@ -65,9 +65,12 @@ def read_inputs(args) -> dict:
             raise UserError(f"{args.input}: expected a JSON object with question, table, paragraphs")
         inputs.update({k: data[k] for k in ("question", "table", "paragraphs") if k in data})
     if args.table:
+        text = _input_text(args.table, "table file")
         try:
-            inputs["table"] = [row for row in csv.reader(io.StringIO(_input_text(args.table, "table file"),
-                                                                      newline=""))]
+            check_text_values(text)
+            inputs["table"] = list(csv.reader(io.StringIO(text, newline="")))
+        except FileLimitError as exc:
+            raise UserError(f"table file {args.table}: {exc}") from None
         except csv.Error as exc:
             raise UserError(f"{args.table}: invalid CSV ({exc})") from None
     if args.text:

@@ -121,4 +121,8 @@ def _silence_stdout() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # ``python -m knapsack_dspy.cli.main``: run the package's module, not this ``__main__`` copy, whose
+    # UserError would be another class than the one the sub-commands raise (and print as a traceback)
+    from knapsack_dspy.cli.main import main as package_main
+
+    sys.exit(package_main())

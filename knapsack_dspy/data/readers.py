@@ -17,7 +17,14 @@ import os
 from pathlib import Path
 
 from knapsack_dspy.data.errors import DataError
-from knapsack_dspy.file_limits import GZIP_ERRORS, FileLimitError, parse_json, read_file_bytes
+from knapsack_dspy.file_limits import (
+    GZIP_ERRORS,
+    FileLimitError,
+    check_text_values,
+    parse_json,
+    read_file_text,
+    read_json,
+)
 
 __all__ = ["LOCAL_SUFFIXES", "read_hub_rows", "read_records"]
 
@@ -32,45 +39,43 @@ def _suffix(path: Path) -> str:
     return ""
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The file's bytes (gunzipped when it is gzip), within the size limit (``knapsack_dspy.file_limits``)."""
-    try:
-        data = read_file_bytes(path)
-    except FileNotFoundError:
-        raise DataError("file not found", source=str(path)) from None
-    except IsADirectoryError:
-        raise DataError("is a directory, expected a data file", source=str(path)) from None
-    except FileLimitError as exc:
-        raise DataError(str(exc), source=str(path)) from None
-    except GZIP_ERRORS as exc:
-        raise DataError(f"not a valid gzip file ({exc})", source=str(path)) from None
-    except OSError as exc:
-        raise DataError(f"unreadable: {exc.strerror or exc}", source=str(path)) from None
-    return data
+def _file_error(path: Path, exc: BaseException) -> DataError:
+    """The DataError for a file that cannot be read, whatever reading it raised (one of _READ_ERRORS)."""
+    if isinstance(exc, FileNotFoundError):
+        return DataError("file not found", source=str(path))
+    if isinstance(exc, IsADirectoryError):
+        return DataError("is a directory, expected a data file", source=str(path))
+    if isinstance(exc, FileLimitError):
+        return DataError(str(exc), source=str(path))
+    if isinstance(exc, GZIP_ERRORS):
+        return DataError(f"not a valid gzip file ({exc})", source=str(path))
+    if isinstance(exc, UnicodeDecodeError):
+        return DataError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path))
+    if isinstance(exc, json.JSONDecodeError):
+        return DataError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=str(path))
+    return DataError(f"unreadable: {getattr(exc, 'strerror', None) or exc}", source=str(path))
 
 
-def _not_utf8(path: Path, exc: UnicodeDecodeError) -> DataError:
-    return DataError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path))
+_READ_ERRORS = (OSError, FileLimitError, UnicodeDecodeError, json.JSONDecodeError, *GZIP_ERRORS)
 
 
 def _read_text(path: Path) -> str:
+    """The text of a JSON-lines or CSV file (gunzipped when it is gzip), within the size and value limits
+    (``knapsack_dspy.file_limits``)."""
     try:
-        return _read_bytes(path).decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _not_utf8(path, exc) from None
+        text = read_file_text(path)
+        check_text_values(text)
+    except _READ_ERRORS as exc:
+        raise _file_error(path, exc) from None
+    return text
 
 
 def _read_json(path: Path) -> list:
     """The records of a JSON file: nesting depth checked before parsing, over-long integers set aside."""
     try:
-        value = parse_json(_read_bytes(path))
-    except UnicodeDecodeError as exc:
-        raise _not_utf8(path, exc) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                        source=str(path)) from None
-    except FileLimitError as exc:
-        raise DataError(str(exc), source=str(path)) from None
+        value = read_json(path)
+    except _READ_ERRORS as exc:
+        raise _file_error(path, exc) from None
     if not isinstance(value, list):
         raise DataError(f"expected a JSON array of records, got a JSON {type(value).__name__}", source=str(path))
     return value

@@ -49,7 +49,14 @@ from knapsack_dspy.execution.finqa_dsl import (
     steps_to_tokens,
 )
 from knapsack_dspy.execution.finqa_executor import run_official_tokens
-from knapsack_dspy.file_limits import GZIP_ERRORS, FileLimitError, parse_json, read_file_text
+from knapsack_dspy.file_limits import (
+    GZIP_ERRORS,
+    FileLimitError,
+    check_text_values,
+    parse_json,
+    read_file_text,
+    read_json,
+)
 from knapsack_dspy.metrics.errors import ScoringInputError
 from knapsack_dspy.metrics.intervals import DEFAULT_LEVEL, proportion_ci
 
@@ -314,14 +321,24 @@ def _parse(path: Path, text: str, where: str):
 
 
 def _read_json_or_jsonl(path: Path):
-    text = _read_text(path)
     name = path.name.removesuffix(".gz")
     if not name.endswith(".jsonl"):
+        if not path.is_file():
+            raise FinQAScoreError(f"{path}: file not found")
         try:
-            return _parse(path, text, "")
+            return read_json(path)  # the whole file as one JSON value; one copy of the text at a time
+        except FileLimitError as exc:
+            raise FinQAScoreError(f"{path}: {exc}") from None
+        except (OSError, UnicodeDecodeError, *GZIP_ERRORS) as exc:
+            raise FinQAScoreError(f"{path}: cannot read ({exc})") from None
         except json.JSONDecodeError as exc:
-            if not text.lstrip().startswith("{"):
+            if not exc.doc.lstrip().startswith("{"):
                 raise FinQAScoreError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    text = _read_text(path)  # JSON lines
+    try:
+        check_text_values(text)
+    except FileLimitError as exc:
+        raise FinQAScoreError(f"{path}: {exc}") from None
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():

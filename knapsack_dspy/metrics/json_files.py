@@ -6,13 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from knapsack_dspy.file_limits import (
-    GZIP_ERRORS,
-    DuplicateKeyError,
-    FileLimitError,
-    parse_json,
-    read_file_bytes,
-)
+from knapsack_dspy.file_limits import GZIP_ERRORS, DuplicateKeyError, FileLimitError, read_json
 from knapsack_dspy.metrics.errors import ScoringInputError
 
 __all__ = ["read_json_file", "short_repr"]
@@ -26,7 +20,7 @@ def read_json_file(path: str | os.PathLike, what: str = "file", *, unique_keys: 
     path = Path(path)
     source = str(path)
     try:
-        data = read_file_bytes(path)
+        return read_json(path, unique_keys=unique_keys)
     except FileNotFoundError:
         raise ScoringInputError(f"{what} not found", source=source) from None
     except IsADirectoryError:
@@ -37,21 +31,17 @@ def read_json_file(path: str | os.PathLike, what: str = "file", *, unique_keys: 
         raise ScoringInputError(f"{what} is not a valid gzip file ({exc})", source=source) from None
     except OSError as exc:
         raise ScoringInputError(f"{what} is unreadable: {exc.strerror or exc}", source=source) from None
-    if not data.strip():
-        raise ScoringInputError(f"{what} is empty", source=source)
-    try:
-        return parse_json(data, unique_keys=unique_keys)
     except UnicodeDecodeError as exc:
         raise ScoringInputError(f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})",
                                 source=source) from None
     except json.JSONDecodeError as exc:
+        if not exc.doc.strip():
+            raise ScoringInputError(f"{what} is empty", source=source) from None
         raise ScoringInputError(f"{what} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}",
                                 source=source) from None
     except DuplicateKeyError as exc:
         raise ScoringInputError(f"{what} names the key {exc.key!r} twice (json would keep only the last "
                                 "value)", source=source, where=f"key {exc.key!r}") from None
-    except FileLimitError as exc:
-        raise ScoringInputError(f"{what}: {exc}", source=source) from None
 
 
 def short_repr(value, limit: int = 80) -> str:

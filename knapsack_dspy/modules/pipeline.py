@@ -267,11 +267,11 @@ def save_program(program: _Pipeline, path: str | Path) -> Path:
 
 def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeline:
     """Rebuild the pipeline recorded in the program JSON and load its compiled state."""
-    from knapsack_dspy.file_limits import GZIP_ERRORS, parse_json, read_file_bytes
+    from knapsack_dspy.file_limits import GZIP_ERRORS, read_json
 
     path = Path(path)
     try:
-        state = parse_json(read_file_bytes(path))  # bounded: size, nesting (FileLimitError is a ValueError)
+        state = read_json(path)  # bounded: size, nesting (FileLimitError is a ValueError)
     except GZIP_ERRORS as exc:
         raise ValueError(f"not a program JSON (a broken gzip file: {exc})") from None
     except json.JSONDecodeError as exc:
