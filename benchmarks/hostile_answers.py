@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -86,19 +87,6 @@ def _suite_text(runs: dict, api_base: str, finqa_path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _reply_for(questions: dict):
-    from hostile_answers import stub_reply
-
-    def reply(body):
-        last = body["messages"][-1]["content"] if isinstance(body, dict) else ""
-        for question, text in questions.items():
-            if f"[[ ## question ## ]]\n{question}" in last:
-                return stub_reply(text)
-        return stub_reply("(no hostile answer for this question)")
-
-    return reply
-
-
 def _rescore_times(out: Path, data_dir: Path) -> tuple[float, int]:
     """Max seconds to score one stored row again, and how many rows were scored."""
     from types import SimpleNamespace
@@ -135,14 +123,15 @@ def main() -> int:
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    from hostile_answers import hostile_python, hostile_texts
+    logging.disable(logging.WARNING)  # the re-scoring below would log each answer no metric can read
+    from hostile_answers import hostile_python, hostile_texts, reply_by_question
     from openai_stub_server import StubOpenAIServer
 
     data_dir = Path(args.data_dir)
     out = Path(args.out or tempfile.mkdtemp(prefix="hostile_answers_"))
     questions, runs = _assignments(data_dir)
     distinct = len(hostile_texts()) + len(hostile_python()) + FINQA_PROGRAMS_PER_QUESTION
-    with StubOpenAIServer(reply=_reply_for(questions)) as server, tempfile.TemporaryDirectory() as tmp:
+    with StubOpenAIServer(reply=reply_by_question(questions)) as server, tempfile.TemporaryDirectory() as tmp:
         suite = Path(tmp) / "hostile_answers.toml"
         suite.write_text(_suite_text(runs, server.base_url, data_dir / "finqa" / "train_docs.json.gz"))
         env = {
@@ -153,24 +142,9 @@ def main() -> int:
         }
         started = time.perf_counter()
         try:
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "knapsack_dspy.cli.main",
-                    "bench",
-                    str(suite),
-                    "--out",
-                    str(out),
-                    "--quiet",
-                    "--no-cache",
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=args.time_limit,
-                check=False,
-            )
+            bench = ["bench", str(suite), "--out", str(out), "--quiet", "--no-cache"]
+            done = subprocess.run([sys.executable, "-m", "knapsack_dspy.cli.main", *bench], env=env,
+                                  capture_output=True, text=True, timeout=args.time_limit, check=False)
             exit_code, stalled = done.returncode, False
         except subprocess.TimeoutExpired:
             exit_code, stalled, done = None, True, None

@@ -89,16 +89,8 @@ def main() -> int:
                 "KDSPY_CACHE_DIR": str(tmp / "cache"),
                 "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
             }
-            command = [
-                sys.executable,
-                "-m",
-                "knapsack_dspy.cli.main",
-                "bench",
-                str(suite),
-                "--out",
-                str(out),
-                "--quiet",
-            ]
+            bench = ["bench", str(suite), "--out", str(out), "--quiet"]
+            command = [sys.executable, "-m", "knapsack_dspy.cli.main", *bench]
             _queue_faults(server, args.faults, hang_seconds=5.0)
             first = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
             rows1, asked1 = _rows(out), server.completion_count()

@@ -129,20 +129,22 @@ def _arguments(gold_program: str) -> list[str]:
     return args or ["1", "2"]
 
 
-def _continued_fraction(args: list[str], steps: int) -> str:
+def _alternating(args: list[str], steps: int, first: str, odd: str, even: str) -> str:
+    """A chain of ``steps`` steps: ``first``, then ``odd`` / ``even`` in turn, each on the step before
+    (``{a}`` / ``{b}``: the first and last gold argument, ``{p}``: the previous step)."""
     a, b = args[0], args[-1]
-    parts = [f"divide({a}, {b})"]
+    parts = [first.format(a=a, b=b)]
     for i in range(1, steps):
-        parts.append(f"add({b}, #{i - 1})" if i % 2 else f"divide({a}, #{i - 1})")
+        parts.append((odd if i % 2 else even).format(a=a, b=b, p=f"#{i - 1}"))
     return ", ".join(parts)
+
+
+def _continued_fraction(args: list[str], steps: int) -> str:
+    return _alternating(args, steps, "divide({a}, {b})", "add({b}, {p})", "divide({a}, {p})")
 
 
 def _chain(args: list[str], steps: int) -> str:
-    a, b = args[0], args[-1]
-    parts = [f"add({a}, {b})"]
-    for i in range(1, steps):
-        parts.append(f"multiply(#{i - 1}, {b})" if i % 2 else f"add(#{i - 1}, {a})")
-    return ", ".join(parts)
+    return _alternating(args, steps, "add({a}, {b})", "multiply({p}, {b})", "add({p}, {a})")
 
 
 def _doubling(args: list[str], rounds: int) -> str:
@@ -182,3 +184,17 @@ def hostile_finqa(gold_program: str) -> list[tuple[str, str]]:
 def stub_reply(text: str) -> str:
     """The stub server's reply carrying ``text`` in every output field a bench pipeline reads."""
     return chat_adapter_reply(reasoning="hostile", program=text, answer=text, scale="")
+
+
+def reply_by_question(questions: dict):
+    """A stub server ``reply``: the hostile text assigned to the question of the request (``questions``:
+    question text -> hostile text), a marker text for any other question."""
+
+    def reply(body):
+        last = body["messages"][-1]["content"] if isinstance(body, dict) else ""
+        for question, text in questions.items():
+            if f"[[ ## question ## ]]\n{question}" in last:
+                return stub_reply(text)
+        return stub_reply("(no hostile answer for this question)")
+
+    return reply

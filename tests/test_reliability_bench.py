@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from hostile_answers import hostile_finqa, hostile_python, hostile_texts, stub_reply
+from hostile_answers import hostile_finqa, hostile_python, hostile_texts, reply_by_question, stub_reply
 from openai_stub_server import StubOpenAIServer
 
 from knapsack_dspy.bench import runner
@@ -51,15 +51,14 @@ def finqa():
 
 def _hostile_server(questions: dict) -> StubOpenAIServer:
     """A stub whose reply to a question is the hostile text assigned to it (``questions``: text -> reply)."""
+    return StubOpenAIServer(reply=reply_by_question(questions))
 
-    def reply(body):
-        last = body["messages"][-1]["content"] if isinstance(body, dict) else ""
-        for question, text in questions.items():
-            if f"[[ ## question ## ]]\n{question}" in last:
-                return stub_reply(text)
-        return stub_reply("no question matched")
 
-    return StubOpenAIServer(reply=reply)
+def _suite(**fields):
+    """A suite for the stub LM: KATE, two exemplars, no attribute constraints, plus ``fields``."""
+    common = {"selector": "kate", "budget": 4000, "max_exemplars": 2, "model": "openai/stub-model",
+              "attributes": []}
+    return suite_from_dict({**common, **fields})
 
 
 def _run(out, suite, splits, server, monkeypatch, **kw):
@@ -151,20 +150,9 @@ def test_hostile_answers_through_a_run_cannot_crash_or_stall_it(tmp_path, tatqa,
     questions = {ex.question: text for ex, (_, text) in zip(cot_questions, texts, strict=True)}
     for example, wanted in zip(finqa_questions, finqa_programs, strict=True):
         questions[example.question] = dict(hostile_finqa(example.program))[wanted]
-    suite = suite_from_dict(
-        {
-            "name": "hostile",
-            "selector": "kate",
-            "budget": 4000,
-            "max_exemplars": 2,
-            "model": "openai/stub-model",
-            "attributes": [],
-            "runs": [
-                {"dataset": "tatqa", "pipeline": "cot", "example_ids": [ex.id for ex in cot_questions]},
-                {"dataset": "finqa", "pipeline": "pot", "example_ids": [ex.id for ex in finqa_questions]},
-            ],
-        }
-    )
+    runs = [{"dataset": "tatqa", "pipeline": "cot", "example_ids": [ex.id for ex in cot_questions]},
+            {"dataset": "finqa", "pipeline": "pot", "example_ids": [ex.id for ex in finqa_questions]}]
+    suite = _suite(name="hostile", runs=runs)
     splits = {
         ("tatqa", "pool"): pool,
         ("tatqa", "eval"): tune,
@@ -210,19 +198,8 @@ def test_program_of_thought_with_hostile_programs(tmp_path, tatqa, monkeypatch):
         in ("power_tower", "long_constant", "surrogate", "nul", "too_long", "huge_int_literal", "long_label")
     ]
     questions = {ex.question: program for ex, program in zip(tune, programs, strict=False)}
-    suite = suite_from_dict(
-        {
-            "name": "hostile-pot",
-            "selector": "kate",
-            "budget": 4000,
-            "max_exemplars": 2,
-            "model": "openai/stub-model",
-            "attributes": [],
-            "dataset": "tatqa",
-            "pipeline": "pot",
-            "example_ids": [ex.id for ex in tune[: len(questions)]],
-        }
-    )
+    suite = _suite(name="hostile-pot", dataset="tatqa", pipeline="pot",
+                   example_ids=[ex.id for ex in tune[: len(questions)]])
     with _hostile_server(questions) as server:
         _run(tmp_path, suite, {("tatqa", "pool"): pool, ("tatqa", "eval"): tune}, server, monkeypatch)
     rows = _rows(tmp_path)
@@ -243,17 +220,7 @@ def test_a_failure_anywhere_in_an_example_is_a_row_not_an_exception(tmp_path, ta
         return {"correct": False}
 
     monkeypatch.setattr("knapsack_dspy.bench.example_runner.score_prediction", exploding_scores)
-    suite = suite_from_dict(
-        {
-            "name": "g",
-            "selector": "kate",
-            "budget": 4000,
-            "max_exemplars": 2,
-            "model": "openai/stub-model",
-            "attributes": [],
-            "limit": 3,
-        }
-    )
+    suite = _suite(name="g", limit=3)
     with StubOpenAIServer(reply=stub_reply("ans = 1")) as server:
         _run(tmp_path, suite, {("tatqa", "pool"): pool, ("tatqa", "eval"): tune}, server, monkeypatch)
     rows = _rows(tmp_path)
@@ -270,17 +237,7 @@ def test_an_interrupt_still_stops_the_run(tmp_path, tatqa, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("knapsack_dspy.bench.example_runner.score_prediction", interrupted)
-    suite = suite_from_dict(
-        {
-            "name": "g",
-            "selector": "kate",
-            "budget": 4000,
-            "max_exemplars": 2,
-            "model": "openai/stub-model",
-            "attributes": [],
-            "limit": 3,
-        }
-    )
+    suite = _suite(name="g", limit=3)
     with StubOpenAIServer(reply=stub_reply("ans = 1")) as server, pytest.raises(KeyboardInterrupt):
         _run(tmp_path, suite, {("tatqa", "pool"): pool, ("tatqa", "eval"): tune}, server, monkeypatch)
     assert _rows(tmp_path) == []
@@ -348,17 +305,7 @@ def test_rows_record_provenance_and_a_directory_refuses_to_mix(tmp_path, tatqa, 
 
     pool, tune = tatqa
     splits = {("tatqa", "pool"): pool, ("tatqa", "eval"): tune}
-    suite = suite_from_dict(
-        {
-            "name": "p",
-            "selector": "kate",
-            "budget": 4000,
-            "max_exemplars": 2,
-            "model": "local/qwen2.5-coder-0.5b-instruct",
-            "attributes": [],
-            "limit": 2,
-        }
-    )
+    suite = _suite(name="p", model="local/qwen2.5-coder-0.5b-instruct", limit=2)
     with StubOpenAIServer(reply=stub_reply("ans = 1")) as server:
         _run(tmp_path, suite, splits, server, monkeypatch)
         (row,) = {json.dumps(r["provenance"], sort_keys=True) for r in _rows(tmp_path)}
@@ -395,17 +342,7 @@ def test_rows_written_before_provenance_count_as_unrecorded(tmp_path, tatqa, mon
     (tmp_path / "predictions.jsonl").write_text(
         json.dumps({"run": "old", "example_id": "x", "correct": True}) + "\n"
     )
-    suite = suite_from_dict(
-        {
-            "name": "p",
-            "selector": "kate",
-            "budget": 4000,
-            "max_exemplars": 2,
-            "model": "openai/stub-model",
-            "attributes": [],
-            "limit": 1,
-        }
-    )
+    suite = _suite(name="p", limit=1)
     with (
         StubOpenAIServer(reply=stub_reply("ans = 1")) as server,
         pytest.raises(ProvenanceMismatchError, match=r"\(unrecorded -> recorded\)"),

@@ -8,7 +8,6 @@ again by the next run of the same command once the server recovers, and replace 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from pathlib import Path
@@ -25,78 +24,29 @@ pytestmark = pytest.mark.skipif(
 PROGRAM = 'ans = 120 - 100\nscale = ""'
 
 
-@pytest.fixture(scope="module")
-def small_data(tmp_path_factory):
-    """tatqa/dev_pool.json (15 contexts) and tatqa/dev_tune.json (2 contexts) in a temporary data dir."""
-    root = tmp_path_factory.mktemp("data")
-    (root / "tatqa").mkdir()
-    for split, n in (("dev_pool", 15), ("dev_tune", 2)):
-        with gzip.open(DATA / "tatqa" / f"{split}.json.gz") as fh:
-            contexts = json.loads(fh.read())[:n]
-        (root / "tatqa" / f"{split}.json").write_text(json.dumps(contexts))
-    return root
+# small_data and env (a slice of TAT-QA in a temporary folder, a fresh cache): tests/conftest.py
 
 
-@pytest.fixture()
-def env(tmp_path, small_data, monkeypatch):
-    monkeypatch.setenv("KDSPY_DATA_DIR", str(small_data))
-    monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    return tmp_path
+COMPILE = ["compile", "--dataset", "tatqa", "--selector", "kate", "--budget", "3000", "--lm", "openai/stub-model",
+           "--quiet"]
 
 
 @pytest.fixture(scope="module")
 def program_file(tmp_path_factory, small_data):
+    """A program compiled once for the ``ask`` tests (KATE, two exemplars; compiling calls no LM)."""
     out = tmp_path_factory.mktemp("prog") / "prog.json"
-    old = {k: os.environ.get(k) for k in ("KDSPY_DATA_DIR", "KDSPY_CACHE_DIR", "OPENAI_API_KEY")}
-    os.environ.update(
-        KDSPY_DATA_DIR=str(small_data), KDSPY_CACHE_DIR=str(out.parent / "cache"), OPENAI_API_KEY="test-key"
-    )
-    try:
-        assert (
-            main(
-                [
-                    "compile",
-                    "--dataset",
-                    "tatqa",
-                    "--selector",
-                    "kate",
-                    "--budget",
-                    "3000",
-                    "-M",
-                    "2",
-                    "--lm",
-                    "openai/stub-model",
-                    "-o",
-                    str(out),
-                    "--quiet",
-                ]
-            )
-            == 0
-        )
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in (("KDSPY_DATA_DIR", small_data), ("KDSPY_CACHE_DIR", out.parent / "cache"),
+                           ("OPENAI_API_KEY", "test-key")):
+            patch.setenv(key, str(value))
+        assert main([*COMPILE, "-M", "2", "-o", str(out)]) == 0
     return out
 
 
 def _ask(program_file, server, *extra):
-    return [
-        "ask",
-        str(program_file),
-        "--question",
-        "What was the change in revenue?",
-        "--lm",
-        "openai/stub-model",
-        "--api-base",
-        server.base_url,
-        "--num-retries",
-        "0",
-        *extra,
-    ]
+    question = "What was the change in revenue?"
+    return ["ask", str(program_file), "--question", question, "--lm", "openai/stub-model", "--api-base",
+            server.base_url, "--num-retries", "0", *extra]
 
 
 def _one_line(capsys, code) -> str:
@@ -165,31 +115,9 @@ def test_ask_prints_a_lone_surrogate_escaped(env, capsys, program_file):
 def test_compile_search_stops_in_one_line_when_the_lm_fails(env, capsys):
     with StubOpenAIServer(reply=chat_adapter_reply(program="ans = 1")) as server:
         server.fail_next(1000, status=503)
-        code = main(
-            [
-                "compile",
-                "--dataset",
-                "tatqa",
-                "--selector",
-                "kate",
-                "--budget",
-                "3000",
-                "--search",
-                "--lm-configs",
-                "1",
-                "--val-size",
-                "3",
-                "--lm",
-                "openai/stub-model",
-                "--api-base",
-                server.base_url,
-                "--num-retries",
-                "0",
-                "--quiet",
-                "-o",
-                str(env / "p.json"),
-            ]
-        )
+        search = ["--search", "--lm-configs", "1", "--val-size", "3"]
+        code = main([*COMPILE, *search, "--api-base", server.base_url, "--num-retries", "0", "-o",
+                     str(env / "p.json")])
     line = _one_line(capsys, code)
     assert "the LM failed while the search scored a configuration on 3 validation questions" in line
     assert "HTTP 503" in line and "try again later" in line

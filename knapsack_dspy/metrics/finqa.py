@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from knapsack_dspy import file_limits
 from knapsack_dspy.data.errors import DataError
 from knapsack_dspy.data.finqa import finqa_answer, program_fields
 from knapsack_dspy.data.record_fields import get_table
@@ -49,14 +50,6 @@ from knapsack_dspy.execution.finqa_dsl import (
     steps_to_tokens,
 )
 from knapsack_dspy.execution.finqa_executor import run_official_tokens
-from knapsack_dspy.file_limits import (
-    GZIP_ERRORS,
-    FileLimitError,
-    check_text_values,
-    parse_json,
-    read_file_text,
-    read_json,
-)
 from knapsack_dspy.metrics.errors import ScoringInputError
 from knapsack_dspy.metrics.intervals import DEFAULT_LEVEL, proportion_ci
 
@@ -301,51 +294,41 @@ def _gold(program: str, where: str = "gold program") -> _GoldProgram:
 # --------------------------------------------------------------------------------------------------------
 # Loading files
 # --------------------------------------------------------------------------------------------------------
-def _read_text(path: Path) -> str:
-    """The file's text (gunzipped when it is gzip), within the size limit of ``knapsack_dspy.file_limits``."""
+_READ_ERRORS = (OSError, UnicodeDecodeError, *file_limits.GZIP_ERRORS)
+
+
+def _bounded(path: Path, read):
+    """``read(path)`` (a reader of ``knapsack_dspy.file_limits``) with its failures as FinQAScoreError."""
     if not path.is_file():
         raise FinQAScoreError(f"{path}: file not found")
     try:
-        return read_file_text(path)
-    except FileLimitError as exc:
+        return read(path)
+    except file_limits.FileLimitError as exc:
         raise FinQAScoreError(f"{path}: {exc}") from None
-    except (OSError, UnicodeDecodeError, *GZIP_ERRORS) as exc:
+    except _READ_ERRORS as exc:
         raise FinQAScoreError(f"{path}: cannot read ({exc})") from None
 
 
-def _parse(path: Path, text: str, where: str):
-    try:
-        return parse_json(text)
-    except FileLimitError as exc:
-        raise FinQAScoreError(f"{path}: {where}{exc}") from None
-
-
 def _read_json_or_jsonl(path: Path):
-    name = path.name.removesuffix(".gz")
-    if not name.endswith(".jsonl"):
-        if not path.is_file():
-            raise FinQAScoreError(f"{path}: file not found")
+    """A JSON file (one copy of its text held at a time), or JSON lines (also when a .json file is)."""
+    if not path.name.removesuffix(".gz").endswith(".jsonl"):
         try:
-            return read_json(path)  # the whole file as one JSON value; one copy of the text at a time
-        except FileLimitError as exc:
-            raise FinQAScoreError(f"{path}: {exc}") from None
-        except (OSError, UnicodeDecodeError, *GZIP_ERRORS) as exc:
-            raise FinQAScoreError(f"{path}: cannot read ({exc})") from None
+            return _bounded(path, file_limits.read_json)
         except json.JSONDecodeError as exc:
             if not exc.doc.lstrip().startswith("{"):
                 raise FinQAScoreError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    text = _read_text(path)  # JSON lines
+    text = _bounded(path, file_limits.read_file_text)
+    records, number = [], 0
     try:
-        check_text_values(text)
-    except FileLimitError as exc:
-        raise FinQAScoreError(f"{path}: {exc}") from None
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(_parse(path, line, f"line {number}: "))
-            except json.JSONDecodeError as exc:
-                raise FinQAScoreError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
+        file_limits.check_text_values(text)
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    records.append(file_limits.parse_json(line))
+                except json.JSONDecodeError as exc:
+                    raise FinQAScoreError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
+    except file_limits.FileLimitError as exc:
+        raise FinQAScoreError(f"{path}: {f'line {number}: ' if number else ''}{exc}") from None
     return records
 
 
