@@ -5,7 +5,7 @@ child's peak resident memory is read from ``os.wait4`` (``ru_maxrss``). The file
 trailer states its 2 GiB, one whose trailer lies), a plain file over the size limit, 200 MB of ``[``, a
 200 MB array whose last record nests 100,000 levels deep,
 100 million JSON values, 8 million strings (just under the value limit: the costliest file that is parsed at
-all), TAT-QA contexts up to the value limit (~160 MB) whose last question is bad (an unknown answer type; a
+all), TAT-QA contexts up to the value limit (~150 MB) whose last question is bad (an unknown answer type; a
 5,000-digit integer),
 200 MB that is not UTF-8 at its end, an unterminated 200 MB string, a 200 MB string where a record should be,
 and a ~200 MB prediction file naming a question twice. Prints one row per (file, command)::

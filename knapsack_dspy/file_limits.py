@@ -15,7 +15,7 @@ the interpreter's stack:
   a list slot per 4 bytes of text), so the number of values -- containers, items and keys, counted before
   parsing -- is limited too, to :data:`VALUES_PER_MB` per megabyte of the size limit (8,000,000 at 200 MB;
   the same number of fields for CSV and JSON lines): with the size limit this keeps the peak memory of
-  reading any file under about 1 GB. Real files hold 15,000-50,000 values per MB.
+  reading any file under about 1 GB. Real files hold 15,000-55,000 values per MB.
 - **Integer digits**: Python refuses to convert an integer of more than 4,300 digits
   (``sys.get_int_max_str_digits``) and ``json`` would raise a bare ``ValueError`` naming no file. Such an
   integer is parsed to a :class:`LongInteger` instead, an inert stand-in that the record checks of the
