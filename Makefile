@@ -21,8 +21,8 @@ $(VENV)/.installed-$(EXTRAS): $(BIN)/python pyproject.toml
 
 venv install: $(VENV)/.installed-$(EXTRAS)
 
-## make test: set up (first time) and run the whole test suite
-test: install
+## make test: set up (first time), lint (make lint), then run the whole test suite
+test: lint
 	$(BIN)/python -m pytest -q
 
 ## make test-fast: skip tests that load real models
@@ -37,6 +37,7 @@ demo:
 bench-selection: install
 	$(BIN)/python benchmarks/selection_speed.py
 
+## make lint: ruff with the rules of pyproject.toml ([tool.ruff.lint]); part of make test (and so of CI)
 lint: install
 	$(BIN)/ruff check knapsack_dspy tests benchmarks
 

@@ -1,7 +1,7 @@
 """Share of pool records whose synthesised gold Python program reproduces the gold answer.
 
 For every record it writes the SEER-style program a demo shows (see
-``knapsack_dspy.modules.solvers.gold_programs``), runs it in the sandbox and compares the result with
+``knapsack_dspy.data.gold_programs``), runs it in the sandbox and compares the result with
 the gold answer (and scale); records that do not verify fall back to a literal-answer program.
 
     python benchmarks/gold_program_verification.py [--dataset tatqa] [--split dev_pool] [--failures 10]
@@ -14,8 +14,8 @@ import json
 import time
 
 import knapsack_dspy  # noqa: F401  (environment defaults first)
+from knapsack_dspy.data.gold_programs import verification_report
 from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.modules.solvers.gold_programs import verification_report
 
 
 def main(argv=None) -> int:
@@ -32,7 +32,8 @@ def main(argv=None) -> int:
     print(f"{args.dataset}/{args.split}: {report['verified']}/{report['total']} verified "
           f"({100 * report['share']:.1f} %) in {seconds:.2f} s")
     for answer_type, row in sorted(report["by_answer_type"].items()):
-        print(f"  {answer_type:<11} {row['verified']:>5}/{row['total']:<5} ({100 * row['verified'] / row['total']:.1f} %)")
+        share = 100 * row["verified"] / row["total"]
+        print(f"  {answer_type:<11} {row['verified']:>5}/{row['total']:<5} ({share:.1f} %)")
     print(f"  verified arithmetic/FinQA programs with table look-ups: {report['table_lookups']}, "
           f"with text variables: {report['text_variables']}")
     print("  by source:", json.dumps(report["by_source"], sort_keys=True))

@@ -23,8 +23,8 @@ import time
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from knapsack_dspy.optimizers.constraints import answer_type_template, modality_template
-from knapsack_dspy.optimizers.knapsack import solve_knapsack
+from knapsack_dspy.selection.constraints import answer_type_template, modality_template
+from knapsack_dspy.selection.knapsack import solve_knapsack
 
 MODALITIES = np.array(["table", "text", "hybrid"])
 ANSWER_TYPES = np.array(["span", "multi-span", "arithmetic", "count"])

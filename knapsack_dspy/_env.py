@@ -12,6 +12,12 @@ is first loaded, so setting it later has no effect; that is the only reason this
   collapsed from ~6-10 to ~1-3 tokens/s (measured: docs/llm.md, "Threads"). Passive waits sleep instead.
 - ``HF_HUB_OFFLINE=1`` / ``HF_DATASETS_OFFLINE=1``: models and data sets load from local files. Set
   them to ``0`` to let sentence-transformers or ``datasets`` reach the Hugging Face hub.
+- ``TOKENIZERS_PARALLELISM=false``: Hugging Face tokenizers stay single-threaded (no warning, and no
+  deadlock, when a process that used them forks).
+
+These defaults are the package's only import-time side effect (DEVELOPERS.md): nothing else is patched,
+filtered or registered when ``knapsack_dspy`` is imported; LiteLLM / DSPy hooks (call counting, the
+response-cache key, the ``local/`` provider) are installed when an LM or the cache is configured.
 """
 
 import os

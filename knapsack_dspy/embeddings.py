@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import diskcache
 import numpy as np
 
 from knapsack_dspy import config
@@ -109,7 +110,7 @@ class TextEmbedder:
 
     def _load_source(self, source: str):
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # heavy (torch): loaded with the model
         except ImportError as exc:  # pragma: no cover - dependency of the package
             raise EmbedderError("sentence-transformers is not installed") from exc
         try:
@@ -128,8 +129,6 @@ class TextEmbedder:
         if not self.use_cache:
             return None
         if self._cache is None:
-            import diskcache
-
             path = Path(self.cache_dir) if self.cache_dir else config.cache_dir() / "embeddings"
             try:
                 self._cache = diskcache.Cache(str(path), size_limit=2**32)
@@ -189,7 +188,7 @@ class TextEmbedder:
             vecs = model.encode(unique, batch_size=self.batch_size, convert_to_numpy=True,
                                 normalize_embeddings=True, show_progress_bar=bool(progress))
             vecs = np.asarray(vecs, dtype=np.float32)
-            for text, vec in zip(unique, vecs):
+            for text, vec in zip(unique, vecs, strict=True):
                 if cache is not None:
                     if self.use_cache:
                         self._cache_set(cache, self._key(text), vec)

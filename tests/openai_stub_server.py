@@ -56,7 +56,7 @@ class LoggedRequest:
 def chat_adapter_reply(**fields: Any) -> str:
     """The text DSPy's ChatAdapter parses into ``fields`` (``[[ ## name ## ]]`` sections + completed marker)."""
     parts = [f"[[ ## {name} ## ]]\n{value}" for name, value in fields.items()]
-    return "\n\n".join(parts + ["[[ ## completed ## ]]"])
+    return "\n\n".join([*parts, "[[ ## completed ## ]]"])
 
 
 def _words(messages: list[dict]) -> int:

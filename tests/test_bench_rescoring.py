@@ -56,7 +56,7 @@ def test_rescoring_recomputes_scores_and_keeps_everything_else(tmp_path, example
     assert (after[0]["em"], after[0]["correct"], after[0]["gold"]) == (1.0, True, span["answer"])
     assert (after[1]["em"], after[1]["correct"]) == (0.0, False)
     assert after[2] == rows[2]  # selection-only rows have no answer to score
-    for before, now in zip(rows[:2], after[:2]):  # what the model produced is untouched
+    for before, now in zip(rows[:2], after[:2], strict=True):  # what the model produced is untouched
         assert {k: now[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")} == \
                {k: before[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")}
     assert messages[-1] == "re-scored 2 of 3 rows: 2 scores changed; 2 rows rewritten"

@@ -133,10 +133,10 @@ def test_errors_are_one_clean_line(tmp_path, capsys, dataset, gold_content, pred
 def test_strict_rejects_missing_and_unknown_ids(tmp_path, capsys):
     predictions = _write(tmp_path / "pred.json", {"q-span": ["x", ""], "elsewhere": ["y", ""]})
     args = ["score", "tatqa", "--gold", str(TATQA_GOLD), "--predictions", str(predictions)]
-    assert main(args + ["--json"]) == 0
+    assert main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["missing_predictions"] == 6 and out["unknown_prediction_ids"] == 1
-    assert main(args + ["--strict"]) == 2
+    assert main([*args, "--strict"]) == 2
     assert "6 gold id(s) without a prediction, 1 prediction id(s) not in the gold file" in capsys.readouterr().err
 
 

@@ -156,6 +156,10 @@ def test_killed_bench_resumes_to_complete_duplicate_free_results_and_cached_reru
     (["bench", "nope.toml"], "not found"),
     (["compile", "--dataset", "tatqa", "-o", "p.json", "--data-dir", "/no/such/dir"], "does not exist"),
     (["compile", "--dataset", "tatqa", "-o", "p.json", "--lm", "local/no-such-model"], "local"),
+    (["compile", "--dataset", "tatqa", "-o", "p.json", "--mode", "static", "--selector", "seer"],
+     "selector 'seer' selects 'per_query', not in mode 'static'"),
+    (["compile", "--dataset", "tatqa", "-o", "p.json", "--selector", "sear"], "unknown selector 'sear'"),
+    (["compile", "--dataset", "tatqa", "-o", "p.json", "--alpha", "2"], "alpha must be a number in [0, 1]"),
 ])
 def test_user_errors_are_one_clean_line(env, capsys, argv, message, monkeypatch):
     monkeypatch.chdir(env)

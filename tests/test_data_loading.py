@@ -80,7 +80,8 @@ def test_finqa_official_records():
     assert text_q.doc_id == "KLX/2018/page_87.pdf"
     assert table_q.doc_id == yes_no.doc_id == "ORB/2016/page_33.pdf"
     # paragraphs = pre_text + post_text in order (gold text_<i> indexes into them)
-    assert len(text_q.paragraphs) == 5 and text_q.paragraphs[3] == "we expect the remaining cash payments to be made during 2019 ."
+    assert len(text_q.paragraphs) == 5
+    assert text_q.paragraphs[3] == "we expect the remaining cash payments to be made during 2019 ."
     assert yes_no.paragraphs[4] == yes_no.extra["gold_inds"]["text_4"]
     assert table_q.table[1] == ["first", "$ 1204", "$ 1151"]
     assert text_q.answer == 0.46667 and text_q.answer_value == 0.46667 and text_q.answer_type == "arithmetic"
@@ -152,7 +153,8 @@ def make_data_dir(root: Path) -> Path:
     (root / "tatqa" / "dev_sample_prediction.json").write_text("{}")
     (root / "finqa" / "train_meta.csv.gz").write_bytes(gzip.compress(CASES.read_bytes()))
     (root / "sara" / "cases_train.json.gz").write_bytes(gzip.compress(SARA.read_bytes()))
-    (root / "sara" / "statutes" / "section63.txt").write_bytes("§63. Taxable income defined\r\n\r\n(a) In general".encode())
+    statute = "§63. Taxable income defined\r\n\r\n(a) In general"
+    (root / "sara" / "statutes" / "section63.txt").write_bytes(statute.encode())
     (root / "sara" / "statutes" / "section2.txt").write_text("§2. Definitions\n")
     (root / "sara" / "statutes" / "section151.txt").write_text("§151. Allowance of deductions\n")
     (root / "sara" / "statutes" / "notes.txt").write_text("not a statute")
@@ -168,7 +170,7 @@ def test_splits_resolve_in_the_data_directory(tmp_path, monkeypatch):
     # an explicit data_dir wins over the environment variable
     monkeypatch.setenv("KDSPY_DATA_DIR", str(tmp_path / "nowhere"))
     assert len(load_examples("tatqa", split="dev_tune", data_dir=root)) == 6
-    with pytest.raises(DataError, match="nowhere.*does not exist"):
+    with pytest.raises(DataError, match=r"nowhere.*does not exist"):
         load_examples("tatqa", split="dev_tune")
 
 
@@ -176,7 +178,7 @@ def test_missing_splits_and_bad_arguments_are_explained(tmp_path):
     root = make_data_dir(tmp_path / "data")
     with pytest.raises(DataError, match=r"no tatqa split 'test' in .*tatqa \(available: dev_tune\)$"):
         load_examples("tatqa", split="test", data_dir=root)
-    with pytest.raises(DataError, match="holds no FinQA documents.*finqa_cases.*path="):
+    with pytest.raises(DataError, match=r"holds no FinQA documents.*finqa_cases.*path="):
         load_examples("finqa", split="train", data_dir=root)
     with pytest.raises(DataError, match="tatqa needs a split"):
         load_examples("tatqa", data_dir=root)
@@ -232,7 +234,7 @@ def test_hub_source_goes_through_datasets_load_dataset(tmp_path, hub_cache):
     from_hub = load_examples("finqa", split="train", source=f"hub:{folder}")
     from_file = load_examples("finqa", path=FINQA)
     assert len(from_hub) == len(from_file) == 3
-    for hub_ex, file_ex in zip(from_hub, from_file):
+    for hub_ex, file_ex in zip(from_hub, from_file, strict=True):
         # Arrow's JSON reader may round a decimal to a neighbouring double (0.46667 -> 0.46667000000000003)
         for field in ("answer", "answer_value"):
             if isinstance(file_ex[field], float):

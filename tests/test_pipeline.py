@@ -12,7 +12,7 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.runner import run_suite
 from knapsack_dspy.bench.suite import suite_from_dict
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
-from knapsack_dspy.optimizers.teleprompter import KnapsackFewShot
+from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
@@ -66,6 +66,33 @@ def test_save_load_program_round_trip(tmp_path, data, embedder):
     loaded = load_program(path, embedder=embedder, token_counter=WordCounter())
     for ex in data[1]:
         assert program.select_for(ex)["ids"] == loaded.select_for(ex)["ids"]
+
+
+def test_a_saved_program_holds_the_selection_settings_once(tmp_path, data, embedder):
+    program = compiled(data, embedder)
+    path = save_program(program, tmp_path / "prog.json")
+    saved = json.loads(path.read_text())
+    assert saved["spec"] == {"version": 2, "kind": "document", "pipeline": "pot", "top_n_paragraphs": 3,
+                             "model": None}
+    assert saved["select"]["config"]["max_exemplars"] == 3
+    assert saved["select"]["config"]["attributes"] == ["modality", "answer_type"]
+    # a version-1 program repeated selector / M / attributes in its spec: they are dropped on load
+    saved["spec"] = {**saved["spec"], "version": 1, "selector": "kate", "max_exemplars": 8, "attributes": []}
+    path.write_text(json.dumps(saved))
+    loaded = load_program(path, embedder=embedder, token_counter=WordCounter())
+    assert loaded.select.config == program.select.config
+    assert "selector" not in loaded.spec.spec
+
+
+def test_pipelines_reject_unknown_keywords(embedder):
+    with pytest.raises(ValueError, match="DocumentQA: unknown selection setting 'selectr'"):
+        build_pipeline("tatqa", "pot", selectr="kate", embedder=embedder)
+    with pytest.raises(ValueError, match="StatuteQA: unknown selection setting 'top_n'"):
+        build_pipeline("sara", "cot", top_n=3, embedder=embedder, data_dir=DATA)
+    statute = build_pipeline("sara", "cot", top_n_paragraphs=5, embedder=embedder, data_dir=DATA)
+    assert statute.select.config.selector == "kate" and statute.select.attribute_source == "none"
+    document = build_pipeline("finqa", "pot", retrieval="references", selector="csp", embedder=embedder)
+    assert document.spec.spec["pipeline"] == "finqa_pot" and document.select.config.selector == "csp"
 
 
 def test_load_program_rejects_foreign_json(tmp_path):
@@ -260,7 +287,7 @@ def test_bench_answers_the_named_questions_only(tmp_path, data, embedder, monkey
 def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, embedder, monkeypatch):
     """End to end through bench scoring: every answer type (span, multi-span, arithmetic, count) counts as
     right when the model writes the verified gold program — a scorer that rejects an answer form fails here."""
-    from knapsack_dspy.modules.solvers.gold_programs import synthesise_python_program
+    from knapsack_dspy.data.gold_programs import synthesise_python_program
 
     pool, tune = data
     queries = list(tune)
@@ -309,4 +336,5 @@ def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypat
               token_counter_factory=f.counter, lm_factory=f.lm, progress=False, log=lambda msg: None)
     rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == len(records) == 3
-    assert all(r["correct"] and r["program_correct"] for r in rows), [(r["answer"], r["gold"], r["error"]) for r in rows]
+    assert all(r["correct"] and r["program_correct"] for r in rows), [
+        (r["answer"], r["gold"], r["error"]) for r in rows]

@@ -194,7 +194,8 @@ def test_timeout_and_retries_are_set_per_suite_and_per_command(env, monkeypatch)
 
     seen = []
     monkeypatch.setattr(
-        "knapsack_dspy.llm.make_lm",
+        runner,
+        "make_lm",
         lambda model, **kw: seen.append(kw) or (_ for _ in ()).throw(RuntimeError("stop here")),
     )
     suite_path = _suite(env / "suite.toml", "http://127.0.0.1:9/v1", timeout=7.5, num_retries=1)

@@ -177,10 +177,10 @@ def test_parse_errors_name_section_and_line():
 
 
 def test_from_directory_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no section<N>.txt"):
+    with pytest.raises(FileNotFoundError, match=r"no section<N>\.txt"):
         StatuteCorpus.from_directory(tmp_path)
     (tmp_path / "section4.txt").write_text("(a) first.\n(a) again.\n", encoding="utf-8")
-    with pytest.raises(StatuteParseError, match="section4.txt"):
+    with pytest.raises(StatuteParseError, match=r"section4\.txt"):
         StatuteCorpus.from_directory(tmp_path)
 
 

@@ -1,5 +1,6 @@
 """SelectExemplars + KnapsackFewShot: costs in the real prompt format, budgets, save/load, thread safety."""
 
+import dataclasses
 import json
 import re
 
@@ -11,7 +12,8 @@ from helpers import HashingEmbedder, WordCounter
 
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars
-from knapsack_dspy.optimizers.teleprompter import CompileError, KnapsackFewShot
+from knapsack_dspy.selection import SelectionConfig
+from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
 TOPICS = ["revenue growth", "net income", "operating cash flow", "tax rate", "employee count",
           "dividend per share", "total assets", "gross margin"]
@@ -57,7 +59,8 @@ def make_examples(n, seed=0, prefix="ex"):
     for i in range(n):
         topic = TOPICS[i % len(TOPICS)]
         words = " ".join(["filler"] * int(rng.integers(5, 120)))  # varied token costs
-        ex = dspy.Example(id=f"{prefix}{i}", doc_id=f"{prefix}doc{i // 3}", question=f"What was the {topic} in {2000 + i}?",
+        ex = dspy.Example(id=f"{prefix}{i}", doc_id=f"{prefix}doc{i // 3}",
+                          question=f"What was the {topic} in {2000 + i}?",
                           context=f"{topic} table {words}", answer=str(i), modality=MODALITY[i % 3],
                           answer_type="arithmetic" if i % 2 else "span")
         out.append(ex.with_inputs("question", "context", "id", "doc_id"))
@@ -85,7 +88,7 @@ def test_costs_are_measured_in_the_prompt_format(embedder, counter):
     pool = make_examples(30)
     program = compile_tiny(embedder, counter, pool)
     model = PromptCostModel(TinySig, counter)
-    for ex, cost in zip(pool, program.select.costs):
+    for ex, cost in zip(pool, program.select.costs, strict=True):
         demo = {"context": ex.context, "question": ex.question, "answer": ex.answer}
         assert cost == model.demo_cost(demo)
     assert len(set(program.select.costs)) > 5  # costs differ with the demo's length
@@ -182,7 +185,7 @@ def test_load_rejects_corrupt_state(tmp_path, embedder, counter):
     state = json.loads(path.read_text())
     state["select"]["pool"]["costs"] = state["select"]["pool"]["costs"][:-1]
     path.write_text(json.dumps(state))
-    with pytest.raises(ValueError, match="pool.costs has 19 entries for 20 ids"):
+    with pytest.raises(ValueError, match=r"pool\.costs has 19 entries for 20 ids"):
         TinyQA(embedder, counter).load(str(path))
 
 
@@ -278,8 +281,8 @@ def test_fixed_set_with_metric_keeps_best_lm_scored_set(embedder, counter):
         return sum(1.0 / (1 + int(i[2:])) for i in pred.demo_ids)
 
     with dspy.context(lm=lm):
-        tele = KnapsackFewShot(metric=metric, selector="fixed", fixed_candidates=3, max_exemplars=2, budget=600,
-                               reserve_output_tokens=50, token_counter=counter, progress=False)
+        tele = KnapsackFewShot(metric=metric, selector="fixed", selector_params={"n_candidates": 3}, max_exemplars=2,
+                               budget=600, reserve_output_tokens=50, token_counter=counter, progress=False)
         program = tele.compile(TinyQA(embedder, counter), trainset=pool, valset=val)
     scored = program.select.selector_state["candidates"]
     assert len(scored) == 3 and len({tuple(c["ids"]) for c in scored}) == 3
@@ -311,3 +314,92 @@ def test_lm_attribute_source_predicts_with_one_demo_per_value_and_round_trips(tm
     assert out.selection["predicted_attributes"] == {"modality": "table"}
     assert (sum(program.select.pool_attributes["modality"][program.select.pool_ids.index(i)] == "table"
                 for i in out.ids) >= 3)  # alpha=0.75 of M=4 follow the prediction
+
+
+def test_compile_builds_its_config_from_the_students_and_leaves_the_student_alone(embedder, counter):
+    student = TinyQA(embedder, counter, selector="kate", max_exemplars=3, attributes=("modality", "answer_type"))
+    before = student.select.config
+    tele = KnapsackFewShot(max_exemplars=2, budget=900, token_counter=counter, progress=False)
+    program = tele.compile(student, trainset=make_examples(20))
+    assert student.select.config is before and not student.select.is_fitted
+    assert program.select.config == dataclasses.replace(before, max_exemplars=2, budget=900)
+    assert program.select.resolved_budget == 900
+    assert program.compile_report["selector"] == "kate" and program.compile_report["mode"] == "per_query"
+    with pytest.raises(CompileError, match=r"unknown argument 'max_exemplar'; selection settings: selector"):
+        KnapsackFewShot(max_exemplar=2)
+    with pytest.raises(CompileError, match=r"search_space keys must be selection settings"):
+        KnapsackFewShot(search_space={"temperature": [0.1]})
+    with pytest.raises(CompileError, match=r"search_space point .*'alpha': 2.*alpha must be a number in \[0, 1\]"):
+        compile_tiny(embedder, counter, make_examples(5), search_space={"alpha": [0.5, 2]})
+    with pytest.raises(CompileError, match="selector 'seer' selects 'per_query', not in mode 'static'"):
+        compile_tiny(embedder, counter, make_examples(5), mode="static", selector="seer")
+
+
+def test_the_search_varies_any_setting(embedder, counter):
+    program = compile_tiny(embedder, counter, make_examples(40), valset=make_examples(8, seed=4, prefix="v"),
+                           search_space={"knn_k": [5, 50]})
+    assert [c["config"] for c in program.compile_report["configs"]] == [
+        {"alpha": 0.75, "beta": 0.0, "max_exemplars": 4, "knn_k": 5},
+        {"alpha": 0.75, "beta": 0.0, "max_exemplars": 4, "knn_k": 50}]
+    assert program.select.config.knn_k == program.compile_report["chosen"]["knn_k"]
+
+
+def test_select_exemplars_rejects_unknown_settings(embedder):
+    with pytest.raises(ValueError, match="unknown selection setting 'max_exemplar'"):
+        SelectExemplars(max_exemplar=2, embedder=embedder)
+    config = SelectionConfig(selector="kate")
+    assert SelectExemplars(config, embedder=embedder, max_exemplars=2).config == dataclasses.replace(
+        config, max_exemplars=2)
+
+
+def test_show_fixed_set_selects_the_set_on_a_copy(embedder, counter):
+    program = compile_tiny(embedder, counter, make_examples(30))
+    probe = program.deepcopy()
+    probe.select.show_fixed_set(["ex5", "ex9", "ex12"])
+    assert program.select.config.selector == "seer"  # the original is untouched
+    out = probe.select(base_tokens=0, id="ex9", doc_id="exdoc3", question="What was the tax rate?")
+    assert sorted(out.ids) == ["ex12", "ex5"]  # ex9 is the query itself
+    with pytest.raises(ValueError, match=r"ids not in the exemplar pool: \['nope'\]"):
+        probe.select.show_fixed_set(["nope"])
+
+
+def test_the_seed_seeds_per_query_draws(embedder, counter):
+    pool = make_examples(40)
+    questions = [f"What was the revenue in {2000 + i}?" for i in range(6)]
+
+    def picks(seed):
+        program = compile_tiny(embedder, counter, pool, selector="random", budget=10_000, seed=seed)
+        return [program.select(base_tokens=0, question=q).ids for q in questions]
+
+    assert picks(0) == picks(0)
+    assert picks(0) != picks(1)
+
+
+def test_a_version_1_state_loads(tmp_path, embedder, counter):
+    """Programs saved before SelectionConfig kept the settings under "params" (the teleprompter's extra settings
+    in selector_params, the resolved budget and attribute source)."""
+    program = compile_tiny(embedder, counter, make_examples(30), selector="fixed")
+    path = tmp_path / "p.json"
+    program.save(str(path))
+    saved = json.loads(path.read_text())
+    state = saved["select"]
+    config = state.pop("config")
+    state.update(version=1, params={
+        "selector": "fixed", "max_exemplars": 4, "budget": 600, "reserve_output_tokens": 50,
+        "attribute_source": "classifier", "attributes": ["modality"], "embed_fields": ["question"],
+        "selector_params": {"alpha": 0.75, "beta": 0.0, "knn_k": 200, "max_per_doc": None, "core_size": 2,
+                            "n_candidates": 5, "seed": 0},
+        "exclude_same_doc": True, "seed": 0})
+    path.write_text(json.dumps(saved))
+    fresh = TinyQA(embedder, counter)
+    fresh.load(str(path))
+    assert fresh.select.config == dataclasses.replace(SelectionConfig.from_dict(config), budget=600,
+                                                      attribute_source="classifier",
+                                                      selector_params={"n_candidates": 5})
+    for q in make_examples(5, seed=9, prefix="q"):
+        assert fresh.select(base_tokens=20, question=q.question).ids == \
+            program.select(base_tokens=20, question=q.question).ids
+    saved["select"]["version"] = 7
+    path.write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match="state version 7 is not supported"):
+        TinyQA(embedder, counter).load(str(path))

@@ -4,8 +4,9 @@ compiled-set selectors (fixed, static, hybrid), whose sets are chosen before the
 import numpy as np
 import pytest
 
-from knapsack_dspy.optimizers.exemplar_pool import ExemplarPool, SelectionRequest
-from knapsack_dspy.optimizers.selectors.registry import SELECTORS, make_selector
+from knapsack_dspy.selection.config import SelectionConfig
+from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+from knapsack_dspy.selection.selectors import FIT_ON_SCORING_FUNCTION, FIT_ON_VALIDATION_QUERIES, SELECTORS
 
 
 def make_pool(n=30, dim=12, seed=3, doc_ids=None):
@@ -19,9 +20,11 @@ def make_pool(n=30, dim=12, seed=3, doc_ids=None):
 
 
 def fitted(name, pool):
-    selector = make_selector(name, max_exemplars=4, attributes=("modality",))
-    if name in ("fixed", "static", "hybrid"):
+    selector = SelectionConfig(selector=name, max_exemplars=4, attributes=("modality",)).build_selector()
+    if selector.fit_on == FIT_ON_VALIDATION_QUERIES:
         selector.fit(pool, val_embeddings=pool.embeddings, capacity=1000.0)
+    elif selector.fit_on == FIT_ON_SCORING_FUNCTION:
+        selector.fit(pool, score_fn=lambda indices: -sum(indices), capacity=1000.0)
     else:
         selector.fit(pool)
     return selector

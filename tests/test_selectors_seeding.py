@@ -8,8 +8,8 @@ import pytest
 from helpers import HashingEmbedder, WordCounter
 from test_select_exemplars import compile_tiny, make_examples
 
-from knapsack_dspy.optimizers.exemplar_pool import ExemplarPool, SelectionRequest
-from knapsack_dspy.optimizers.selectors.registry import make_selector
+from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+from knapsack_dspy.selection.selectors.registry import make_selector
 
 
 def make_pool(n=40, dim=16, seed=1):

@@ -27,7 +27,7 @@ def test_pipeline_on_the_embedded_model_answers_one_question():
     from knapsack_dspy.data import load_examples
     from knapsack_dspy.llm import get_token_counter, make_lm
     from knapsack_dspy.modules.pipeline import build_pipeline
-    from knapsack_dspy.optimizers.teleprompter import KnapsackFewShot
+    from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
     model = "local/qwen2.5-coder-0.5b-instruct"
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:60]

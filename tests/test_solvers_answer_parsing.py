@@ -95,7 +95,8 @@ def test_statute_labels(text, expected):
 
 @pytest.mark.parametrize("text, dollars", [
     ("$68,844", 68844), ("$15,037.40", 15037), ("In 2017 Alice owes $68,844.60", 68845), ("-$5", -5),
-    ("1200", 1200), ("No tax is due: $0", 0), ("Alice pays 2,500 dollars in 2017", 2500), ("The tax for 2017 is 3,100", 3100),
+    ("1200", 1200), ("No tax is due: $0", 0), ("Alice pays 2,500 dollars in 2017", 2500),
+    ("The tax for 2017 is 3,100", 3100),
 ])
 def test_statute_amounts(text, dollars):
     assert parse_statute_answer(text, kind="numerical") == dollars

@@ -197,7 +197,7 @@ def test_gold_paragraph_demos_show_only_the_evidence(pool):
 def test_finqa_language_demos_need_a_program(pool):
     solver = ProgramOfThoughtAnswerer(language="finqa")
     assert solver.as_demo(pool[0]).program == "subtract(1200.5, 1000)"
-    with pytest.raises(ValueError, match="s-q6.*language='python'"):
+    with pytest.raises(ValueError, match=r"s-q6.*language='python'"):
         solver.as_demo(pool[5])
 
 
@@ -262,5 +262,5 @@ def test_program_text_is_cleaned(reply, language, program):
 
 def test_unlabelled_records_cannot_be_demos():
     record = {"id": "test-q", "question": "q?", "table": TABLE, "paragraphs": [], "answer": "", "answer_value": None}
-    with pytest.raises(ValueError, match="'test-q'.*no gold answer"):
+    with pytest.raises(ValueError, match=r"'test-q'.*no gold answer"):
         ProgramOfThoughtAnswerer().as_demo(record)

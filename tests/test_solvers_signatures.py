@@ -39,7 +39,8 @@ def test_fields(signature, inputs, outputs):
 def test_attribute_predictors_output_literals():
     modality = PredictModality.output_fields["modality"].annotation
     answer_type = PredictAnswerType.output_fields["answer_type"].annotation
-    assert typing.get_origin(modality) is typing.Literal and set(typing.get_args(modality)) == {"table", "text", "hybrid"}
+    assert typing.get_origin(modality) is typing.Literal
+    assert set(typing.get_args(modality)) == {"table", "text", "hybrid"}
     assert set(typing.get_args(answer_type)) == {"span", "multi-span", "count", "arithmetic"}
 
 

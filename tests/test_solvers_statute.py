@@ -8,7 +8,8 @@ from knapsack_dspy.modules.solvers import StatuteAnswerer
 from knapsack_dspy.modules.solvers.statute_answerer import infer_kind
 
 ENTAILMENT_CASE = dspy.Example(
-    id="s151_a_pos", dataset="sara", question="Alice's total exemption for 2015 under section 151(a) is equal to $4000.",
+    id="s151_a_pos", dataset="sara",
+    question="Alice's total exemption for 2015 under section 151(a) is equal to $4000.",
     paragraphs=["Alice's income in 2015 is $100000. She gets one exemption of $2000 for the year 2015."],
     answer="Entailment", answer_value=None, answer_type="entailment", table=[], derivation="", program="")
 NUMERICAL_CASE = dspy.Example(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.modules.solvers.gold_programs import verification_report
+from knapsack_dspy.data.gold_programs import verification_report
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
 POOL = DATA / "tatqa" / "dev_pool.json.gz"

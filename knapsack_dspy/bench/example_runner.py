@@ -21,6 +21,8 @@ import dspy
 
 from knapsack_dspy.bench.row_outcomes import ANSWER, INTERNAL
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
+from knapsack_dspy.llm import counting_calls, lm_error_kind
+from knapsack_dspy.llm.errors import describe_lm_error
 from knapsack_dspy.messages import one_line
 
 
@@ -80,7 +82,7 @@ def select_example(program, example) -> dict:
 def _usage(prediction) -> dict:
     try:
         usage = prediction.get_lm_usage() or {}
-    except Exception:
+    except Exception:  # noqa: BLE001 - usage is bookkeeping: a prediction without it still counts
         usage = {}
     prompt = sum(int(u.get("prompt_tokens") or 0) for u in usage.values())
     completion = sum(int(u.get("completion_tokens") or 0) for u in usage.values())
@@ -89,8 +91,6 @@ def _usage(prediction) -> dict:
 
 def answer_example(program, example, lm) -> dict:
     """The full pipeline on one example with ``lm``; errors are recorded, not raised."""
-    from knapsack_dspy.llm import counting_calls, lm_error_kind
-
     inputs = program.example_inputs(example)
     started = time.perf_counter()
     with counting_calls() as calls:  # this example's provider calls, cache hits and cost (thread-safe)
@@ -160,8 +160,6 @@ def _exception_line(exc: BaseException) -> str:
 
 def _describe(exc: Exception) -> str:
     try:
-        from knapsack_dspy.llm.errors import describe_lm_error
-
         return describe_lm_error(exc)
-    except Exception:
+    except Exception:  # noqa: BLE001 - describing the error must not replace it
         return _exception_line(exc)

@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 from knapsack_dspy import _commit
+from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 
 __all__ = [
     "UNRECORDED",
@@ -80,8 +81,6 @@ def _version(package: str) -> str | None:
 
 def run_provenance(model: str | None, *, adapter: str | None, seed: int | None) -> dict:
     """The provenance of a run's rows (``model`` None: no LM, selection only)."""
-    from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
-
     local = bool(model) and is_local_model(model)
     packages = {name: _version(name) for name in _PACKAGES + (("xllamacpp",) if local else ())}
     return {

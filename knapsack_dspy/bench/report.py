@@ -2,8 +2,9 @@
 
 ``report.md`` follows SEER's Table 1 layout: one table per setting (dataset, pipeline, budget, M, model),
 rows = selectors, columns = metrics with 90 % confidence intervals; then paired comparisons of the selectors
-on the questions they share (``comparisons.json``), the selection-quality metrics (model-free) and the plots: score and share of prompts within budget versus the number of
-exemplars M at each budget (SEER's Figures 7-8), and selection latency per selector.
+on the questions they share (``comparisons.json``), the selection-quality metrics (model-free) and the plots:
+score and share of prompts within budget versus the number of exemplars M at each budget (SEER's Figures 7-8),
+and selection latency per selector.
 """
 
 from __future__ import annotations
@@ -18,21 +19,20 @@ import numpy as np
 
 from knapsack_dspy.bench.provenance import code_provenance, describe_code, provenance_summary
 from knapsack_dspy.bench.row_outcomes import ANSWERED_KINDS, INTERNAL, TRANSIENT, could_not_ask, error_kind
+from knapsack_dspy.metrics.intervals import bootstrap_ci, proportion_ci
+from knapsack_dspy.metrics.paired import paired_comparison
+from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR
 
 LEVEL = 0.9
 
 
 def _proportion_ci(successes: float, n: int) -> tuple[float, float]:
-    from knapsack_dspy.metrics.intervals import proportion_ci
-
     low, high = proportion_ci(successes, n, level=LEVEL)[:2]
     return float(low), float(high)
 
 
 def _mean_ci(values: list[float], seed: int = 0, resamples: int = 1000) -> tuple[float, float]:
     """Percentile bootstrap CI of a mean (seeded)."""
-    from knapsack_dspy.metrics.intervals import bootstrap_ci
-
     low, high = bootstrap_ci(values, level=LEVEL, resamples=resamples, seed=seed)
     return float(low), float(high)
 
@@ -136,10 +136,9 @@ def _label_runs(metrics: dict[str, dict]) -> None:
 
 
 def compare_selectors(rows: Iterable[dict], metrics: dict[str, dict]) -> list[dict]:
-    """Paired comparisons within each setting: every selector against the reference (``seer`` if present, else
-    the first by name) on the questions both answered, for EM and F1 (``metrics.paired``)."""
-    from knapsack_dspy.metrics.paired import paired_comparison
-
+    """Paired comparisons within each setting: every selector against the reference (the default selector,
+    ``seer``, if present, else the first by name) on the questions both answered, for EM and F1
+    (``metrics.paired``)."""
     scores: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     for row in rows:
         for name in ("em", "f1"):
@@ -154,7 +153,7 @@ def compare_selectors(rows: Iterable[dict], metrics: dict[str, dict]) -> list[di
         if len(items) < 2:
             continue
         items = sorted(items, key=lambda m: m.get("label", ""))
-        ref = next((m for m in items if m["spec"].get("selector") == "seer"), items[0])
+        ref = next((m for m in items if m["spec"].get("selector") == DEFAULT_SELECTOR), items[0])
         for other in items:
             if other is ref:
                 continue
@@ -184,8 +183,9 @@ def _comparison_lines(comparisons: list[dict]) -> list[str]:
 
         p = em.get("mcnemar_p")
         lines.append(f"| {c['a']} − {c['b']} | {em.get('n', f1.get('n', 0))} | {diff(em)} | "
-                     f"{em.get('wins', '–')} / {em.get('losses', '–')} | {'–' if p is None else f'{p:.2f}'} | {diff(f1)} |")
-    return lines + [""]
+                     f"{em.get('wins', '–')} / {em.get('losses', '–')} | {'–' if p is None else f'{p:.2f}'} | "
+                     f"{diff(f1)} |")
+    return [*lines, ""]
 
 
 def _fmt(m: dict, key: str) -> str:
@@ -226,7 +226,8 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
         groups[_setting(m["spec"])].append(m)
     for setting, items in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         dataset, pipeline, budget, M, model, retrieval = setting
-        title = f"## {dataset} · {pipeline} · budget {budget} · M={M} · {model}" + (f" · {retrieval}" if retrieval else "")
+        title = (f"## {dataset} · {pipeline} · budget {budget} · M={M} · {model}"
+                 + (f" · {retrieval}" if retrieval else ""))
         lines += [title, ""]
         selection_only = items[0]["spec"].get("selection_only")
         if selection_only:
@@ -260,7 +261,8 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
         lines.append("")
         lines += _comparison_lines([c for c in comparisons or [] if tuple(c["setting"]) == setting])
         if not selection_only:
-            quality = [m for m in items if m.get("gold_case_hit") is not None or m.get("attribute_match.modality") is not None]
+            quality = [m for m in items
+                       if m.get("gold_case_hit") is not None or m.get("attribute_match.modality") is not None]
             if quality:
                 lines += ["Selection quality (model-free):", "",
                           "| selector | gold-case hit | program score | modality match | selection ms (median) |",
@@ -279,7 +281,7 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
 
 def make_plots(metrics: dict[str, dict], out_dir: Path) -> list[str]:
     """Score and within-budget share vs M per budget (one line per selector); selection latency."""
-    import matplotlib
+    import matplotlib  # heavy, and the Agg backend must be chosen before pyplot is imported
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -293,7 +295,7 @@ def make_plots(metrics: dict[str, dict], out_dir: Path) -> list[str]:
                                   ("within_budget", "prompts within budget (%)", "within_budget_vs_M.png")):
             fig, axes = plt.subplots(1, len(budgets), figsize=(5 * len(budgets), 3.6), squeeze=False)
             drawn = False
-            for ax, budget in zip(axes[0], budgets):
+            for ax, budget in zip(axes[0], budgets, strict=True):
                 by_selector = defaultdict(list)
                 for m in items:
                     if m["spec"].get("budget") != budget:

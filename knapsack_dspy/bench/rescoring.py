@@ -26,6 +26,7 @@ from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore
 from knapsack_dspy.bench.runner import load_split, program_path
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
+from knapsack_dspy.modules.pipeline import load_program
 
 #: Fields that say whether a row is right (what "changed" counts).
 VERDICT_FIELDS = ("em", "f1", "correct")
@@ -69,8 +70,6 @@ def _selection_of(out_dir: Path, row: dict, loaded: dict):
     """The compiled program's ``SelectExemplars`` of the row's run, or None when it is not saved."""
     run = row.get("run")
     if run not in loaded:
-        from knapsack_dspy.modules.pipeline import load_program
-
         spec = row.get("spec") or {}
         path = program_path(out_dir, SimpleNamespace(key=run, selector=spec.get("selector"),
                                                      budget=spec.get("budget"),

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from knapsack_dspy.bench.results_store import results_write_error
 
 LOCK_NAME = ".lock"
@@ -25,8 +27,6 @@ class ResultsBusyError(RuntimeError):
 @contextmanager
 def results_lock(out_dir: str | os.PathLike) -> Iterator[Path]:
     """Hold ``out_dir``'s lock for the block; ``ResultsBusyError`` at once if another process holds it."""
-    from filelock import FileLock, Timeout
-
     out_dir = Path(out_dir)
     path = out_dir / LOCK_NAME
     lock = FileLock(str(path), timeout=0)

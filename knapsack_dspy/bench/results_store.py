@@ -155,7 +155,7 @@ class ResultsStore:
         if not self.path.exists():
             return
         try:
-            fh = open(self.path, "rb")  # noqa: SIM115 -- the with-block below closes it; open errors are ours
+            fh = open(self.path, "rb")
         except OSError as exc:
             raise ResultsFileError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         with fh:

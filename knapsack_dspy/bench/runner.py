@@ -16,29 +16,32 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import random
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import dspy
+from tqdm.auto import tqdm
+
+from knapsack_dspy.bench.example_runner import run_example
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, run_provenance
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore, results_write_error
 from knapsack_dspy.bench.row_outcomes import redo_on_resume
-from knapsack_dspy.bench.suite import RunSpec, Suite
+from knapsack_dspy.bench.suite import RunSpec, Suite, SuiteError
+from knapsack_dspy.data import load_examples
+from knapsack_dspy.llm import make_lm
+from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 
 def _progress(total: int, desc: str, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="ex", dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, unit="ex", dynamic_ncols=True) if enabled else None
 
 
 def load_split(spec: RunSpec, which: str, data_dir):
-    from knapsack_dspy.data import load_examples
-
     path = spec.pool_path if which == "pool" else spec.eval_path
     split = spec.pool_split if which == "pool" else spec.eval_split
     if path:
@@ -54,25 +57,15 @@ def program_path(out_dir: Path, spec: RunSpec) -> Path:
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
                     progress: bool = True):
     """Compile (or reload) the run's program. Returns (program, compile report)."""
-    from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
-    from knapsack_dspy.optimizers.teleprompter import KnapsackFewShot
-
     path = program_path(out_dir, spec)
     if path.exists():
         program = load_program(path, embedder=embedder, token_counter=token_counter)
         return program, json.loads(path.with_suffix(".report.json").read_text()) if path.with_suffix(
             ".report.json").exists() else {}
-    student = build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selector=spec.selector,
-                             max_exemplars=spec.max_exemplars, top_n_paragraphs=spec.top_n_paragraphs,
-                             retrieval=spec.retrieval or None, embedder=embedder, token_counter=token_counter,
-                             attributes=tuple(spec.attributes), model=spec.model)
-    tele = KnapsackFewShot(selector=spec.selector if spec.selector not in ("static", "hybrid") else None,
-                           mode=spec.selector if spec.selector in ("static", "hybrid") else "per_query",
-                           max_exemplars=spec.max_exemplars, budget=spec.budget,
-                           reserve_output_tokens=spec.reserve_output_tokens, alpha=spec.alpha, beta=spec.beta,
-                           attributes=tuple(spec.attributes), attribute_source=spec.attribute_source or None,
-                           token_counter=student.token_counter, lm_model=spec.model, embedder=embedder,
-                           seed=spec.seed, progress=progress)
+    student = build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
+                             top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
+                             embedder=embedder, token_counter=token_counter, model=spec.model)
+    tele = KnapsackFewShot(token_counter=student.token_counter, lm_model=spec.model, progress=progress)
     program = tele.compile(student, trainset=pool, valset=valset)
     save_program(program, path)
     return program, program.compile_report
@@ -87,8 +80,6 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
     (``results_lock``): a second process on the same directory fails at once with ``ResultsBusyError``.
     ``retry_errors``: answer again every example whose row has an error (transient failures always are).
     ``allow_mixed``: add rows even when their provenance differs from the rows already there."""
-    from knapsack_dspy.bench.example_runner import run_example
-
     out_dir = Path(out_dir)
     redo = functools.partial(redo_on_resume, retry_errors=retry_errors)
     with results_lock(out_dir), ResultsStore(out_dir / "predictions.jsonl", redo=redo) as store:
@@ -155,8 +146,6 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
 
 def _adapter_name() -> str:
     """The DSPy adapter that formats the prompts (ChatAdapter unless one is configured)."""
-    import dspy
-
     return type(dspy.settings.adapter or dspy.ChatAdapter()).__name__
 
 
@@ -169,8 +158,6 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
         examples = [ex for ex in examples if ex.id in wanted]
         missing = wanted - {ex.id for ex in examples}
         if missing:
-            from knapsack_dspy.bench.suite import SuiteError
-
             where = spec.eval_path or spec.eval_split
             raise SuiteError(f"{len(missing)} example_ids are not in {spec.dataset} {where}: "
                              f"{', '.join(sorted(missing)[:5])}{' ...' if len(missing) > 5 else ''}")
@@ -178,18 +165,15 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
 
 
 def _validation_slice(pool, spec: RunSpec):
-    """Validation queries for static / fixed selection: a seeded slice of the pool itself (never the eval
-    split); selection excludes each query's own id and document, so nothing leaks."""
-    import random
-
-    if spec.selector not in ("static", "hybrid", "fixed") or not spec.val_size:
+    """Validation queries for selectors that fit on them at compile time (static, hybrid, fixed: their class
+    declares ``fit_on``): a seeded slice of the pool itself (never the eval split); selection excludes each
+    query's own id and document, so nothing leaks."""
+    if spec.selection_config().selector_class.fit_on is None or not spec.val_size:
         return None
     rng = random.Random(spec.seed)
     return rng.sample(list(pool), min(spec.val_size, len(pool)))
 
 
 def _default_lm(spec: RunSpec):
-    from knapsack_dspy.llm import make_lm
-
     return make_lm(spec.model, api_base=spec.api_base or None, max_tokens=spec.max_tokens,
                    timeout=spec.timeout, num_retries=spec.num_retries)

@@ -21,6 +21,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from knapsack_dspy.messages import one_line
+from knapsack_dspy.metrics.answer_matching import finqa_exact_match, kdspy_lenient_match
+from knapsack_dspy.metrics.finqa import check_program, execution_match
+from knapsack_dspy.metrics.sara import score_sara_prediction
+from knapsack_dspy.metrics.selection_proxies import query_selection_scores
+from knapsack_dspy.metrics.tatqa import score_tatqa_answer
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +54,6 @@ def score_prediction(example, prediction) -> dict[str, Any]:
 
 
 def _tatqa_scores(example, prediction) -> dict[str, Any]:
-    from knapsack_dspy.metrics.tatqa import score_tatqa_answer
-
     answer = getattr(prediction, "answer", None)
     if isinstance(answer, (int, float)) and not isinstance(answer, bool):
         # The official script reads a prediction of 0 as "no answer" (``if not prediction``); a program
@@ -63,9 +66,6 @@ def _tatqa_scores(example, prediction) -> dict[str, Any]:
 
 def _finqa_scores(example, prediction) -> dict[str, Any]:
     """finqa_cases too: FinQA questions + programs without documents."""
-    from knapsack_dspy.metrics.answer_matching import finqa_exact_match, kdspy_lenient_match
-    from knapsack_dspy.metrics.finqa import check_program, execution_match
-
     answer = getattr(prediction, "answer", None)
     program = getattr(prediction, "program", None)
     row: dict[str, Any] = {}
@@ -87,8 +87,6 @@ def _finqa_scores(example, prediction) -> dict[str, Any]:
 
 
 def _sara_scores(example, prediction) -> dict[str, Any]:
-    from knapsack_dspy.metrics.sara import score_sara_prediction
-
     gold_case = {"id": example.get("id"), "type": example.get("answer_type"), "label": example.get("answer"),
                  "answer": example.get("answer"), "answer_value": example.get("answer_value")}
     if gold_case["type"] == "entailment":
@@ -109,6 +107,4 @@ def correctness_metric(example, prediction, trace=None) -> float:
 
 def selection_quality(select, example, exemplar_ids: Sequence[str]) -> dict[str, Any]:
     """Gold-case hit, best program similarity and attribute match of the chosen exemplars (model-free)."""
-    from knapsack_dspy.optimizers.selection_proxies import query_selection_scores
-
     return query_selection_scores(select, example, exemplar_ids)

@@ -31,6 +31,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from knapsack_dspy.file_limits import FileLimitError, read_file_text
+from knapsack_dspy.selection.config import SelectionConfig
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -75,6 +78,13 @@ class RunSpec:
     timeout: float | None = None  # seconds per LM attempt (make_lm's default 120 s; local/: 600 s generating)
     num_retries: int | None = None  # LM retries on transient failures (make_lm's default: 3; local/: 0)
 
+    def selection_config(self) -> SelectionConfig:
+        """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set)."""
+        return SelectionConfig(selector=self.selector, max_exemplars=self.max_exemplars, budget=self.budget,
+                               reserve_output_tokens=self.reserve_output_tokens, alpha=self.alpha, beta=self.beta,
+                               attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
+                               val_size=self.val_size, seed=self.seed)
+
     @property
     def key(self) -> str:
         """A readable, stable identity of the run (what resuming matches on)."""
@@ -87,7 +97,7 @@ class RunSpec:
         if not settings["example_ids"]:  # keys of runs written before this setting existed stay the same
             del settings["example_ids"]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
-        return "|".join(parts + [digest])
+        return "|".join([*parts, digest])
 
 
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
@@ -151,7 +161,7 @@ def expand(group: dict, source: str) -> list[RunSpec]:
     runs = []
     for combo in itertools.product(*(vals for _, vals in axes)):
         params = dict(scalars)
-        params.update({name: v for (name, _), v in zip(axes, combo)})
+        params.update({name: v for (name, _), v in zip(axes, combo, strict=True)})
         runs.append(RunSpec(**params))
     return runs
 
@@ -167,8 +177,6 @@ class Suite:
 
 
 def load_suite(path: str | Path) -> Suite:
-    from knapsack_dspy.file_limits import FileLimitError, read_file_text
-
     path = Path(path)
     try:
         raw = tomllib.loads(read_file_text(path, limit_bytes=MAX_SUITE_BYTES))

@@ -31,7 +31,8 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--data-dir", metavar="DIR",
                        help="benchmark data folder (default $KDSPY_DATA_DIR, else ../shared/data)")
     group.add_argument("--cache-dir", metavar="DIR",
-                       help="LM / embedding / model cache folder (default $KDSPY_CACHE_DIR, else ~/.cache/knapsack-dspy)")
+                       help="LM / embedding / model cache folder "
+                            "(default $KDSPY_CACHE_DIR, else ~/.cache/knapsack-dspy)")
 
 
 def setup_caches(args, lm: bool = True) -> None:

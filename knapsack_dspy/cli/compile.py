@@ -34,11 +34,12 @@ def register(subparsers) -> None:
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="tatqa", choices=["tatqa", "finqa", "sara"], help="default tatqa")
     p.add_argument("--pipeline", default="pot", help="pot (program of thought, default), cot, few_shot, zero_shot")
-    p.add_argument("--selector", default="seer",
-                   help="seer (default), seer_gold, kate, diverse_kate, random, fixed, csp")
-    p.add_argument("--mode", default="per_query", choices=["per_query", "static", "hybrid"],
+    p.add_argument("--selector", default=None,
+                   help="seer (default), seer_gold, kate, diverse_kate, random, csp, fixed, static, hybrid")
+    p.add_argument("--mode", default=None,
                    help="per_query: a knapsack per question (SEER); static: one set chosen at compile time; "
-                        "hybrid: a static core plus per-query slots")
+                        "hybrid: a static core plus per-query slots (chooses the selector unless --selector "
+                        "names one that selects in that mode)")
     p.add_argument("--budget", type=int, default=None, help="prompt token budget (default: the model's context window)")
     p.add_argument("--max-exemplars", "-M", type=int, default=4, help="most exemplars per prompt (default 4)")
     p.add_argument("--alpha", type=float, default=0.75, help="share of exemplars with the predicted attribute value")
@@ -67,7 +68,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from knapsack_dspy.data import DataError, load_examples
     from knapsack_dspy.modules.pipeline import build_pipeline, save_program
-    from knapsack_dspy.optimizers.teleprompter import CompileError, KnapsackFewShot
+    from knapsack_dspy.selection import SelectionConfig
+    from knapsack_dspy.selection.selectors import selector_for_mode
+    from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
     setup_caches(args)
     data_dir = resolve_data_dir(args)
@@ -82,11 +85,13 @@ def run(args) -> int:
     for examples, what in ((pool, "pool"), (val, "validation")):
         if not examples:
             raise UserError(f"{examples.report.source}: no {args.dataset} examples for the {what}")
-    attributes = tuple(parse_list(args.attributes))
     try:
-        student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selector=args.selector,
-                                 max_exemplars=args.max_exemplars, top_n_paragraphs=args.top_n_paragraphs,
-                                 attributes=attributes, model=args.lm)
+        selection = SelectionConfig(selector=selector_for_mode(args.mode, args.selector),
+                                    max_exemplars=args.max_exemplars, budget=args.budget, alpha=args.alpha,
+                                    beta=args.beta, attributes=tuple(parse_list(args.attributes)),
+                                    attribute_source=args.attribute_source, val_size=args.val_size)
+        student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selection=selection,
+                                 top_n_paragraphs=args.top_n_paragraphs, model=args.lm)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     metric = None
@@ -100,13 +105,8 @@ def run(args) -> int:
         metric = correctness_metric
     search_space = ({"alpha": [0.5, 0.75, 1.0], "beta": [0.0, 0.25], "max_exemplars": [2, 4, 6]}
                     if args.search else None)
-    mode = args.mode
-    tele = KnapsackFewShot(metric=metric, mode=mode, selector=args.selector if mode == "per_query" else None,
-                           max_exemplars=args.max_exemplars, budget=args.budget, alpha=args.alpha, beta=args.beta,
-                           attributes=attributes, attribute_source=args.attribute_source,
-                           search_space=search_space, val_subset_size=args.val_size,
-                           max_lm_configs=args.lm_configs, token_counter=student.token_counter, lm_model=args.lm,
-                           progress=not args.quiet)
+    tele = KnapsackFewShot(metric=metric, search_space=search_space, max_lm_configs=args.lm_configs,
+                           token_counter=student.token_counter, lm_model=args.lm, progress=not args.quiet)
     try:
         program = tele.compile(student, trainset=pool, valset=val)
     except (CompileError, ValueError) as exc:
@@ -118,7 +118,8 @@ def run(args) -> int:
           f"pool {report['pool_size']}, budget {report['budget']} tokens ({report['token_model']})")
     print(f"chosen config: {json.dumps(report['chosen'])}")
     for attr, acc in report.get("attribute_accuracy", {}).items():
-        print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% on {acc['n']} validation questions")
+        print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% "
+              f"on {acc['n']} validation questions")
     cost = report["cost"]
     print(f"compile cost: {cost['lm_calls']} LM calls ({cost['lm_cache_hits']} answered from the cache), "
           f"{cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion tokens, "

@@ -19,7 +19,8 @@ def register(subparsers) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lm", default=DEFAULT_LM, help=f"model (default {DEFAULT_LM})")
     p.add_argument("--api-base", default="", help="server address for OpenAI-compatible models")
-    p.add_argument("--questions", type=int, default=3, help="dev_tune questions to answer, a mix of answer types (default 3)")
+    p.add_argument("--questions", type=int, default=3,
+                   help="dev_tune questions to answer, a mix of answer types (default 3)")
     p.add_argument("--out", default=None, help="results directory (default <cache>/demo)")
     p.add_argument("--no-cache", action="store_true", help="bypass the LM cache")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -43,8 +44,9 @@ def run(args) -> int:
     questions = {ex.id: ex.question for ex in tune}
     suite = suite_from_dict({"name": "demo", "dataset": "tatqa", "pool_split": "dev_pool", "eval_split": "dev_tune",
                              "pipeline": "pot", "selector": "seer", "budget": 2048, "max_exemplars": 4,
-                             "attributes": ["modality", "answer_type"], "model": args.lm, "api_base": args.api_base or "",
-                             "example_ids": mixed_sample(tune, args.questions)}, "demo")
+                             "attributes": ["modality", "answer_type"], "model": args.lm,
+                             "api_base": args.api_base or "", "example_ids": mixed_sample(tune, args.questions)},
+                            "demo")
     print(f"knapsack-dspy demo: TAT-QA, program of thought, SEER knapsack selection, model {args.lm}")
     print(f"data: {data_dir}\nresults: {out}\n")
     run_suite(suite, out, data_dir=data_dir, progress=not args.quiet,

@@ -31,7 +31,8 @@ def _user_facing_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [UserError, ConfigError]
     for module, name in (("knapsack_dspy.data.errors", "DataError"), ("knapsack_dspy.llm.errors", "LLMError"),
                          ("knapsack_dspy.bench.suite", "SuiteError"),
-                         ("knapsack_dspy.optimizers.teleprompter", "CompileError"),
+                         ("knapsack_dspy.teleprompt.knapsack_few_shot", "CompileError"),
+                         ("knapsack_dspy.selection.config", "SelectionConfigError"),
                          ("knapsack_dspy.metrics.errors", "ScoringInputError"),
                          ("knapsack_dspy.bench.results_store", "ResultsFileError"),
                          ("knapsack_dspy.bench.results_lock", "ResultsBusyError"),

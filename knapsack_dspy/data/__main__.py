@@ -14,6 +14,9 @@ import sys
 import time
 from collections import Counter
 
+from knapsack_dspy.config import ConfigError, data_dir
+from knapsack_dspy.data import DataError, load_examples, load_statutes
+
 SPLITS = (("tatqa", "dev"), ("tatqa", "dev_pool"), ("tatqa", "dev_tune"), ("finqa_cases", "train"),
           ("finqa_cases", "dev"), ("sara", "train"))
 
@@ -23,9 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None, help="data directory (default: $KDSPY_DATA_DIR)")
     parser.add_argument("--repeat", type=int, default=5, help="loads per split; the best time is shown")
     args = parser.parse_args(argv)
-
-    from knapsack_dspy.config import ConfigError, data_dir
-    from knapsack_dspy.data import DataError, load_examples, load_statutes  # (package already imported by -m)
 
     try:
         data_dir(args.data_dir)

@@ -59,7 +59,7 @@ def validate_fields(fields) -> None:
         "scale": get("scale") in SCALES,
         "program": isinstance(get("program"), str),
         "derivation": isinstance(get("derivation"), str),
-        "modality": get("modality") in MODALITIES + ("",),
+        "modality": get("modality") in (*MODALITIES, ""),
         "answer_type": isinstance(get("answer_type"), str),
         "num_steps": isinstance(get("num_steps"), int) and not isinstance(get("num_steps"), bool)
         and get("num_steps") == len(get("operators") or []),
@@ -75,7 +75,7 @@ def validate_fields(fields) -> None:
 
 def make_example(fields: dict):
     """A ``dspy.Example`` holding exactly :data:`FIELDS`, with inputs question / table / paragraphs."""
-    import dspy
+    import dspy  # the data layer imports without DSPy: only building an Example needs it
 
     validate_fields(fields)
     return dspy.Example(**{name: fields[name] for name in FIELDS}).with_inputs(*INPUT_FIELDS)

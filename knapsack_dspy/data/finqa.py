@@ -19,7 +19,6 @@ from collections.abc import Mapping
 
 from knapsack_dspy.data.errors import DataError
 from knapsack_dspy.data.example_fields import blank_fields
-from knapsack_dspy.data.numbers import parse_number
 from knapsack_dspy.data.program_template import program_template
 from knapsack_dspy.data.record_fields import (
     get_field,
@@ -32,6 +31,7 @@ from knapsack_dspy.data.record_fields import (
     type_name,
 )
 from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
+from knapsack_dspy.numbers import parse_number
 
 __all__ = ["YES_NO", "finqa_answer", "modality_of_evidence", "parse_finqa_record", "program_fields"]
 

@@ -71,7 +71,8 @@ def parse_finqa_case(row, split: str | None = None) -> list:
         for key, value in row.items():
             if key in _CONSUMED or key is None or str(key).startswith("Unnamed:") or not str(key).strip():
                 continue
-            extra[_RENAMED.get(key, key)] = int(value) if isinstance(value, str) and _INT.match(value.strip()) else value
+            is_int = isinstance(value, str) and _INT.match(value.strip())
+            extra[_RENAMED.get(key, key)] = int(value) if is_int else value
         extra["index"] = int(index) if _INT.match(index) else index
         fields["extra"] = extra
     except DataError as error:

@@ -1,4 +1,6 @@
-"""SEER-style templates of FinQA programs: ``"divide(100, 100), divide(3.8, #0)"`` -> ``"divide(X_0,X_0),divide(X_1,#0)"``.
+"""SEER-style templates of FinQA programs.
+
+``"divide(100, 100), divide(3.8, #0)"`` -> ``"divide(X_0,X_0),divide(X_1,#0)"``.
 
 The format follows the ``program_template`` column of SEER's FinQA metadata CSVs: numbers and table row
 names become ``X_<i>``, numbered by first appearance, equal arguments (as written) sharing an index;

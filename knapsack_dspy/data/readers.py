@@ -110,7 +110,7 @@ def _read_csv(path: Path, text: str) -> list:
                 records.append(DataError(f"row has {len(row)} fields, the header has {len(header)} "
                                          f"(line {reader.line_num})", source=str(path), index=len(records)))
             else:
-                records.append(dict(zip(header, row)))
+                records.append(dict(zip(header, row, strict=True)))
     except csv.Error as exc:
         raise DataError(f"invalid CSV at line {reader.line_num}: {exc}", source=str(path)) from None
     return records
@@ -140,7 +140,7 @@ def read_hub_rows(dataset_id: str, split: str, cache_dir: str | os.PathLike | No
     source = f"hub:{dataset_id}"
     if not dataset_id.strip():
         raise DataError("empty hub dataset id (expected source='hub:<owner>/<name>')")
-    import datasets
+    import datasets  # heavy (pyarrow, pandas) and needed for hub sources only
 
     try:
         dataset = datasets.load_dataset(dataset_id, split=split,

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from knapsack_dspy.data.errors import DataError
 from knapsack_dspy.data.example_fields import blank_fields
-from knapsack_dspy.data.numbers import parse_number
 from knapsack_dspy.data.record_fields import get_field, get_id, get_str, leftovers, require_mapping, type_name
+from knapsack_dspy.numbers import parse_number
 
 __all__ = ["CASE_TYPES", "LABELS", "parse_sara_case", "read_gold_amount", "statute_of_case_id"]
 

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 
 from knapsack_dspy.data.errors import DataError
 from knapsack_dspy.data.example_fields import SCALES, blank_fields
-from knapsack_dspy.data.numbers import parse_number
 from knapsack_dspy.data.record_fields import (
     get_field,
     get_id,
@@ -26,6 +25,7 @@ from knapsack_dspy.data.record_fields import (
     type_name,
 )
 from knapsack_dspy.data.tatqa_derivation import parse_derivation
+from knapsack_dspy.numbers import parse_number
 
 __all__ = ["ANSWER_TYPES", "MODALITY_OF_ANSWER_FROM", "parse_tatqa_record", "read_gold_answer", "record_size"]
 

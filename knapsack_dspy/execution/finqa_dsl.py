@@ -267,12 +267,3 @@ def program_to_tokens(program: str) -> list[str]:
 def tokens_to_program(tokens: list[str]) -> str:
     """Official token form -> written-out program (validated; raises :class:`ProgramError`)."""
     return format_program(_parse_tokens(tokens))
-
-
-def __getattr__(name: str):
-    # ``execute_finqa_program`` is defined next to the executor; importable from here for convenience.
-    if name == "execute_finqa_program":
-        from knapsack_dspy.execution.finqa_executor import execute_finqa_program
-
-        return execute_finqa_program
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

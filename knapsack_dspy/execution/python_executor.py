@@ -265,13 +265,13 @@ class _Interpreter:
         if isinstance(node.op, ast.Not):
             return not value
         if not isinstance(value, (int, float)):
-            raise ProgramFailure("TypeError", f"bad operand type for unary {'-' if isinstance(node.op, ast.USub) else '+'}: "
-                                              f"{type(value).__name__}")
+            sign = "-" if isinstance(node.op, ast.USub) else "+"
+            raise ProgramFailure("TypeError", f"bad operand type for unary {sign}: {type(value).__name__}")
         return check_value(-value if isinstance(node.op, ast.USub) else +value, self.limits)
 
     def _Compare(self, node):
         left = self._plain(self.eval(node.left), node.left)
-        for op, comparator in zip(node.ops, node.comparators):
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self._plain(self.eval(comparator), comparator)
             try:
                 holds = _COMPARE[type(op)](left, right)

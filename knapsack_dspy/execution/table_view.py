@@ -6,7 +6,7 @@ case, whitespace and punctuation (``"Revenue:"`` finds ``"revenue"``); the first
 raise :class:`TableLookupError` listing a few near labels.
 
 Tables with several header rows (TAT-QA puts years, then units such as "€m", in rows with a blank first
-cell: ``execution.table_headers.header_row_count``) are rendered to the model with all of them, so a program
+cell: ``knapsack_dspy.table_headers.header_row_count``) are rendered to the model with all of them, so a program
 may name a column by its stacked header: ``"2019 €m"``, or by a lower header cell alone (``"2019"`` under a
 spanning "Year ended"). When the first-row label does not match, the joined header of each column is tried,
 then each lower header cell; these are accepted only when they name one column (``"€m"`` over every column
@@ -27,7 +27,7 @@ import difflib
 import re
 
 from knapsack_dspy.execution.cell_numbers import MISSING, TEXT, parse_cell
-from knapsack_dspy.execution.table_headers import header_row_count
+from knapsack_dspy.table_headers import header_row_count
 
 __all__ = ["TableLookupError", "TableView", "normalize_label"]
 

@@ -21,6 +21,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import dspy
+
+from knapsack_dspy import config
+from knapsack_dspy.llm.call_counter import install_cache_hit_counter, install_call_counter
+
 LM_CACHE_SUBDIR = "lm"
 DEFAULT_DISK_LIMIT_BYTES = 10 * 1024**3
 ENDPOINT_ARGS = ("api_base", "base_url")  # where a request goes: part of the cache key (DSPy ignores them)
@@ -38,8 +43,6 @@ def key_cache_on_endpoint(cache: Any = None) -> None:
     object.
     """
     if cache is None:
-        import dspy
-
         cache = dspy.cache
     with _install_lock:
         original = cache.cache_key
@@ -57,8 +60,6 @@ def key_cache_on_endpoint(cache: Any = None) -> None:
 
 def lm_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
     """``<project cache>/lm`` (see ``knapsack_dspy.config.cache_dir`` for how the project cache is found)."""
-    from knapsack_dspy import config
-
     return config.cache_dir(cache_dir) / LM_CACHE_SUBDIR
 
 
@@ -71,10 +72,6 @@ def configure_cache(cache_dir: str | os.PathLike | None = None, enabled: bool = 
     Returns the disk cache folder, or None when caching is disabled. Affects every ``dspy.LM`` in the
     process (the cache is global in DSPy); ``make_lm(cache=False)`` disables it for one LM only.
     """
-    import dspy
-
-    from knapsack_dspy.llm.call_counter import install_cache_hit_counter, install_call_counter
-
     install_call_counter()  # so real calls are counted even for LMs not built by make_lm
     if not enabled:
         dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False, disk_cache_dir=None)

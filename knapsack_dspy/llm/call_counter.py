@@ -28,6 +28,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
+import dspy
+import litellm
+
 from knapsack_dspy.llm.empty_reply import check_reply
 
 
@@ -133,8 +136,6 @@ def _wrap_async(fn):
 
 def install_call_counter() -> None:
     """Wrap ``litellm.completion`` and ``litellm.acompletion`` (once per process)."""
-    import litellm
-
     with _install_lock:
         if not getattr(litellm.completion, _MARK, False):
             litellm.completion = _wrap_sync(litellm.completion)
@@ -149,8 +150,6 @@ def _is_lm_request(request: Any) -> bool:
 def install_cache_hit_counter(cache: Any = None) -> None:
     """Count hits of DSPy's response cache (``dspy.cache`` unless given). Idempotent per cache object."""
     if cache is None:
-        import dspy
-
         cache = dspy.cache
     with _install_lock:
         if getattr(cache.get, _MARK, False):
@@ -190,7 +189,7 @@ def cache_hit_count() -> int:
 def counting_calls() -> Iterator[CallCounts]:
     """Count the calls made by the current thread / asyncio task inside the block (nestable)."""
     counts = CallCounts()
-    token = _scopes.set(_scopes.get() + (counts,))
+    token = _scopes.set((*_scopes.get(), counts))
     try:
         yield counts
     finally:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import litellm
+
 __all__ = ["EMPTY_REPLY_MESSAGE", "check_reply"]
 
 EMPTY_REPLY_MESSAGE = "the server sent a reply with no choices (no answer at all)"
@@ -27,8 +29,6 @@ def check_reply(response: Any, model: str | None = None) -> None:
     (responses without a ``choices`` attribute, such as streams, pass)."""
     choices = _choices(response)
     if isinstance(choices, list) and not choices:
-        import litellm
-
         model = str(model or "unknown")
         raise litellm.InternalServerError(
             message=EMPTY_REPLY_MESSAGE, llm_provider=model.split("/", 1)[0], model=model

@@ -19,9 +19,12 @@ import os
 import socket
 from urllib.parse import urlparse
 
+import litellm
+
 from knapsack_dspy.llm.errors import LLMConfigError
 from knapsack_dspy.llm.lm_factory import OPENAI_COMPATIBLE_PROVIDERS, provider_of
-from knapsack_dspy.llm.local_models import LOCAL_MODELS, is_local_model
+from knapsack_dspy.llm.local_models import LOCAL_MODELS, is_local_model, local_model_spec
+from knapsack_dspy.llm.local_weights import check_local_weights
 
 logger = logging.getLogger(__name__)
 
@@ -34,12 +37,9 @@ NEEDS_API_BASE = ("hosted_vllm", "openai_like", "custom_openai", "vllm")
 
 
 def _check_local(model: str, cache_dir=None) -> None:
-    from knapsack_dspy.llm.local_models import local_model_spec
-    from knapsack_dspy.llm.local_weights import check_local_weights
-
     spec = local_model_spec(model)
     try:
-        import xllamacpp  # noqa: F401
+        import xllamacpp  # noqa: F401  (native runtime: imported only to check a local model can run)
     except ImportError:
         raise LLMConfigError(
             f"{model} needs the embedded runtime xllamacpp, which is not installed: {spec.pip_install_all()}"
@@ -52,11 +52,9 @@ def _close_matches(name: str, candidates: list[str]) -> list[str]:
 
 
 def _check_model_name(model: str, bare: str, provider: str, strict: bool) -> None:
-    import litellm
-
     try:
         litellm.get_model_info(model)
-    except Exception:  # noqa: BLE001, S110  (LiteLLM raises several types for an unmapped model)
+    except Exception:  # noqa: BLE001  (LiteLLM raises several types for an unmapped model)
         pass
     else:
         return
@@ -71,8 +69,6 @@ def _check_model_name(model: str, bare: str, provider: str, strict: bool) -> Non
 
 
 def _check_key(model: str, provider: str, api_key: str | None, api_base: str | None) -> None:
-    import litellm
-
     if api_key or (api_base and provider in OPENAI_COMPATIBLE_PROVIDERS):
         return
     try:
@@ -104,8 +100,6 @@ def probe_server(address: str, timeout: float = 3.0) -> None:
 def check_lm_config(model: str, api_base: str | None = None, *, api_key: str | None = None,
                     strict_model: bool = False, probe_timeout: float = 3.0, cache_dir=None) -> None:
     """Raise ``LLMConfigError`` (one-line message) if ``model`` cannot work as configured; see module docstring."""
-    import litellm
-
     litellm.suppress_debug_info = True  # LiteLLM otherwise prints a provider-list banner on lookup failures
 
     if not isinstance(model, str) or not model.strip() or model.strip().endswith("/"):
@@ -118,7 +112,7 @@ def check_lm_config(model: str, api_base: str | None = None, *, api_key: str | N
         bare, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)
     except Exception:  # noqa: BLE001  (LiteLLM's BadRequestError, or anything its parser raises)
         prefix = provider_of(model)
-        known = sorted(str(getattr(p, "value", p)) for p in litellm.provider_list) + ["local"]
+        known = [*sorted(str(getattr(p, "value", p)) for p in litellm.provider_list), "local"]
         suggestions = _close_matches(prefix, known)
         hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
         local = ", ".join(spec.model for spec in LOCAL_MODELS.values())

@@ -19,8 +19,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import dspy
+
+from knapsack_dspy.llm.cache import key_cache_on_endpoint
+from knapsack_dspy.llm.call_counter import install_call_counter
 from knapsack_dspy.llm.errors import LLMConfigError
 from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
+from knapsack_dspy.llm.local_provider import register_local_provider
 
 DEFAULT_TIMEOUT_S = 120.0
 LOCAL_DEFAULT_TIMEOUT_S = 600.0  # of generation (see local_provider)
@@ -59,11 +64,6 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
 
     Nothing is contacted here; call ``check_lm_config`` first for early, clear configuration errors.
     """
-    import dspy
-
-    from knapsack_dspy.llm.cache import key_cache_on_endpoint
-    from knapsack_dspy.llm.call_counter import install_call_counter
-
     if not isinstance(model, str) or not model.strip():
         raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
     model = model.strip()
@@ -77,8 +77,6 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
         timeout = LOCAL_DEFAULT_TIMEOUT_S if is_local_model(model) else DEFAULT_TIMEOUT_S
     if is_local_model(model):
         local_model_spec(model)  # unknown local name -> LLMConfigError now, not at the first call
-        from knapsack_dspy.llm.local_provider import register_local_provider
-
         register_local_provider()
     install_call_counter()
     if cache:

@@ -20,6 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from knapsack_dspy.llm.errors import LLMError
+from knapsack_dspy.llm.local_models import local_model_spec, local_n_ctx
+from knapsack_dspy.llm.local_server import LocalServer, _default_batch_threads, _default_threads
+from knapsack_dspy.llm.local_weights import ensure_local_weights
+
 
 def _synthetic_prompt(server, target_tokens: int) -> list[dict]:
     rows = [f"| {2000 + i} | revenue {4100 + 37 * i:,} | cost {2900 + 23 * i:,} | margin {12 + i % 7}.{i % 10}% |"
@@ -36,10 +41,6 @@ def _synthetic_prompt(server, target_tokens: int) -> list[dict]:
 
 def measure(model: str, prompt_tokens: int = 1500, max_tokens: int = 128, cache_dir: str | None = None,
             measure_join: bool = True) -> dict:
-    from knapsack_dspy.llm.local_models import local_model_spec, local_n_ctx
-    from knapsack_dspy.llm.local_server import LocalServer, _default_batch_threads, _default_threads
-    from knapsack_dspy.llm.local_weights import ensure_local_weights
-
     spec = local_model_spec(model)
     report: dict = {"model": spec.model, "size_bytes": spec.size}
     if measure_join:
@@ -78,8 +79,6 @@ def measure(model: str, prompt_tokens: int = 1500, max_tokens: int = 128, cache_
 
 
 def main(argv: list[str] | None = None) -> int:
-    import knapsack_dspy  # noqa: F401  (offline defaults)
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="local/qwen2.5-coder-0.5b-instruct")
     parser.add_argument("--prompt-tokens", type=int, default=1500)
@@ -87,8 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=None, help="project cache (default $KDSPY_CACHE_DIR or ~/.cache/...)")
     parser.add_argument("--skip-join", action="store_true", help="do not time a fresh join")
     args = parser.parse_args(argv)
-    from knapsack_dspy.llm.errors import LLMError
-
     try:
         report = measure(args.model, args.prompt_tokens, args.max_tokens, args.cache_dir, not args.skip_join)
     except LLMError as exc:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from knapsack_dspy.llm.errors import LLMConfigError
+
 LOCAL_PROVIDER = "local"
 DEFAULT_LOCAL_MODEL = "local/qwen2.5-coder-1.5b-instruct"
 N_CTX_ENV = "KDSPY_LOCAL_N_CTX"
@@ -86,8 +88,6 @@ def is_local_model(model: str) -> bool:
 
 def local_model_spec(model: str) -> LocalModelSpec:
     """The spec of ``local/<name>`` or ``<name>``; ``LLMConfigError`` naming the known models otherwise."""
-    from knapsack_dspy.llm.errors import LLMConfigError
-
     name = model.split("/", 1)[1] if is_local_model(model) else model
     try:
         return LOCAL_MODELS[name]
@@ -98,8 +98,6 @@ def local_model_spec(model: str) -> LocalModelSpec:
 
 def local_n_ctx() -> int:
     """The context size the local server is started with: ``$KDSPY_LOCAL_N_CTX`` or 4096."""
-    from knapsack_dspy.llm.errors import LLMConfigError
-
     raw = os.environ.get(N_CTX_ENV, "").strip()
     if not raw:
         return DEFAULT_N_CTX

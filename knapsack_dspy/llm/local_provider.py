@@ -16,11 +16,17 @@ interrupted); ``max_tokens`` bounds the rest.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
 from typing import Any
 
+import litellm
+from litellm import CustomLLM
+from litellm.utils import custom_llm_setup
+
+from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.errors import LLMError
 from knapsack_dspy.llm.local_models import LOCAL_PROVIDER
 from knapsack_dspy.llm.local_server import text_messages
@@ -73,8 +79,6 @@ def stopped_by_time_limit(result: dict, request: dict) -> bool:
 
 
 def _raise_server_error(result: dict, model: str) -> None:
-    import litellm
-
     error = result.get("error") or {}
     message = error.get("message") if isinstance(error, dict) else str(error)
     code = error.get("code") if isinstance(error, dict) else None
@@ -88,8 +92,6 @@ def _raise_server_error(result: dict, model: str) -> None:
 
 
 def _fill_response(model_response, results: list[dict], model: str):
-    import litellm
-
     choices = []
     prompt_tokens = completion_tokens = 0
     for index, result in enumerate(results):
@@ -110,19 +112,13 @@ def _fill_response(model_response, results: list[dict], model: str):
 
 def _local_model_error(exc: Exception, model: str):
     """A configuration problem (weights missing, runtime absent) as a non-retryable LiteLLM error."""
-    import litellm
-
     return litellm.BadRequestError(message=f"local model {model}: {exc}", model=model, llm_provider=LOCAL_PROVIDER)
 
 
 def _complete(model: str, messages: list, optional_params: dict, model_response, api_base: str | None,
               timeout=None):
-    import litellm
-
-    from knapsack_dspy.llm.local_server import get_local_server
-
     try:
-        server = get_local_server(f"{LOCAL_PROVIDER}/{model}")
+        server = local_server.get_local_server(f"{LOCAL_PROVIDER}/{model}")
         request = build_request(messages, optional_params)
     except (LLMError, ValueError, TypeError) as exc:
         raise _local_model_error(exc, model) from exc
@@ -144,48 +140,35 @@ def _complete(model: str, messages: list, optional_params: dict, model_response,
     return _fill_response(model_response, results, model)
 
 
-def _make_handler_class():
-    from litellm import CustomLLM
+class LocalLLM(CustomLLM):
+    """LiteLLM handler of provider ``local`` (see the module docstring)."""
 
-    class LocalLLM(CustomLLM):
-        """LiteLLM handler of provider ``local`` (see the module docstring)."""
+    def completion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
+                   encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
+                   logger_fn=None, headers=None, timeout=None, client=None):
+        return _complete(model, messages, optional_params, model_response, api_base, timeout)
 
-        def completion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
-                       encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
-                       logger_fn=None, headers=None, timeout=None, client=None):
-            return _complete(model, messages, optional_params, model_response, api_base, timeout)
-
-        async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
-                              encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
-                              logger_fn=None, headers=None, timeout=None, client=None):
-            # The model runs on this process's CPU: hand the blocking call to a worker thread.
-            import asyncio
-
-            return await asyncio.to_thread(_complete, model, messages, optional_params, model_response, api_base,
-                                           timeout)
-
-    return LocalLLM
+    async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
+                          encoding, api_key, logging_obj, optional_params, acompletion=None, litellm_params=None,
+                          logger_fn=None, headers=None, timeout=None, client=None):
+        # The model runs on this process's CPU: hand the blocking call to a worker thread.
+        return await asyncio.to_thread(_complete, model, messages, optional_params, model_response, api_base,
+                                       timeout)
 
 
 def register_local_provider() -> None:
     """Register provider ``local`` with LiteLLM (idempotent, thread-safe; loads no model)."""
     global _handler
-    import litellm
-
     with _register_lock:
         if _handler is None:
-            _handler = _make_handler_class()()
+            _handler = LocalLLM()
         entries = [e for e in litellm.custom_provider_map if e.get("provider") == LOCAL_PROVIDER]
         if not entries:
             litellm.custom_provider_map.append({"provider": LOCAL_PROVIDER, "custom_handler": _handler})
         elif entries[0]["custom_handler"] is not _handler:
             logger.warning("LiteLLM provider %r is already registered by someone else; keeping theirs", LOCAL_PROVIDER)
-        from litellm.utils import custom_llm_setup
-
         custom_llm_setup()
 
 
 def is_local_provider_registered() -> bool:
-    import litellm
-
     return any(e.get("provider") == LOCAL_PROVIDER for e in litellm.custom_provider_map)

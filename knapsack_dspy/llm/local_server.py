@@ -23,8 +23,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from knapsack_dspy import config
 from knapsack_dspy.llm.errors import LocalModelError
 from knapsack_dspy.llm.local_models import LocalModelSpec, local_model_spec, local_n_ctx
+from knapsack_dspy.llm.local_weights import ensure_local_weights
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +113,7 @@ class LocalServer:
         if self._server is not None:
             return self
         try:
-            import xllamacpp
+            import xllamacpp  # the native runtime (and libgomp) loads only when a local model is served
         except ImportError as exc:
             raise LocalModelError(
                 f"the local model runtime is not installed (xllamacpp); {self.spec.pip_install_all()}") from exc
@@ -179,9 +181,6 @@ _servers_lock = threading.Lock()
 
 def get_local_server(model: str, cache_dir: str | os.PathLike | None = None, *, start: bool = True) -> LocalServer:
     """The process-wide server of ``local/<name>`` (joining its weights and loading it on first use)."""
-    from knapsack_dspy import config
-    from knapsack_dspy.llm.local_weights import ensure_local_weights
-
     spec = local_model_spec(model)
     key = (spec.name, str(config.cache_dir(cache_dir)))
     with _servers_lock:

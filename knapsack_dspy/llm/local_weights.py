@@ -22,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
+from knapsack_dspy import config
 from knapsack_dspy.llm.errors import LocalModelError
 from knapsack_dspy.llm.local_models import LocalModelSpec, local_model_spec
 
@@ -41,8 +44,6 @@ def _spec(model: str | LocalModelSpec) -> LocalModelSpec:
 
 def model_file_path(model: str | LocalModelSpec, cache_dir: str | os.PathLike | None = None) -> Path:
     """Where the joined GGUF file of ``model`` lives (it may not exist yet)."""
-    from knapsack_dspy import config
-
     spec = _spec(model)
     return config.cache_dir(cache_dir) / "models" / f"{spec.name}.gguf"
 
@@ -174,8 +175,6 @@ def ensure_local_weights(model: str | LocalModelSpec, cache_dir: str | os.PathLi
 
     Fast path (no lock, no hashing) when the file was verified before and is unchanged.
     """
-    from filelock import FileLock, Timeout
-
     spec = _spec(model)
     target = model_file_path(spec, cache_dir)
     if _marker_matches(target, spec):

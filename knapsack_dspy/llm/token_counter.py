@@ -18,11 +18,18 @@ local models, or ``None`` when unknown.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
 from typing import Any
 
+import diskcache
+import litellm
+
+from knapsack_dspy import config
+from knapsack_dspy.llm import local_server
+from knapsack_dspy.llm.errors import LLMConfigError
 from knapsack_dspy.llm.local_models import is_local_model, local_context_window, local_model_spec
 from knapsack_dspy.memo import BoundedMemo
 
@@ -81,8 +88,6 @@ class LiteLLMTokenCounter(TokenCounter):
     """``litellm.token_counter`` with the model's tiktoken encoding, or ``cl100k_base`` as an offline fallback."""
 
     def __init__(self, model: str, cache_size: int = DEFAULT_CACHE_SIZE):
-        import litellm
-
         try:
             bare, provider, _, _ = litellm.get_llm_provider(model)
         except Exception:  # noqa: BLE001  (an unparseable model string: count with the fallback)
@@ -94,7 +99,7 @@ class LiteLLMTokenCounter(TokenCounter):
             self._kwargs: dict[str, Any] = {"model": bare}
             self.exact = True
         else:
-            from litellm.litellm_core_utils.default_encoding import encoding
+            from litellm.litellm_core_utils.default_encoding import encoding  # reads tiktoken's tables
 
             self._kwargs = {"custom_tokenizer": {"type": "openai_tokenizer", "tokenizer": encoding}}
             self.exact = False
@@ -102,13 +107,9 @@ class LiteLLMTokenCounter(TokenCounter):
                            model, encoding.name)
 
     def _count_messages(self, messages: list[dict]) -> int:
-        import litellm
-
         return litellm.token_counter(messages=messages, **self._kwargs)
 
     def _count_text(self, text: str) -> int:
-        import litellm
-
         if not text:
             return 0
         return litellm.token_counter(text=text, count_response_tokens=True, **self._kwargs)
@@ -125,26 +126,18 @@ class LocalTokenCounter(TokenCounter):
 
     def _get_server(self):
         if self._server is None:
-            from knapsack_dspy.llm.local_server import get_local_server
-
-            self._server = get_local_server(self.model, self._cache_dir)
+            self._server = local_server.get_local_server(self.model, self._cache_dir)
         return self._server
 
     def _disk(self):
         """Counts persist across processes (a count is a pure function of the verified weights' tokenizer and
         the messages), so a re-run compiles without asking the model server again."""
         if getattr(self, "_disk_cache", None) is None:
-            import diskcache
-
-            from knapsack_dspy import config
-
             root = config.cache_dir(self._cache_dir) / "token_counts" / self.model.replace("/", "_")
             self._disk_cache = diskcache.Cache(str(root), size_limit=2**28)
         return self._disk_cache
 
     def _count_messages(self, messages: list[dict]) -> int:
-        import hashlib
-
         key = hashlib.sha256(_messages_key(messages).encode()).hexdigest()
         cached = self._disk().get(key)
         if cached is not None:
@@ -159,8 +152,6 @@ class LocalTokenCounter(TokenCounter):
 
 
 def _model_info(model: str) -> dict | None:
-    import litellm
-
     try:
         return dict(litellm.get_model_info(model))
     except Exception:  # noqa: BLE001  (unmapped model: the context window is unknown)
@@ -188,8 +179,6 @@ _counters_lock = threading.Lock()
 def get_token_counter(model: str) -> TokenCounter:
     """The shared ``TokenCounter`` of ``model`` (a LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or
     ``local/qwen2.5-coder-1.5b-instruct``). Local models are loaded on the first count, not here."""
-    from knapsack_dspy.llm.errors import LLMConfigError
-
     if not isinstance(model, str) or not model.strip():
         raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
     model = model.strip()

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import dspy
+
 from knapsack_dspy.llm.call_counter import (
     CallCounts,
     cache_hit_count,
@@ -118,8 +120,6 @@ class UsageLedger:
 
     def call(self, program: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run ``program(*args, **kwargs)`` and record what it cost. Exceptions are recorded and re-raised."""
-        import dspy
-
         install_call_counter()
         started = time.perf_counter()
         prediction = None

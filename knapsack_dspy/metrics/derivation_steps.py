@@ -2,12 +2,12 @@
 
 ``"(44.1-56.7)/56.7"`` -> ``[Step("subtract", ("44.1", "56.7")), Step("divide", ("#0", "56.7"))]``.
 
-The derivation is rewritten (number literals -> placeholder names, ``[ ]`` -> ``( )``, ``x`` / ``×`` -> ``*``,
-``÷`` -> ``/``, currency signs dropped) and parsed with :mod:`ast` in expression mode. Steps come out in
-evaluation order (post-order, left operand first), each binary ``+ - * /`` becoming ``add subtract multiply
-divide`` with ``#k`` naming the result of step ``k``. A minus sign on a literal is part of the number
-(``"-27,603"``); a minus on a sub-expression is ``multiply(#k, -1)`` (FinQA's ``const_m1``). ``a + b + c``
-becomes two ``add`` steps, as in FinQA programs.
+The derivation is parsed by the data layer's parser (:func:`knapsack_dspy.data.tatqa_derivation.parse_expression`).
+Steps come out in evaluation order (post-order, left operand first), each binary ``+ - * /`` becoming ``add
+subtract multiply divide`` with ``#k`` naming the result of step ``k``. A minus sign on a literal is part of
+the number (``"-27,603"``), and so is a lone parenthesised number, an accounting negative (``"-114 - (71)"``
+-> ``subtract(-114, -71)``); a minus on a sub-expression is ``multiply(#k, -1)`` (FinQA's ``const_m1``).
+``a + b + c`` becomes two ``add`` steps, as in FinQA programs.
 
 Literal arguments are canonical numbers (thousands separators dropped, ``"5,829.0"`` -> ``"5829"``), keeping
 a ``%`` (``"1.5%"``); a scale word after a literal (``"1.5 million"``) multiplies it. A derivation that is
@@ -17,19 +17,13 @@ one number yields no steps. Anything else (``"2019##2018"``, words, ``**``) rais
 from __future__ import annotations
 
 import ast
-import re
 
+from knapsack_dspy.data.tatqa_derivation import parse_expression
 from knapsack_dspy.execution.finqa_dsl import Step
 
 __all__ = ["canonical_number", "derivation_to_steps"]
 
-_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
-_LITERAL = re.compile(
-    r"(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:\s*(?P<percent>%))?"
-    r"(?:\s*(?P<scale>thousand|million|billion)s?\b)?", re.IGNORECASE)
-_TIMES = re.compile(r"(?<=[\w)])\s*[xX×]\s*(?=[\w(])")
 _OPERATORS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
-_MAX_LENGTH = 10_000
 
 
 def canonical_number(value: float) -> str:
@@ -42,13 +36,6 @@ def canonical_number(value: float) -> str:
     return text
 
 
-def _literal_text(match: re.Match) -> str:
-    value = float(match.group("number").replace(",", ""))
-    if match.group("scale"):
-        value *= _SCALES[match.group("scale").lower()]
-    return canonical_number(value) + ("%" if match.group("percent") else "")
-
-
 def _negated(text: str) -> str:
     return text[1:] if text.startswith("-") else ("-" + text if text != "0" else text)
 
@@ -58,35 +45,16 @@ def derivation_to_steps(derivation: str) -> list[Step]:
     not arithmetic over numbers."""
     if not isinstance(derivation, str):
         raise TypeError(f"a derivation is a string, got {type(derivation).__name__}")
-    if not derivation.strip():
-        raise ValueError("empty derivation")
-    if len(derivation) > _MAX_LENGTH:
-        raise ValueError(f"derivation is too long ({len(derivation)} characters)")
-    if "#" in derivation:  # "2019##2018" lists values; "#" would also start a Python comment
-        raise ValueError(f"not an arithmetic derivation: {derivation!r}")
-    literals: dict[str, str] = {}
-
-    def to_name(match: re.Match) -> str:
-        name = f"_n{len(literals)}"
-        literals[name] = _literal_text(match)
-        return f" {name} "
-
-    text = re.sub(r"[$€£¥]", "", derivation)
-    text = text.replace("\u2212", "-").replace("\u2013", "-").replace("[", "(").replace("]", ")")
-    text = text.replace("÷", "/").replace("×", "*")
-    text = _LITERAL.sub(to_name, text)
-    text = _TIMES.sub(" * ", text)
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        raise ValueError(f"not an arithmetic derivation: {derivation!r}") from None
+    parsed = parse_expression(derivation)
+    literals = {name: canonical_number(number.number * number.scale_factor) + ("%" if number.percent else "")
+                for name, number in parsed.literals.items()}
     steps: list[Step] = []
 
     def visit(node: ast.AST) -> str:
-        if isinstance(node, ast.Name) and node.id in literals:
+        if isinstance(node, ast.Name):
             return literals[node.id]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            inner_is_literal = isinstance(node.operand, ast.Name) and node.operand.id in literals
+        if isinstance(node, ast.UnaryOp):
+            inner_is_literal = isinstance(node.operand, ast.Name)
             value = visit(node.operand)
             if isinstance(node.op, ast.UAdd):
                 return value
@@ -94,12 +62,10 @@ def derivation_to_steps(derivation: str) -> list[Step]:
                 return _negated(value)
             steps.append(Step("multiply", (value, "-1")))
             return f"#{len(steps) - 1}"
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            left = visit(node.left)
-            right = visit(node.right)
-            steps.append(Step(_OPERATORS[type(node.op)], (left, right)))
-            return f"#{len(steps) - 1}"
-        raise ValueError(f"not an arithmetic derivation: {derivation!r} (unexpected {type(node).__name__})")
+        left = visit(node.left)
+        right = visit(node.right)
+        steps.append(Step(_OPERATORS[type(node.op)], (left, right)))
+        return f"#{len(steps) - 1}"
 
-    visit(tree.body)
+    visit(parsed.body)
     return steps

@@ -171,7 +171,7 @@ class _GoldProgram:
     """The gold side of ``equal_program``: its symbol table and simplified expression (computed once)."""
 
     def __init__(self, tokens: list[str]):
-        from sympy import simplify
+        from sympy import simplify  # heavy; only program accuracy needs it
 
         self.symbols: dict[str, str] = {}
         self.steps: dict[int, tuple[str, str, str, str]] = {}
@@ -207,7 +207,7 @@ class _GoldProgram:
         """:meth:`matches` with the bounds made visible: the cheap checks first (structure, arguments that
         are gold arguments, references backwards: any failure is ``equal=False``), then the size bounds
         (``equal=None``, ``skipped`` says why), then sympy."""
-        from sympy import simplify
+        from sympy import simplify  # heavy; only program accuracy needs it
 
         if self.skipped:
             return ProgramCheck(None, self.skipped)

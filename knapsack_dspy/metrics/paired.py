@@ -40,7 +40,7 @@ class PairedComparison:
 
 def mcnemar_exact_p(wins: int, losses: int) -> float:
     """Two-sided exact McNemar p-value: the discordant questions split as a fair coin would split them."""
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest  # heavy; kdspy score never needs it
 
     if wins < 0 or losses < 0:
         raise ValueError(f"counts must be non-negative, got {wins}, {losses}")

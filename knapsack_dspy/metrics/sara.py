@@ -34,6 +34,7 @@ from knapsack_dspy.metrics.errors import ScoringInputError
 from knapsack_dspy.metrics.intervals import Estimate, proportion_estimate
 from knapsack_dspy.metrics.json_files import read_json_file
 from knapsack_dspy.metrics.json_files import short_repr as _preview
+from knapsack_dspy.numbers import number_text
 
 __all__ = ["LABELS", "SaraCaseScore", "SaraResult", "evaluate_sara", "load_sara_gold", "load_sara_predictions",
            "parse_dollars", "score_sara_files", "score_sara_prediction", "within_authors_rule",
@@ -51,16 +52,9 @@ def parse_dollars(value) -> float | None:
     """A dollar amount from a number or a string such as ``"$15,037"``, ``"15037"``, ``"15037.0"``,
     ``"-$250"``, ``"$ 1,000.50"``, ``"12 dollars"``; ``None`` when it is not one amount (booleans, words,
     several numbers, NaN / infinity)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        try:
-            return float(value) if math.isfinite(value) else None
-        except OverflowError:  # an int beyond the float range
-            return None
-    if not isinstance(value, str):
-        return None
-    text = value.strip().replace("\u2212", "-")
+    text = number_text(value)
+    if not isinstance(text, str):
+        return text
     match = _AMOUNT.match(text)
     if not match or (match.group("sign") and match.group("sign2")):
         return None

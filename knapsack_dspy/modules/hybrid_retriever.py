@@ -29,6 +29,8 @@ from collections.abc import Sequence
 import dspy
 import numpy as np
 
+from knapsack_dspy.data.rendering import render_table
+from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.retrieval.ranking import rank_indices, top_n_in_order
 from knapsack_dspy.retrieval.table_rows import header_row_count, row_text
 
@@ -93,8 +95,6 @@ class HybridRetriever(dspy.Module):
     @property
     def embedder(self):
         if self._embedder is None:
-            from knapsack_dspy.embeddings import TextEmbedder
-
             self._embedder = TextEmbedder()
         return self._embedder
 
@@ -160,8 +160,6 @@ class HybridRetriever(dspy.Module):
     def forward(self, question: str, table=None, paragraphs=None) -> dspy.Prediction:
         if not isinstance(question, str):
             raise TypeError(f"HybridRetriever: 'question' must be a string, got {type(question).__name__}")
-        from knapsack_dspy.data.rendering import render_table
-
         rows = _check_table(table)
         texts = _check_paragraphs(paragraphs)
         paragraph_ids = self.select_paragraphs(question, texts)

@@ -8,7 +8,8 @@ answerer gives Entailment / Contradiction or a dollar amount.
 
 Both honour the compile contract of ``KnapsackFewShot`` (``render_demo``, ``prompt_inputs``,
 ``demo_signature``) and carry their own construction spec in the saved JSON, so ``load_program(path)``
-rebuilds the right pipeline before loading its state.
+rebuilds the right pipeline before loading its state. The selection settings are saved once, with the
+``SelectExemplars`` state (its ``SelectionConfig``), not in the spec.
 """
 
 from __future__ import annotations
@@ -22,15 +23,35 @@ from pathlib import Path
 import dspy
 from dspy.predict.parameter import Parameter
 
+from knapsack_dspy.embeddings import TextEmbedder
+from knapsack_dspy.file_limits import GZIP_ERRORS, read_json
+from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
+from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.memo import BoundedMemo
 from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
+from knapsack_dspy.modules.solvers import make_document_solver, make_statute_solver
+from knapsack_dspy.modules.statute_retriever import StatuteRetriever
+from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 
 DOCUMENT_PIPELINES = ("pot", "finqa_pot", "cot", "few_shot", "zero_shot")
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
-SPEC_VERSION = 1
+SPEC_VERSION = 2
+# Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.
+_VERSION_1_SELECTION_KEYS = ("selector", "max_exemplars", "attributes")
+#: StatuteQA's selection unless told otherwise: two nearest statutes' cases, no attribute templates.
+STATUTE_SELECTION = SelectionConfig(selector="kate", max_exemplars=2, attributes=())
 _rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
+
+
+def spec_of_state(state) -> dict:
+    """The constructor arguments a saved spec holds (a version-1 spec's selection settings dropped: the
+    ``SelectExemplars`` state has them)."""
+    if not isinstance(state, dict) or state.get("version") not in (1, SPEC_VERSION):
+        raise ValueError(f"unsupported pipeline spec: {state!r}")
+    dropped = _VERSION_1_SELECTION_KEYS if state["version"] == 1 else ()
+    return {k: v for k, v in state.items() if k != "version" and k not in dropped}
 
 
 class PipelineSpec(Parameter):
@@ -43,9 +64,7 @@ class PipelineSpec(Parameter):
         return {"version": SPEC_VERSION, **self.spec}
 
     def load_state(self, state):
-        if not isinstance(state, dict) or state.get("version") != SPEC_VERSION:
-            raise ValueError(f"unsupported pipeline spec: {state!r}")
-        self.spec = {k: v for k, v in state.items() if k != "version"}
+        self.spec = spec_of_state(state)
         return self
 
     def reset(self):
@@ -63,13 +82,11 @@ class _Pipeline(dspy.Module):
 
     @property
     def model(self) -> str:
-        return self.spec.spec.get("model") or "local/qwen2.5-coder-1.5b-instruct"
+        return self.spec.spec.get("model") or DEFAULT_LOCAL_MODEL
 
     @property
     def token_counter(self):
         if self._token_counter is None:
-            from knapsack_dspy.llm import get_token_counter
-
             self._token_counter = get_token_counter(self.select.token_model or self.model)
         return self._token_counter
 
@@ -129,13 +146,18 @@ class _Pipeline(dspy.Module):
         """What the bench passes to ``forward`` for an example (inputs + ids + gold attributes for oracles)."""
         inputs = {k: example.get(k) for k in ("question", "table", "paragraphs")}
         inputs.update(id=example.get("id"), doc_id=example.get("doc_id"))
-        if self.select.attribute_source == "gold":
-            inputs.update({a: example.get(a) for a in self.select.attributes})
+        inputs.update(self._gold_attributes(example))
         return inputs
+
+    def _gold_attributes(self, example) -> dict:
+        """The example's gold attribute values when selection aims at them (oracle runs), else nothing."""
+        if self.select.attribute_source != "gold":
+            return {}
+        return {a: example.get(a) for a in self.select.config.attributes}
 
     def select_for(self, example) -> dict:
         """Selection only (no LM): the selection info for one example."""
-        attrs = {a: example.get(a) for a in self.select.attributes} if self.select.attribute_source == "gold" else {}
+        attrs = self._gold_attributes(example)
         return self._select(self._retrieved(example), example["question"], example.get("table"),
                             example.get("paragraphs"), example.get("id"), example.get("doc_id"), attrs).selection
 
@@ -162,23 +184,21 @@ class _Pipeline(dspy.Module):
 
 class DocumentQA(_Pipeline):
     """Questions over a table + text. ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
-    cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos)."""
+    cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos).
 
-    def __init__(self, pipeline: str = "pot", selector: str = "seer", max_exemplars: int = 4,
-                 top_n_paragraphs: int | None = 3, attributes=("modality",), model: str | None = None,
-                 embedder=None, token_counter=None, select_kwargs: Mapping | None = None, **_ignored):
+    ``selection``: the ``SelectionConfig`` (default: ``SelectionConfig()``); keyword arguments replace single
+    settings of it (``selector="kate"``, ``max_exemplars=2``, ...); any other keyword is an error."""
+
+    def __init__(self, pipeline: str = "pot", top_n_paragraphs: int | None = 3, model: str | None = None,
+                 embedder=None, token_counter=None, selection: SelectionConfig | None = None, **selection_settings):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
-        super().__init__({"kind": "document", "pipeline": pipeline, "selector": selector,
-                          "max_exemplars": max_exemplars, "top_n_paragraphs": top_n_paragraphs,
-                          "attributes": list(attributes), "model": model}, token_counter)
-        from knapsack_dspy.embeddings import TextEmbedder
-        from knapsack_dspy.modules.solvers import make_document_solver
-
+        config = _selection(type(self).__name__, selection or SelectionConfig(), selection_settings)
+        super().__init__({"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs,
+                          "model": model}, token_counter)
         embedder = embedder or TextEmbedder()  # one embedder (and cache) for retrieval and selection
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
-        self.select = SelectExemplars(selector=selector, max_exemplars=max_exemplars, attributes=attributes,
-                                      embedder=embedder, **dict(select_kwargs or {}))
+        self.select = SelectExemplars(config, embedder=embedder)
         self.solve = make_document_solver(pipeline)
 
     def render_demo(self, example) -> dict:
@@ -212,23 +232,21 @@ class DocumentQA(_Pipeline):
 
 
 class StatuteQA(_Pipeline):
-    """SARA: statute retrieval by the question's citation (``retrieval`` strategy), then the answerer."""
+    """SARA: statute retrieval by the question's citation (``retrieval`` strategy), then the answerer.
 
-    def __init__(self, pipeline: str = "cot", retrieval: str = "mentioned_only", selector: str = "kate",
-                 max_exemplars: int = 2, model: str | None = None, embedder=None, token_counter=None,
-                 attributes=(), select_kwargs: Mapping | None = None, data_dir=None, **_ignored):
+    ``selection``: the ``SelectionConfig`` (default: ``STATUTE_SELECTION``, KATE with two exemplars); keyword
+    arguments replace single settings of it; any other keyword is an error."""
+
+    def __init__(self, pipeline: str = "cot", retrieval: str = "mentioned_only", model: str | None = None,
+                 embedder=None, token_counter=None, data_dir=None, selection: SelectionConfig | None = None,
+                 **selection_settings):
         if pipeline not in STATUTE_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for statutes; choose from {STATUTE_PIPELINES}")
-        super().__init__({"kind": "statute", "pipeline": pipeline, "retrieval": retrieval, "selector": selector,
-                          "max_exemplars": max_exemplars, "attributes": list(attributes), "model": model},
+        config = _selection(type(self).__name__, selection or STATUTE_SELECTION, selection_settings)
+        super().__init__({"kind": "statute", "pipeline": pipeline, "retrieval": retrieval, "model": model},
                          token_counter)
-        from knapsack_dspy.modules.solvers import make_statute_solver
-        from knapsack_dspy.modules.statute_retriever import StatuteRetriever
-
         self.retrieve = StatuteRetriever(strategy=retrieval, data_dir=data_dir, no_citation="all")
-        self.select = SelectExemplars(selector=selector, max_exemplars=max_exemplars, attributes=attributes,
-                                      attribute_source="none" if not attributes else None, embedder=embedder,
-                                      **dict(select_kwargs or {}))
+        self.select = SelectExemplars(config, embedder=embedder)
         self.solve = make_statute_solver(pipeline)
 
     def _retrieved(self, example: Mapping) -> dict:
@@ -242,15 +260,24 @@ class StatuteQA(_Pipeline):
         return {"question": question}
 
 
-def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", **kwargs) -> _Pipeline:
-    """The pipeline for a dataset: ``StatuteQA`` for SARA, ``DocumentQA`` otherwise (FinQA: ``pot`` uses the
-    FinQA DSL)."""
+def _selection(owner: str, config: SelectionConfig, settings: Mapping) -> SelectionConfig:
+    """``config`` with ``settings`` in place; an unknown keyword is reported as ``owner``'s."""
+    try:
+        return config.with_settings(**settings)
+    except SelectionConfigError as exc:
+        raise SelectionConfigError(f"{owner}: {exc}") from None
+
+
+def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: str | None = None,
+                   top_n_paragraphs: int | None = 3, **kwargs) -> _Pipeline:
+    """The pipeline for a dataset: ``StatuteQA`` for SARA (``retrieval``: its statute strategy, default
+    mentioned_only), ``DocumentQA`` otherwise (``top_n_paragraphs``; FinQA: ``pot`` uses the FinQA DSL). Other
+    keywords go to the pipeline (``selection=``, selection settings, ``model``, ``embedder``, ...)."""
     if dataset == "sara":
-        return StatuteQA(pipeline=pipeline, **{k: v for k, v in kwargs.items() if v is not None or k == "model"})
+        return StatuteQA(pipeline=pipeline, retrieval=retrieval or "mentioned_only", **kwargs)
     if dataset in ("finqa", "finqa_cases") and pipeline == "pot":
         pipeline = "finqa_pot"
-    kwargs.pop("retrieval", None)
-    return DocumentQA(pipeline=pipeline, **kwargs)
+    return DocumentQA(pipeline=pipeline, top_n_paragraphs=top_n_paragraphs, **kwargs)
 
 
 def save_program(program: _Pipeline, path: str | Path) -> Path:
@@ -267,8 +294,6 @@ def save_program(program: _Pipeline, path: str | Path) -> Path:
 
 def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeline:
     """Rebuild the pipeline recorded in the program JSON and load its compiled state."""
-    from knapsack_dspy.file_limits import GZIP_ERRORS, read_json
-
     path = Path(path)
     try:
         state = read_json(path)  # bounded: size, nesting (FileLimitError is a ValueError)
@@ -281,7 +306,7 @@ def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeli
     spec = state.get("spec") if isinstance(state, dict) else None
     if not isinstance(spec, dict) or "kind" not in spec:
         raise ValueError("no pipeline spec in this JSON (was it written by 'kdspy compile' / save_program?)")
-    spec = {k: v for k, v in spec.items() if k != "version"}
+    spec = spec_of_state(spec)
     kind = spec.pop("kind")
     cls = StatuteQA if kind == "statute" else DocumentQA
     program = cls(embedder=embedder, token_counter=token_counter, **spec)

@@ -1,8 +1,9 @@
 """``SelectExemplars``: the DSPy module that returns the few-shot demos for one query.
 
-Parameters live in ``__init__`` (scikit-learn style); ``fit`` (called by ``KnapsackFewShot.compile``)
-stores the learned state: the exemplar pool (ids, rendered demos, token costs, attributes, document
-ids, the texts to embed), the attribute classifiers and the selector's own state (e.g. a fixed set).
+Its settings are one frozen ``SelectionConfig`` (``self.config``); ``fit`` (called by ``KnapsackFewShot.compile``
+with the config to fit with) stores the learned state: the exemplar pool (ids, rendered demos, token costs,
+attributes, document ids, the texts to embed), the attribute classifiers and the selector's own state (e.g. a
+fixed set).
 The module is a ``dspy.Parameter``, so ``program.save("x.json")`` / ``program.load(...)`` round-trip that
 state as JSON, without pickle. Embeddings are not saved: they are recomputed from the saved texts
 through the embedding cache (the embedder's model id is saved and checked).
@@ -14,6 +15,7 @@ Demos come least similar first, so the most similar exemplar sits next to the qu
 
 from __future__ import annotations
 
+import copy
 import math
 import threading
 import time
@@ -25,12 +27,13 @@ import numpy as np
 from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.embeddings import TextEmbedder
-from knapsack_dspy.optimizers.attribute_classifier import AttributeClassifier
-from knapsack_dspy.optimizers.exemplar_pool import ExemplarPool, SelectionRequest
-from knapsack_dspy.optimizers.selectors import DEFAULT_ATTRIBUTE_SOURCE, SELECTORS, make_selector
+from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
+from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
+from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
+from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
-STATE_VERSION = 1
-ATTRIBUTE_SOURCES = ("classifier", "gold", "lm", "none")
+STATE_VERSION = 2
 
 
 class NotCompiledError(RuntimeError):
@@ -40,56 +43,24 @@ class NotCompiledError(RuntimeError):
 class SelectExemplars(dspy.Module, Parameter):
     """Select few-shot exemplars for one query.
 
-    Parameters
-    ----------
-    selector: a name from ``knapsack_dspy.optimizers.selectors.SELECTORS`` ("seer", "kate", "random", ...).
-    max_exemplars: M, the most exemplars per prompt.
-    budget: total prompt tokens (None: the model's context window, resolved at compile time).
-    reserve_output_tokens: tokens kept free for the answer.
-    attribute_source: how the query's attributes are predicted: "classifier" (logistic regression on
-        embeddings, trained on the pool), "lm" (in-context prediction), "gold" (labels; oracle runs) or "none".
-    attributes: attributes constrained by SEER's templates, e.g. ("modality",) or ("modality", "answer_type").
-    embed_fields: query / exemplar fields whose text is embedded for similarity.
-    selector_params: extra selector parameters (alpha, beta, knn_k, max_per_doc, core_size, ...).
-    exclude_same_doc: never pick exemplars from the query's own document (no leakage).
-    embedder: a ``TextEmbedder`` (default: all-MiniLM-L6-v2, cached).
+    ``config``: the selection settings (:class:`knapsack_dspy.selection.SelectionConfig`: selector, M,
+    budget, attributes, ...); keyword arguments replace single settings of it
+    (``SelectExemplars(selector="kate", max_exemplars=2)``; an unknown one is an error).
+    ``embedder``: a ``TextEmbedder`` (default: all-MiniLM-L6-v2, cached).
     """
 
-    def __init__(self, selector: str = "seer", max_exemplars: int = 8, budget: int | None = None,
-                 reserve_output_tokens: int = 256, attribute_source: str | None = None,
-                 attributes: Sequence[str] = ("modality",), embed_fields: Sequence[str] = ("question",),
-                 selector_params: Mapping[str, Any] | None = None, exclude_same_doc: bool = True, seed: int = 0,
-                 embedder: TextEmbedder | None = None):
+    def __init__(self, config: SelectionConfig | None = None, *, embedder: TextEmbedder | None = None,
+                 **settings):
         super().__init__()
-        self.selector = selector
-        self.max_exemplars = max_exemplars
-        self.budget = budget
-        self.reserve_output_tokens = reserve_output_tokens
-        self.attribute_source = attribute_source or DEFAULT_ATTRIBUTE_SOURCE.get(selector, "classifier")
-        self.attributes = tuple(attributes)
-        self.embed_fields = tuple(embed_fields)
-        self.selector_params = dict(selector_params or {})
-        self.exclude_same_doc = exclude_same_doc
-        self.seed = seed
+        self.config = (config if config is not None else SelectionConfig()).with_settings(**settings)
         self.embedder = embedder or TextEmbedder()
         self._lock = threading.Lock()
         self._reset_learned()
-        self._validate_params()
 
-    # ---------------------------------------------------------------------------------------------
-    def _validate_params(self):
-        if self.selector not in SELECTORS:
-            raise ValueError(f"unknown selector {self.selector!r}; choose from {', '.join(SELECTORS)}")
-        if self.attribute_source not in ATTRIBUTE_SOURCES:
-            raise ValueError(f"attribute_source must be one of {ATTRIBUTE_SOURCES}, got {self.attribute_source!r}")
-        if not isinstance(self.max_exemplars, int) or isinstance(self.max_exemplars, bool) or self.max_exemplars < 0:
-            raise ValueError(f"max_exemplars must be a non-negative integer, got {self.max_exemplars!r}")
-        if self.budget is not None and (not isinstance(self.budget, int) or self.budget <= 0):
-            raise ValueError(f"budget must be a positive number of tokens or None, got {self.budget!r}")
-        if self.reserve_output_tokens < 0:
-            raise ValueError("reserve_output_tokens must be >= 0")
-        if not self.embed_fields:
-            raise ValueError("embed_fields must name at least one field")
+    @property
+    def attribute_source(self) -> str:
+        """How query attributes are obtained ("classifier", "lm", "gold" or "none"), defaults resolved."""
+        return self.config.resolved_attribute_source
 
     def _reset_learned(self):
         self.pool_ids: list[str] = []
@@ -112,15 +83,11 @@ class SelectExemplars(dspy.Module, Parameter):
     def is_fitted(self) -> bool:
         return bool(self.pool_ids) and self.resolved_budget is not None
 
-    def make_selector(self):
-        params = dict(self.selector_params)
-        params.setdefault("attributes", self.attributes)
-        return make_selector(self.selector, max_exemplars=self.max_exemplars, **params)
-
     # -- compile-time ------------------------------------------------------------------------------
     def query_text(self, fields: Mapping[str, Any]) -> str:
+        """The text embedded for a query or an exemplar: its ``embed_fields``, one per line."""
         parts = []
-        for name in self.embed_fields:
+        for name in self.config.embed_fields:
             value = fields.get(name)
             if value is None:
                 continue
@@ -128,15 +95,19 @@ class SelectExemplars(dspy.Module, Parameter):
         return "\n".join(parts)
 
     def fit(self, pool_examples: Sequence[dspy.Example], demos: Sequence[Mapping], costs: Sequence[float], *,
-            budget: int, token_model: str | None = None, fit_selector_kwargs: Mapping | None = None
-            ) -> SelectExemplars:
-        """Store the pool and learn what selection needs. ``demos[i]`` is ``pool_examples[i]`` rendered in
-        the predictor's fields; ``costs[i]`` its token cost in that prompt."""
+            budget: int, token_model: str | None = None, config: SelectionConfig | None = None,
+            fit_inputs: Mapping | None = None) -> SelectExemplars:
+        """Store the pool and learn what selection needs, with ``config`` (default: the current one).
+        ``demos[i]`` is ``pool_examples[i]`` rendered in the predictor's fields; ``costs[i]`` its token cost in
+        that prompt; ``budget`` the resolved token budget. ``fit_inputs``: what the selector's ``fit`` needs
+        besides the pool (see ``ExemplarSelector.fit_on``)."""
         if not (len(pool_examples) == len(demos) == len(costs)):
             raise ValueError("pool_examples, demos and costs must have the same length")
         if not pool_examples:
             raise ValueError("the exemplar pool is empty")
         with self._lock:
+            if config is not None:
+                self.config = config
             self._reset_learned()
             self.pool_ids = [str(ex.get("id", i)) for i, ex in enumerate(pool_examples)]
             self.demos = [dict(d) for d in demos]
@@ -144,7 +115,7 @@ class SelectExemplars(dspy.Module, Parameter):
             self.doc_ids = [str(ex.get("doc_id", "")) for ex in pool_examples]
             self.embed_texts = [self.query_text(ex) for ex in pool_examples]
             self.programs = [str(ex.get("program") or ex.get("derivation") or "") for ex in pool_examples]
-            for attr in set(self.attributes) | {"modality", "answer_type"}:
+            for attr in set(self.config.attributes) | {"modality", "answer_type"}:
                 values = [ex.get(attr) for ex in pool_examples]
                 if any(v is not None and v != "" for v in values):
                     self.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
@@ -152,17 +123,16 @@ class SelectExemplars(dspy.Module, Parameter):
             self.token_model = token_model
             pool = self._pool()
             if self.attribute_source == "classifier":
-                for attr in self.attributes:
+                for attr in self.config.attributes:
                     if attr in self.pool_attributes:
                         self.classifiers[attr] = AttributeClassifier().fit(pool.embeddings, self.pool_attributes[attr])
             elif self.attribute_source == "lm":
-                from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
-
-                self.lm_attribute_predictor = LMAttributePredictor(self.attributes).fit(pool_examples, pool.embeddings)
-        # Outside the lock: a fixed-set search may run this module (threaded dspy.Evaluate) while fitting.
-        selector = self.make_selector()
+                self.lm_attribute_predictor = LMAttributePredictor(self.config.attributes).fit(pool_examples,
+                                                                                             pool.embeddings)
+            selector = self.config.build_selector()
+        # Outside the lock: a scoring function may LM-evaluate a copy of the program while the selector fits.
         if selector.needs_fit:
-            selector.fit(pool, **dict(fit_selector_kwargs or {}))
+            selector.fit(pool, **dict(fit_inputs or {}))
         with self._lock:
             self.selector_state = selector.get_state()
             self._selector_obj = selector
@@ -181,11 +151,22 @@ class SelectExemplars(dspy.Module, Parameter):
 
     def _selector(self):
         if self._selector_obj is None:
-            selector = self.make_selector()
+            selector = self.config.build_selector()
             selector.set_state(self.selector_state)
             self._selector_obj = selector
         return self._selector_obj
 
+    def show_fixed_set(self, ids: Sequence[str]) -> None:
+        """From now on select exactly the pool exemplars ``ids`` for every query (less the query itself and its
+        document's, cut to the budget): a fixed set. A scoring function rates a candidate set so, on a copy of
+        the program (``KnapsackFewShot``'s LM-scored fixed-set search)."""
+        unknown = [i for i in ids if i not in set(self.pool_ids)]
+        if unknown:
+            raise ValueError(f"show_fixed_set: ids not in the exemplar pool: {unknown[:5]}")
+        with self._lock:
+            self.config = self.config.with_settings(selector=FixedSetSelector.name, selector_params={})
+            self.selector_state = {"fixed_ids": list(ids)}
+            self._selector_obj = None
     def pool(self) -> ExemplarPool:
         """The exemplar pool (embedding it on first use)."""
         with self._lock:
@@ -196,10 +177,10 @@ class SelectExemplars(dspy.Module, Parameter):
         if self.attribute_source == "none":
             return {}
         if self.attribute_source == "gold":
-            missing = [a for a in self.attributes if not fields.get(a)]
+            missing = [a for a in self.config.attributes if not fields.get(a)]
             if missing:
                 raise ValueError(f"attribute_source='gold' needs the query's {missing} (pass them as inputs)")
-            return {a: str(fields[a]) for a in self.attributes}
+            return {a: str(fields[a]) for a in self.config.attributes}
         if self.attribute_source == "lm":
             if self.lm_attribute_predictor is None:
                 raise NotCompiledError("attribute_source='lm' needs the LM attribute predictor set by compile")
@@ -218,14 +199,14 @@ class SelectExemplars(dspy.Module, Parameter):
             selector = self._selector()
         text = self.query_text(fields)
         if not text.strip():
-            raise ValueError(f"the query has no text in {self.embed_fields}")
+            raise ValueError(f"the query has no text in {self.config.embed_fields}")
         embedding = self.embedder.encode([text])[0]
         targets = self.predict_attributes(embedding, fields) if selector.uses_attributes else {}
-        capacity = self.resolved_budget - int(base_tokens) - self.reserve_output_tokens
+        capacity = self.resolved_budget - int(base_tokens) - self.config.reserve_output_tokens
         request = SelectionRequest(embedding=embedding, capacity=float(capacity), target_attributes=targets,
                                    exclude_ids=frozenset([str(id)]) if id is not None else frozenset(),
-                                   doc_id=str(doc_id) if (doc_id is not None and self.exclude_same_doc) else None,
-                                   seed=self.seed, key=text)
+                                   doc_id=str(doc_id) if (doc_id is not None and self.config.exclude_same_doc)
+                                   else None, seed=self.config.seed, key=text)
         selection = selector.select(pool, request)
         info = selection.as_dict(pool)
         info.update(capacity=capacity, base_tokens=int(base_tokens), budget=self.resolved_budget,
@@ -238,11 +219,7 @@ class SelectExemplars(dspy.Module, Parameter):
     def dump_state(self, json_mode=True):
         return {
             "version": STATE_VERSION,
-            "params": {"selector": self.selector, "max_exemplars": self.max_exemplars, "budget": self.budget,
-                       "reserve_output_tokens": self.reserve_output_tokens,
-                       "attribute_source": self.attribute_source, "attributes": list(self.attributes),
-                       "embed_fields": list(self.embed_fields), "selector_params": self.selector_params,
-                       "exclude_same_doc": self.exclude_same_doc, "seed": self.seed},
+            "config": self.config.to_dict(),
             "embedder_model": self.embedder.model_id,
             "token_model": self.token_model,
             "resolved_budget": self.resolved_budget,
@@ -258,19 +235,13 @@ class SelectExemplars(dspy.Module, Parameter):
 
     def load_state(self, state, *, allow_unsafe_lm_state=False):
         _validate_state(state)
-        params = state["params"]
+        try:
+            config = (SelectionConfig.from_dict(state["config"]) if state["version"] == STATE_VERSION
+                      else _config_of_version_1(state["params"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"invalid SelectExemplars state: {exc}") from None
         with self._lock:
-            self.selector = params["selector"]
-            self.max_exemplars = int(params["max_exemplars"])
-            self.budget = params["budget"]
-            self.reserve_output_tokens = int(params["reserve_output_tokens"])
-            self.attribute_source = params["attribute_source"]
-            self.attributes = tuple(params["attributes"])
-            self.embed_fields = tuple(params["embed_fields"])
-            self.selector_params = dict(params["selector_params"])
-            self.exclude_same_doc = bool(params["exclude_same_doc"])
-            self.seed = int(params["seed"])
-            self._validate_params()
+            self.config = config
             if state["embedder_model"] != self.embedder.model_id:
                 self.embedder = TextEmbedder(state["embedder_model"])
             self._reset_learned()
@@ -288,9 +259,7 @@ class SelectExemplars(dspy.Module, Parameter):
             self.selector_state = dict(state.get("selector_state") or {})
             self.compile_report = dict(state.get("compile_report") or {})
             if state.get("lm_attribute_predictor") is not None:
-                from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
-
-                self.lm_attribute_predictor = LMAttributePredictor(self.attributes).set_state(
+                self.lm_attribute_predictor = LMAttributePredictor(config.attributes).set_state(
                     state["lm_attribute_predictor"])
         return self
 
@@ -302,12 +271,10 @@ class SelectExemplars(dspy.Module, Parameter):
     def __deepcopy__(self, memo):
         clone = self.__class__.__new__(self.__class__)
         memo[id(self)] = clone
-        import copy
-
         for key, value in self.__dict__.items():
             if key == "_lock":
                 clone._lock = threading.Lock()
-            elif key in ("embedder", "_pool_obj", "_selector_obj", "lm_attribute_predictor"):
+            elif key in ("config", "embedder", "_pool_obj", "_selector_obj", "lm_attribute_predictor"):
                 setattr(clone, key, value)  # immutable after fit / shared resources
             else:
                 setattr(clone, key, copy.deepcopy(value, memo))
@@ -322,9 +289,10 @@ def _validate_state(state: Any) -> None:
 
     if not isinstance(state, dict):
         fail("not a JSON object")
-    if state.get("version") != STATE_VERSION:
-        fail(f"state version {state.get('version')!r} is not supported (expected {STATE_VERSION})")
-    for key in ("params", "pool", "classifiers", "embedder_model", "resolved_budget"):
+    if state.get("version") not in (1, STATE_VERSION):
+        fail(f"state version {state.get('version')!r} is not supported (expected 1 or {STATE_VERSION})")
+    for key in ("config" if state["version"] == STATE_VERSION else "params", "pool", "classifiers",
+                "embedder_model", "resolved_budget"):
         if key not in state:
             fail(f"missing {key!r}")
     pool = state["pool"]
@@ -343,3 +311,20 @@ def _validate_state(state: Any) -> None:
     budget = state["resolved_budget"]
     if n and (not isinstance(budget, int) or budget <= 0):
         fail(f"resolved_budget must be a positive integer, got {budget!r}")
+
+
+def _config_of_version_1(params: Mapping[str, Any]) -> SelectionConfig:
+    """The ``SelectionConfig`` of a version-1 state (programs saved before ``SelectionConfig``): its
+    ``selector_params`` held every setting the teleprompter passed (alpha, beta, knn_k, max_per_doc, core_size,
+    n_candidates, seed), of which the selector took the ones it declares."""
+    extra = dict(params.get("selector_params") or {})
+    settings = {name: extra.pop(name) for name in SELECTOR_SETTINGS if name in extra}
+    settings.pop("seed", None)  # the selector's compile-time seed; queries were seeded by params["seed"]
+    config = SelectionConfig(selector=params["selector"])
+    declared = set(config.selector_class.param_names())
+    return config.with_settings(
+        max_exemplars=int(params["max_exemplars"]), budget=params.get("budget"),
+        reserve_output_tokens=int(params["reserve_output_tokens"]), attribute_source=params["attribute_source"],
+        attributes=tuple(params["attributes"]), embed_fields=tuple(params["embed_fields"]),
+        exclude_same_doc=bool(params["exclude_same_doc"]), seed=int(params["seed"]),
+        selector_params={k: v for k, v in extra.items() if k in declared}, **settings)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 import dspy
 
+from knapsack_dspy.data import load_statutes
 from knapsack_dspy.retrieval.citations import extract_citations
 from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
 from knapsack_dspy.retrieval.statute_strategies import STRATEGIES, render_subsections, select_statute_text
@@ -35,8 +36,6 @@ NO_CITATION_POLICIES = ("empty", "all")
 def load_statute_corpus(data_dir: str | os.PathLike | None = None) -> StatuteCorpus:
     """Parse the SARA statutes in ``<data dir>/sara/statutes`` (data dir: argument > $KDSPY_DATA_DIR),
     read by ``knapsack_dspy.data.load_statutes`` (raises its ``DataError`` when they are missing)."""
-    from knapsack_dspy.data import load_statutes
-
     return StatuteCorpus.from_texts(load_statutes(data_dir))
 
 

@@ -91,7 +91,7 @@ class StatuteCorpus:
             return None, tuple(labels)
         node = self.statutes[section].root
         for i, label in enumerate(labels):
-            child_id = make_id(section, node.labels + (label,))
+            child_id = make_id(section, (*node.labels, label))
             if child_id not in self.nodes:
                 return node, tuple(labels[i:])
             node = self.nodes[child_id]

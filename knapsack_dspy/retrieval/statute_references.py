@@ -45,7 +45,7 @@ class Reference:
 def _relative_target(corpus: StatuteCorpus, citing: Subsection, level: str,
                      labels: tuple[str, ...]) -> str | None:
     depth = KIND_DEPTH[level]
-    chain = corpus.ancestors(citing.id) + [citing.id]
+    chain = [*corpus.ancestors(citing.id), citing.id]
     # Start from the ancestor just above the referenced level, then walk up.
     start = min(depth - 1, len(chain) - 1)
     for base_id in reversed(chain[: start + 1]):
@@ -61,7 +61,7 @@ def find_references(text: str, citing: Subsection, corpus: StatuteCorpus) -> lis
     refs: list[Reference] = []
     covered: list[tuple[int, int]] = []
     for match in _RELATIVE_RE.finditer(text):
-        groups = [match.group("first")] + re.findall(_GROUP, match.group("more") or "")
+        groups = [match.group("first"), *re.findall(_GROUP, match.group("more") or "")]
         if match.group("of"):
             base, rest = corpus.resolve(match.group("section"), parse_labels(match.group("path") or ""))
             covered.append(match.span("of"))

@@ -345,7 +345,7 @@ def parse_statute(number: str, text: str) -> Statute:
                 next_is_body = True
             else:
                 next_is_body = next_line.label in ("a", "1", "A", "i", "I")
-        labels = parent.labels + (line.label,)
+        labels = (*parent.labels, line.label)
         node_id = make_id(number, labels)
         if node_id in nodes:
             raise StatuteParseError(

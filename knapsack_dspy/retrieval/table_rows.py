@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knapsack_dspy.execution.table_headers import MAX_HEADER_ROWS, header_row_count
+from knapsack_dspy.table_headers import MAX_HEADER_ROWS, header_row_count
 
 __all__ = ["MAX_HEADER_ROWS", "header_row_count", "row_text"]
 

@@ -18,7 +18,7 @@ import json
 import math
 import re
 
-from knapsack_dspy.data.numbers import parse_number
+from knapsack_dspy.numbers import parse_number
 
 __all__ = ["SCALES", "normalise_scale", "parse_answer", "parse_number_text", "parse_statute_answer",
            "strip_answer_decoration"]
@@ -140,8 +140,9 @@ def parse_answer(text) -> tuple[int | float | str | list[str] | None, str]:
 
 _ENTAILMENT = re.compile(r"\b(entail(?:ment|ed|s)?|true|yes|correct)\b", re.IGNORECASE)
 _CONTRADICTION = re.compile(r"\b(contradict(?:ion|ed|s)?|false|no|incorrect|not\s+entailed)\b", re.IGNORECASE)
-_DOLLAR_AMOUNT = re.compile(r"(?P<sign>[-\u2212]\s*)?\$\s*(?P<neg>[-\u2212])?\s*(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
-_WORD_AMOUNT = re.compile(r"(?P<sign>[-\u2212]\s*)?(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*(?:dollars?|usd)\b", re.IGNORECASE)
+_AMOUNT_NUMBER = r"(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_DOLLAR_AMOUNT = re.compile(r"(?P<sign>[-\u2212]\s*)?\$\s*(?P<neg>[-\u2212])?\s*" + _AMOUNT_NUMBER)
+_WORD_AMOUNT = re.compile(r"(?P<sign>[-\u2212]\s*)?" + _AMOUNT_NUMBER + r"\s*(?:dollars?|usd)\b", re.IGNORECASE)
 _PLAIN_NUMBER = re.compile(r"(?P<sign>[-\u2212])?(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
 STATUTE_KINDS = (None, "entailment", "numerical")
 

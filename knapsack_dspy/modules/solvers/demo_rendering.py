@@ -21,6 +21,12 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 
+import dspy
+
+from knapsack_dspy.data.gold_programs import (
+    synthesise_finqa_program,
+    synthesise_python_program,
+)
 from knapsack_dspy.data.rendering import render_paragraphs, render_table
 
 __all__ = [
@@ -221,8 +227,6 @@ def gold_statute_answer(source) -> str:
 # demos per solver signature
 
 def _example(fields: dict):
-    import dspy
-
     return dspy.Example(**fields)
 
 
@@ -243,11 +247,6 @@ def program_demo(source, *, language: str = "python", reasoning: bool = False, p
                  execute=None):
     """Demo for ``WritePythonProgram`` (a verified synthesised gold program, else the literal answer) or
     ``WriteFinqaProgram`` (the gold DSL program, or the converted TAT-QA derivation)."""
-    from knapsack_dspy.modules.solvers.gold_programs import (
-        synthesise_finqa_program,
-        synthesise_python_program,
-    )
-
     fields = as_mapping(source)
     demo = document_inputs(fields, paragraphs)
     if fields.get("answer") in (None, "", []) and fields.get("answer_value") is None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from knapsack_dspy.execution import execute_program
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
@@ -116,8 +117,6 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
     def _executor(self) -> Callable:
         if self._execute is not None:
             return self._execute
-        from knapsack_dspy.execution import execute_program
-
         return execute_program
 
     def _run(self, program: str, rows):

@@ -7,15 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.execution import execute_program
-from knapsack_dspy.modules.solvers.gold_programs import (
+from knapsack_dspy.data.gold_programs import (
     answers_match,
     finqa_dsl_candidates,
     literal_program,
     synthesise_finqa_program,
     synthesise_python_program,
 )
+from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.execution import execute_program
 
 FIXTURE = Path(__file__).parent / "fixtures" / "solvers_tatqa_contexts.json"
 
@@ -167,7 +167,7 @@ def table_and_expression(draw):
     picked = draw(st.lists(st.sampled_from(cells), min_size=2, max_size=4, unique=True))
     ops = draw(st.lists(st.sampled_from(["+", "-", "*", "/"]), min_size=len(picked) - 1, max_size=len(picked) - 1))
     text = table[picked[0][0]][picked[0][1]]
-    for (r, c), op in zip(picked[1:], ops):
+    for (r, c), op in zip(picked[1:], ops, strict=True):
         text = f"({text} {op} {table[r][c]})"
     return table, text
 

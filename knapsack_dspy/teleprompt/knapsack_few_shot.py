@@ -3,15 +3,20 @@
 ``KnapsackFewShot(...).compile(student, trainset=pool, valset=dev)`` returns a copy of ``student`` whose
 ``SelectExemplars`` module is ready: the pool rendered in the real prompt format, each exemplar's token
 cost measured with the target model's tokenizer, the pool embedded, attribute classifiers trained, and
-(for ``static`` / ``hybrid`` / ``fixed``) the compile-time set chosen.
+(for selectors that fit at compile time: static, hybrid, fixed) the compile-time set chosen.
 
-With a valset it can search (alpha, beta, M). Compiling must stay affordable when an LM call takes
-10-30 s, so the search is staged: every configuration is first scored by **model-free proxies** on the
-validation subset (attribute match, budget coverage, program similarity of the chosen exemplars to the
-query's gold program), and only the best ``max_lm_configs`` are evaluated with the LM (``dspy.Evaluate``
-on ``val_subset_size`` examples; DSPy's LM cache makes repeats free). The compile report (configs
-tried, proxy and LM scores, the choice, attribute-predictor accuracy, and what the compile cost in LM
-calls, tokens and seconds) is kept on the program and saved beside it by ``save_program``.
+The selection settings are the student's ``SelectExemplars.config`` (a ``SelectionConfig``); settings given
+to ``KnapsackFewShot`` replace single ones of it (``dataclasses.replace``), and the search varies it the same
+way. What a selector needs at compile time (validation query embeddings, a scoring function) is what its
+class declares (``ExemplarSelector.fit_on``), never read from its name.
+
+With a valset it can search (alpha, beta, M, or any other setting). Compiling must stay affordable when an
+LM call takes 10-30 s, so the search is staged: every configuration is first scored by **model-free
+proxies** on the validation subset (attribute match, budget coverage, program similarity of the chosen
+exemplars to the query's gold program), and only the best ``max_lm_configs`` are evaluated with the LM
+(``dspy.Evaluate`` on ``val_size`` examples; DSPy's LM cache makes repeats free). The compile report
+(configs tried, proxy and LM scores, the choice, attribute-predictor accuracy, and what the compile cost in
+LM calls, tokens and seconds) is kept on the program and saved beside it by ``save_program``.
 
 The student must expose, besides one ``SelectExemplars`` sub-module:
 ``render_demo(example) -> dict`` (the pool example in the demo predictor's fields),
@@ -21,6 +26,7 @@ The student must expose, besides one ``SelectExemplars`` sub-module:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
@@ -31,15 +37,27 @@ from typing import Any
 import dspy
 import numpy as np
 from dspy.teleprompt import Teleprompter
+from tqdm.auto import tqdm
 
+from knapsack_dspy.llm.call_counter import call_counts
+from knapsack_dspy.llm.errors import describe_lm_error, lm_error_kind
+from knapsack_dspy.llm.token_counter import get_token_counter
+from knapsack_dspy.metrics.selection_proxies import selection_proxies
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
-from knapsack_dspy.optimizers.selection_proxies import selection_proxies
+from knapsack_dspy.selection.config import SelectionConfig
+from knapsack_dspy.selection.selectors import (
+    FIT_ON_SCORING_FUNCTION,
+    FIT_ON_VALIDATION_QUERIES,
+    MODES,
+    selector_for_mode,
+)
 
 logger = logging.getLogger(__name__)
 
-MODES = ("per_query", "static", "hybrid")
-DEFAULT_BUDGET = 4096
+DEFAULT_BUDGET = 4096  # when the config leaves the budget to the model and the model's context window is unknown
+_SETTINGS = tuple(f.name for f in dataclasses.fields(SelectionConfig))
+_REPORTED = ("alpha", "beta", "max_exemplars")  # settings every entry of the report's "configs" shows
 
 
 class CompileError(ValueError):
@@ -47,13 +65,7 @@ class CompileError(ValueError):
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
-    if not enabled:
-        return iterable
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover
-        return iterable
-    return tqdm(iterable, total=total, desc=desc, leave=False)
+    return tqdm(iterable, total=total, desc=desc, leave=False) if enabled else iterable
 
 
 class KnapsackFewShot(Teleprompter):
@@ -65,65 +77,55 @@ class KnapsackFewShot(Teleprompter):
         (None: proxies only, no LM calls during compile).
     mode: "per_query" (SEER: a knapsack per query at inference), "static" (one set for every query,
         chosen at compile time by a knapsack over summed similarity to the validation queries) or
-        "hybrid" (a static core of ``core_size`` plus per-query slots).
-    selector: for per_query mode, which selector ("seer" default, or a baseline: "kate", "random", ...).
-    max_exemplars, budget, reserve_output_tokens, alpha, beta, attributes, attribute_source, knn_k,
-    max_per_doc, core_size: passed to ``SelectExemplars`` / the selector. ``budget=None`` takes the
-        model's context window (or 4096 when unknown).
-    search_space: e.g. ``{"alpha": [0.5, 0.75], "beta": [0, 0.25], "max_exemplars": [4, 8]}``; every
-        combination is scored by proxies; the best ``max_lm_configs`` are LM-evaluated if ``metric``.
-    val_subset_size: validation examples used in the search (a seeded subset of the valset).
+        "hybrid" (a static core of ``core_size`` plus per-query slots); it chooses the selector
+        (``knapsack_dspy.selection.selectors.selector_for_mode``). None: the student's (or ``selector``'s).
+    **settings: ``SelectionConfig`` settings replacing the student's (``selector``, ``max_exemplars``,
+        ``budget``, ``reserve_output_tokens``, ``alpha``, ``beta``, ``attributes``, ``attribute_source``,
+        ``knn_k``, ``max_per_doc``, ``core_size``, ``val_size``, ``seed``, ``selector_params``, ...).
+        ``budget=None`` takes the model's context window (or 4096 when unknown).
+    search_space: e.g. ``{"alpha": [0.5, 0.75], "beta": [0, 0.25], "max_exemplars": [4, 8]}`` (any
+        ``SelectionConfig`` setting); every combination is scored by proxies; the best ``max_lm_configs`` are
+        LM-evaluated if ``metric``.
+    num_threads: threads of the LM evaluations (``dspy.Evaluate``).
     token_counter: a ``TokenCounter`` (default: ``get_token_counter(lm.model)``).
     lm_model: the model name whose tokenizer is used (default: the configured ``dspy.settings.lm``).
     """
 
-    def __init__(self, metric: Callable | None = None, *, mode: str = "per_query", selector: str | None = None,
-                 max_exemplars: int = 8, budget: int | None = None, reserve_output_tokens: int = 256,
-                 alpha: float = 0.75, beta: float = 0.0, attributes: Sequence[str] = ("modality",),
-                 attribute_source: str | None = None, knn_k: int = 200, max_per_doc: int | None = None,
-                 core_size: int = 2, fixed_candidates: int = 5, search_space: Mapping[str, Sequence] | None = None,
-                 val_subset_size: int = 50, max_lm_configs: int = 2, num_threads: int = 1,
-                 token_counter: Any = None, lm_model: str | None = None, embedder: Any = None, seed: int = 0,
-                 progress: bool = True):
+    def __init__(self, metric: Callable | None = None, *, mode: str | None = None,
+                 search_space: Mapping[str, Sequence] | None = None, max_lm_configs: int = 2, num_threads: int = 1,
+                 token_counter: Any = None, lm_model: str | None = None, progress: bool = True, **settings):
         super().__init__()
+        unknown = sorted(set(settings) - set(_SETTINGS))
+        if unknown:
+            raise CompileError(f"KnapsackFewShot: unknown argument {', '.join(map(repr, unknown))}; "
+                               f"selection settings: {', '.join(_SETTINGS)}")
+        if mode is not None and mode not in MODES:
+            raise CompileError(f"mode must be one of {MODES}, got {mode!r}")
         self.metric = metric
         self.mode = mode
-        self.selector = selector
-        self.max_exemplars = max_exemplars
-        self.budget = budget
-        self.reserve_output_tokens = reserve_output_tokens
-        self.alpha = alpha
-        self.beta = beta
-        self.attributes = tuple(attributes)
-        self.attribute_source = attribute_source
-        self.knn_k = knn_k
-        self.max_per_doc = max_per_doc
-        self.core_size = core_size
-        self.fixed_candidates = fixed_candidates
-        self.search_space = dict(search_space or {})
-        self.val_subset_size = val_subset_size
+        self.settings = dict(settings)
+        self.search_space = {k: list(v) for k, v in dict(search_space or {}).items() if v}
+        unknown = sorted(set(self.search_space) - set(_SETTINGS))
+        if unknown:
+            raise CompileError(f"search_space keys must be selection settings ({', '.join(_SETTINGS)}); "
+                               f"got {unknown}")
         self.max_lm_configs = max_lm_configs
         self.num_threads = num_threads
         self.token_counter = token_counter
         self.lm_model = lm_model
-        self.embedder = embedder
-        self.seed = seed
         self.progress = progress
 
     # ------------------------------------------------------------------------------------------------
-    def _selector_name(self) -> str:
-        if self.mode not in MODES:
-            raise CompileError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.mode == "per_query":
-            return self.selector or "seer"
-        if self.selector not in (None, self.mode):
-            raise CompileError(f"mode={self.mode!r} chooses its own selector; got selector={self.selector!r}")
-        return self.mode
-
-    def _selector_params(self, config: Mapping[str, Any]) -> dict:
-        return {"alpha": config.get("alpha", self.alpha), "beta": config.get("beta", self.beta),
-                "knn_k": self.knn_k, "max_per_doc": self.max_per_doc, "core_size": self.core_size,
-                "n_candidates": self.fixed_candidates, "seed": self.seed}
+    def selection_config(self, student_config: SelectionConfig) -> SelectionConfig:
+        """The config this teleprompter compiles with: the student's, with this teleprompter's settings (and
+        the selector its ``mode`` names) in place of the student's."""
+        settings = dict(self.settings)
+        try:
+            if self.mode is not None:
+                settings["selector"] = selector_for_mode(self.mode, settings.get("selector"))
+            return student_config.with_settings(**settings)
+        except ValueError as exc:
+            raise CompileError(str(exc)) from None
 
     def _counter(self):
         if self.token_counter is not None:
@@ -131,8 +133,6 @@ class KnapsackFewShot(Teleprompter):
         model = self.lm_model or getattr(dspy.settings.lm, "model", None)
         if model is None:
             raise CompileError("no LM configured: call dspy.configure(lm=...) or pass lm_model / token_counter")
-        from knapsack_dspy.llm.token_counter import get_token_counter
-
         return get_token_counter(model), model
 
     @staticmethod
@@ -154,8 +154,10 @@ class KnapsackFewShot(Teleprompter):
             raise CompileError("trainset (the exemplar pool) is empty")
         program = student.deepcopy()
         select = self._find_selector(program)
+        base_config = self.selection_config(select.config)
+        configs = self._configs(base_config)
         counter, model = self._counter()
-        budget = self.budget or getattr(counter, "context_window", None) or DEFAULT_BUDGET
+        budget = int(base_config.budget or getattr(counter, "context_window", None) or DEFAULT_BUDGET)
         cost_model = PromptCostModel(program.demo_signature, counter)
 
         val = list(valset or [])
@@ -165,42 +167,25 @@ class KnapsackFewShot(Teleprompter):
         demos = [program.render_demo(ex) for ex in _progress(trainset, len(trainset), "rendering pool", self.progress)]
         costs = [cost_model.demo_cost(d) for d in _progress(demos, len(demos), "measuring token costs", self.progress)]
 
-        rng = np.random.default_rng(self.seed)
-        val_subset = ([val[i] for i in sorted(rng.choice(len(val), self.val_subset_size, replace=False))]
-                      if len(val) > self.val_subset_size else val)
+        rng = np.random.default_rng(base_config.seed)
+        val_subset = ([val[i] for i in sorted(rng.choice(len(val), base_config.val_size, replace=False))]
+                      if len(val) > base_config.val_size else val)
         val_base = [cost_model.base_tokens(program.prompt_inputs(ex)) for ex in val_subset]
 
-        select.selector = self._selector_name()
-        select.budget = int(budget)
-        select.reserve_output_tokens = self.reserve_output_tokens
-        select.attributes = self.attributes
-        if self.attribute_source:
-            select.attribute_source = self.attribute_source
-        elif select.selector == "seer_gold":
-            select.attribute_source = "gold"
-        if self.embedder is not None:
-            select.embedder = self.embedder
-        select._validate_params()
-
-        configs = self._configs()
-        report: dict[str, Any] = {"mode": self.mode, "selector": select.selector, "budget": int(budget),
-                                  "token_model": model, "pool_size": len(trainset), "valset_size": len(val),
-                                  "val_subset_size": len(val_subset), "configs": []}
-        lm_before = _lm_counts()
-
-        def fit(config):
-            select.max_exemplars = int(config.get("max_exemplars", self.max_exemplars))
-            select.selector_params = self._selector_params(config)
-            fit_kwargs = self._fit_kwargs(select, program, val_subset or trainset, val_base, budget, config)
-            select.fit(trainset, demos, costs, budget=int(budget), token_model=model, fit_selector_kwargs=fit_kwargs)
+        report: dict[str, Any] = {"mode": base_config.selector_class.mode, "selector": base_config.selector,
+                                  "budget": budget, "token_model": model, "pool_size": len(trainset),
+                                  "valset_size": len(val), "val_subset_size": len(val_subset), "configs": []}
+        lm_before = call_counts()
 
         # Stage 1: fit every configuration once (no LM calls unless a fixed set is LM-scored) and score it
         # with model-free proxies; keep each fitted state to restore later instead of refitting.
         snapshots = []
-        for config in configs:
-            fit(config)
+        for point, config in configs:
+            fit_inputs = self._fit_inputs(select, config, program, val_subset or trainset, val_base, budget)
+            select.fit(trainset, demos, costs, budget=budget, token_model=model, config=config,
+                       fit_inputs=fit_inputs)
             snapshots.append(select.dump_state())
-            entry = {"config": dict(config)}
+            entry = {"config": point}
             if val_subset:
                 entry["proxies"] = self._proxy(select, program, val_subset, val_base)
             report["configs"].append(entry)
@@ -214,9 +199,8 @@ class KnapsackFewShot(Teleprompter):
         chosen_index = max(ranked, key=lambda i: (report["configs"][i].get("lm_score", -math.inf),
                                                   report["configs"][i].get("proxies", {}).get("score", 0.0),
                                                   -ranked.index(i)))
-        chosen = configs[chosen_index]
         select.load_state(snapshots[chosen_index])
-        report["chosen"] = dict(chosen)
+        report["chosen"] = dict(configs[chosen_index][0])
         if val_subset:
             report["attribute_accuracy"] = self._attribute_accuracy(select, program, val_subset)
         report["cost"] = {**_lm_cost(lm_before), "seconds": round(time.perf_counter() - started, 2),
@@ -226,57 +210,54 @@ class KnapsackFewShot(Teleprompter):
         program._compiled = True
         return program
 
-    def _configs(self) -> list[dict]:
-        space = {k: list(v) for k, v in self.search_space.items() if v}
-        unknown = set(space) - {"alpha", "beta", "max_exemplars"}
-        if unknown:
-            raise CompileError(f"search_space keys must be alpha, beta, max_exemplars; got {sorted(unknown)}")
-        if not space:
-            return [{"alpha": self.alpha, "beta": self.beta, "max_exemplars": self.max_exemplars}]
-        keys = sorted(space)
+    def _configs(self, base: SelectionConfig) -> list[tuple[dict, SelectionConfig]]:
+        """(the point as the report shows it, its config) for every combination of the search space."""
+        keys = sorted(self.search_space)
         out = []
-        for values in itertools.product(*(space[k] for k in keys)):
-            config = {"alpha": self.alpha, "beta": self.beta, "max_exemplars": self.max_exemplars}
-            config.update(dict(zip(keys, values)))
-            out.append(config)
+        for values in itertools.product(*(self.search_space[k] for k in keys)):
+            point = {name: getattr(base, name) for name in _REPORTED}
+            point.update(zip(keys, values, strict=True))
+            try:
+                out.append((point, base.with_settings(**dict(zip(keys, values, strict=True)))))
+            except ValueError as exc:
+                raise CompileError(f"search_space point {point}: {exc}") from None
         return out
 
-    def _fit_kwargs(self, select, program, val_examples, val_base, budget, config) -> dict:
+    def _fit_inputs(self, select, config: SelectionConfig, program, val_examples, val_base, budget) -> dict:
+        """What the selector's ``fit`` needs besides the pool, as its class declares (``fit_on``)."""
+        fit_on = config.selector_class.fit_on
+        if fit_on is None:
+            return {}
         # A compile-time set must fit typical queries: size it for the 90th percentile of the validation
         # prompts (longer queries drop its least similar exemplars at inference).
-        capacity = budget - (float(np.percentile(val_base, 90)) if val_base else 0) - self.reserve_output_tokens
-        if select.selector in ("static", "hybrid"):
+        capacity = budget - (float(np.percentile(val_base, 90)) if val_base else 0) - config.reserve_output_tokens
+        if fit_on == FIT_ON_VALIDATION_QUERIES:
             texts = [select.query_text(program.prompt_inputs(ex) | dict(ex)) for ex in val_examples]
             return {"val_embeddings": select.embedder.encode(texts), "capacity": capacity}
-        if select.selector == "fixed":
+        if fit_on == FIT_ON_SCORING_FUNCTION:
             if self.metric is None:
                 def score(indices):
                     return _fixed_set_proxy(select, indices, val_examples)
             else:  # SEER's Fixed set baseline: the best of N random sets by validation accuracy
                 def score(indices):
-                    from knapsack_dspy.optimizers.selectors.fixed_set import FixedSetSelector
-
-                    probe = FixedSetSelector(select.max_exemplars, respect_budget=True)
-                    probe.fixed_ids_ = [select.pool_ids[i] for i in indices]
-                    select._selector_obj = probe
-                    return self._lm_score(program, val_examples)
+                    probe = program.deepcopy()
+                    self._find_selector(probe).show_fixed_set([select.pool_ids[i] for i in indices])
+                    return self._lm_score(probe, val_examples)
             return {"score_fn": score, "capacity": capacity}
-        return {}
+        raise CompileError(f"selector {config.selector!r} declares fit_on={fit_on!r}, which compile cannot provide")
 
     def _proxy(self, select, program, val_subset, val_base) -> dict:
         rows = []
-        for ex, base in zip(val_subset, val_base):
+        for ex, base in zip(val_subset, val_base, strict=True):
             pred = select(base_tokens=base, id=ex.get("id"), doc_id=ex.get("doc_id"), **_query_fields(ex))
             rows.append((ex, pred.selection))
-        return selection_proxies(rows, select, attributes=self.attributes)
+        return selection_proxies(rows, select, attributes=select.config.attributes)
 
     def _lm_score(self, program, val_subset) -> float:
         """The metric's score of ``program`` on ``val_subset``. ``dspy.Evaluate`` counts an example whose LM
         call failed as a zero and goes on; a score built on questions that were never asked would steer the
         search, so an LM failure (after DSPy's retries) stops the compile with a :class:`CompileError` that
         says what failed and what to do."""
-        from knapsack_dspy.llm.errors import describe_lm_error, lm_error_kind
-
         failures: list[BaseException] = []
 
         def asked(**inputs):
@@ -302,14 +283,14 @@ class KnapsackFewShot(Teleprompter):
         out = {}
         if select.attribute_source in ("none", "gold"):
             return out
-        for attr in select.attributes:
+        for attr in select.config.attributes:
             golds = [ex.get(attr) for ex in val_subset]
             if not any(golds):
                 continue
             fields = [_query_fields(ex) for ex in val_subset]
             embeddings = select.embedder.encode([select.query_text(f) for f in fields])
-            preds = [select.predict_attributes(e, f).get(attr) for e, f in zip(embeddings, fields)]
-            pairs = [(p, g) for p, g in zip(preds, golds) if g]
+            preds = [select.predict_attributes(e, f).get(attr) for e, f in zip(embeddings, fields, strict=True)]
+            pairs = [(p, g) for p, g in zip(preds, golds, strict=True) if g]
             out[attr] = {"source": select.attribute_source, "accuracy": sum(p == g for p, g in pairs) / len(pairs),
                          "n": len(pairs)}
         return out
@@ -324,24 +305,17 @@ def _fixed_set_proxy(select, indices, val_examples) -> float:
     """Mean similarity of a candidate fixed set to the validation queries (model-free)."""
     if not indices:
         return 0.0
-    pool = select._pool()
+    pool = select.pool()
     texts = [select.query_text(_query_fields(ex)) for ex in val_examples]
     q = select.embedder.encode(texts)
     return float((pool.embeddings[list(indices)] @ q.T).mean())
-
-
-def _lm_counts():
-    """A snapshot of the process's LM traffic (real calls through LiteLLM, cache hits, tokens, cost)."""
-    from knapsack_dspy.llm.call_counter import call_counts
-
-    return call_counts()
 
 
 def _lm_cost(before) -> dict[str, Any]:
     """What the LM side of a compile cost since ``before``: calls that reached a provider, answers served by the
     cache, failed attempts (retried), their prompt / completion tokens and LiteLLM's dollar cost. Calls made
     by LMs that bypass LiteLLM (e.g. ``DummyLM``) are not seen."""
-    spent = _lm_counts() - before
+    spent = call_counts() - before
     return {"lm_calls": spent.calls, "lm_cache_hits": spent.cache_hits, "lm_failed_attempts": spent.failures,
             "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
             "cost_usd": round(spent.cost, 6)}

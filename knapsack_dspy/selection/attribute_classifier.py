@@ -11,7 +11,10 @@ import hashlib
 import threading
 from collections.abc import Sequence
 
+import diskcache
 import numpy as np
+
+from knapsack_dspy import config
 
 # Fitted weights by (data, labels, C): compiling several selectors over one pool in a process (a bench
 # suite) trains each classifier once. Small: a few (classes x dim) arrays.
@@ -22,12 +25,8 @@ _FIT_LOCK = threading.Lock()
 def _disk_cache():
     """Fitted weights also persist in the project cache (``<cache>/classifiers``), keyed by data and labels."""
     try:
-        import diskcache
-
-        from knapsack_dspy import config
-
         return diskcache.Cache(str(config.cache_dir() / "classifiers"), size_limit=2**27)
-    except Exception:  # an unwritable cache only costs time
+    except Exception:  # noqa: BLE001 - an unwritable cache only costs time
         return None
 
 
@@ -39,7 +38,7 @@ class AttributeClassifier:
         self.max_iter = max_iter
 
     def fit(self, embeddings: np.ndarray, labels: Sequence[str]) -> AttributeClassifier:
-        from sklearn.linear_model import LogisticRegression
+        from sklearn.linear_model import LogisticRegression  # heavy (~1 s); most fits come from the cache
 
         labels = np.asarray([str(x) for x in labels])
         classes = np.unique(labels)

@@ -27,6 +27,7 @@ re-checked in exact arithmetic on the caller's numbers).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import warnings
@@ -34,15 +35,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, OptimizeWarning, milp
 from scipy.sparse import csr_array
 
 __all__ = ["AttributeConstraint", "KnapsackSolution", "prune_dominated", "solve_knapsack"]
 
 _FJ_OPTION = "mip_heuristic_run_feasibility_jump"
-# scipy forwards options it does not know to HiGHS verbatim, with a RuntimeWarning; this one is known to HiGHS.
-warnings.filterwarnings("ignore", message=rf"Unrecognized options detected: \{{'{_FJ_OPTION}'\}}",
-                        category=RuntimeWarning)
 _TOL = 1e-9
 
 
@@ -208,9 +206,7 @@ def _milp(values, costs, capacity, max_items, constraints, time_limit):
             upper.append(0.0)
     # presolve off: the dominance pruning already did the useful reductions; HiGHS's presolve costs
     # ~1 ms a call on these models (median 3.3 -> 2.4 ms at k=200, M=8, four constraints).
-    options = {"mip_rel_gap": 0.0, "time_limit": float(time_limit), "presolve": False}
-    if _FEASIBILITY_JUMP_SWITCH:
-        options[_FJ_OPTION] = False
+    options = {"mip_rel_gap": 0.0, "time_limit": float(time_limit), "presolve": False, **_highs_pass_through()}
     result = milp(-values, integrality=np.ones(n), bounds=Bounds(0, 1),
                   constraints=LinearConstraint(csr_array(np.vstack(rows)), lower, upper), options=options)
     if result.status == 0:
@@ -222,18 +218,25 @@ def _milp(values, costs, capacity, max_items, constraints, time_limit):
     return None, "time_limit_no_solution"
 
 
-def _probe_feasibility_jump_option() -> bool:
-    """True when the bundled HiGHS accepts the option (older scipy builds may not)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+@functools.cache
+def _highs_pass_through() -> dict:
+    """HiGHS options passed through ``milp`` (feasibility jump off), probed on the first solve, not at import.
+
+    ``milp`` hands options it does not know itself to HiGHS verbatim with a ``RuntimeWarning``; HiGHS warns
+    (``OptimizeWarning``) about options it does not know either, as an older build would about this one.
+    When the bundled HiGHS knows it, scipy's warning for this one option is silenced from then on (a
+    process-wide filter on that exact message, installed here, once); otherwise the option is not used."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
             milp(np.array([-1.0]), integrality=np.ones(1), bounds=Bounds(0, 1), options={_FJ_OPTION: False})
-        return True
-    except Exception:
-        return False
-
-
-_FEASIBILITY_JUMP_SWITCH = _probe_feasibility_jump_option()
+        except Exception:  # noqa: BLE001 - any failure means: do not pass the option
+            return {}
+    if any(issubclass(w.category, OptimizeWarning) for w in caught):
+        return {}
+    warnings.filterwarnings("ignore", message=rf"Unrecognized options detected: \{{'{_FJ_OPTION}'\}}",
+                            category=RuntimeWarning)
+    return {_FJ_OPTION: False}
 
 
 def _enforce_limits(chosen: np.ndarray, values, costs, capacity, max_items) -> np.ndarray:

@@ -1,7 +1,8 @@
 """How many leading rows of a table are column headers (for the sandbox's table look-ups and for retrieval).
 
-Kept in the execution layer, which imports only the standard library; ``knapsack_dspy.retrieval.table_rows``
-re-exports it for the retrievers.
+On the bottom floor, standard library only: ``knapsack_dspy.execution`` reads it without importing
+``knapsack_dspy.retrieval`` (whose package imports numpy); ``knapsack_dspy.retrieval.table_rows`` re-exports
+it for the retrievers.
 """
 
 from __future__ import annotations

@@ -13,16 +13,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from knapsack_dspy.optimizers.constraints import MODALITIES, seer_template
-from knapsack_dspy.optimizers.knapsack import solve_knapsack
-from knapsack_dspy.optimizers.selectors.base import (
+from knapsack_dspy.selection.constraints import MODALITIES, seer_template
+from knapsack_dspy.selection.knapsack import solve_knapsack
+from knapsack_dspy.selection.selectors.base import (
+    FIT_ON_VALIDATION_QUERIES,
     NotFittedError,
     candidates,
     eligible,
     greedy_fill,
     make_selection,
 )
-from knapsack_dspy.optimizers.selectors.seer import KnapsackSelector
+from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 
 def representative_set(pool, val_embeddings: np.ndarray, capacity: float, max_items: int, beta: float,
@@ -47,6 +48,8 @@ class StaticKnapsackSelector(KnapsackSelector):
 
     name = "static"
     needs_fit = True
+    fit_on = FIT_ON_VALIDATION_QUERIES
+    mode = "static"
     uses_attributes = False
 
     def fit(self, pool, val_embeddings=None, capacity: float = float("inf"), **kwargs):
@@ -85,6 +88,7 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
     capacity) plus per-query knapsack slots up to M (``mode="hybrid"``)."""
 
     name = "hybrid"
+    mode = "hybrid"
     uses_attributes = True
 
     def __init__(self, max_exemplars: int = 8, alpha: float = 0.75, beta: float = 0.0,

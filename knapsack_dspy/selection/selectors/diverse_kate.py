@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from knapsack_dspy.optimizers.constraints import MODALITIES
-from knapsack_dspy.optimizers.selectors.base import ExemplarSelector, candidates, make_selection
+from knapsack_dspy.selection.constraints import MODALITIES
+from knapsack_dspy.selection.selectors.base import ExemplarSelector, candidates, make_selection
 
 
 class DiverseKATESelector(ExemplarSelector):

@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 
-from knapsack_dspy.optimizers.exemplar_pool import (
+from knapsack_dspy.selection.exemplar_pool import (
     ExemplarPool,
     Selection,
     SelectionRequest,
@@ -22,24 +22,55 @@ from knapsack_dspy.optimizers.exemplar_pool import (
     make_selection,
 )
 
+#: How a query's target attributes can be obtained (``SelectionConfig.attribute_source``): a classifier on the
+#: embeddings trained on the pool labels, an LM prediction, the gold labels (oracle runs), or none.
+ATTRIBUTE_SOURCES = ("classifier", "gold", "lm", "none")
+#: When a selector chooses: per query at inference, once at compile time for every query, or both.
+MODES = ("per_query", "static", "hybrid")
+#: What ``fit`` needs besides the pool (``ExemplarSelector.fit_on``).
+FIT_ON_VALIDATION_QUERIES = "validation_queries"  # fit(pool, val_embeddings=(n, d) array, capacity=tokens)
+FIT_ON_SCORING_FUNCTION = "scoring_function"  # fit(pool, score_fn=f(pool indices) -> float, capacity=tokens)
+FIT_ON = (None, FIT_ON_VALIDATION_QUERIES, FIT_ON_SCORING_FUNCTION)
+
 
 class NotFittedError(RuntimeError):
     """``select`` was called on a selector that needs ``fit`` first."""
 
 
 class ExemplarSelector:
-    """Base class. Subclasses set ``name`` and implement ``select``; ``fit`` is optional."""
+    """Base class. Subclasses set ``name`` and implement ``select``; ``fit`` is optional.
+
+    A selector declares its behaviour in class attributes, which is all the rest of the package reads
+    (nothing outside the registry looks at a selector's name):
+
+    - ``needs_fit``: ``fit`` must run (at compile time) before ``select``;
+    - ``fit_on``: what ``fit`` needs besides the pool: ``None`` (the pool alone),
+      ``FIT_ON_VALIDATION_QUERIES`` (``val_embeddings``: the validation queries' embeddings, and
+      ``capacity``: the exemplar tokens a typical validation prompt leaves) or ``FIT_ON_SCORING_FUNCTION``
+      (``score_fn(pool indices) -> float``: how good a candidate set is on the validation queries, and
+      ``capacity``); both mean the compile needs validation queries;
+    - ``mode``: ``"per_query"``, ``"static"`` (one set chosen at compile time) or ``"hybrid"``;
+    - ``uses_attributes``: ``request.target_attributes`` matters (so they are predicted per query);
+    - ``default_attribute_source``: how target attributes are obtained unless the config says otherwise.
+
+    Parameters are the ``__init__`` arguments (``get_params`` reads them back); ``SelectionConfig`` checks
+    its ``selector_params`` against them.
+    """
 
     name = "base"
     needs_fit = False
-    uses_attributes = False  # whether ``request.target_attributes`` matters
+    fit_on: str | None = None
+    mode = "per_query"
+    uses_attributes = False
+    default_attribute_source = "classifier"
 
     def __init__(self, max_exemplars: int = 8):
         self.max_exemplars = max_exemplars
 
     # -- scikit-learn style parameters -------------------------------------------------------------
     @classmethod
-    def _param_names(cls) -> list[str]:
+    def param_names(cls) -> list[str]:
+        """The selector's parameters: the ``__init__`` arguments of its class and its bases."""
         names = []
         for klass in cls.__mro__:
             if klass is object:
@@ -53,10 +84,10 @@ class ExemplarSelector:
         return names
 
     def get_params(self) -> dict:
-        return {name: getattr(self, name) for name in self._param_names()}
+        return {name: getattr(self, name) for name in self.param_names()}
 
     def set_params(self, **params) -> ExemplarSelector:
-        valid = set(self._param_names())
+        valid = set(self.param_names())
         for key, value in params.items():
             if key not in valid:
                 raise ValueError(f"{type(self).__name__} has no parameter {key!r}; valid: {sorted(valid)}")
@@ -86,6 +117,27 @@ class ExemplarSelector:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+class RankingSelector(ExemplarSelector):
+    """Ranks the eligible candidates (``rank``) and takes the first M; ``respect_budget=True`` skips those that
+    no longer fit the capacity, ``False`` (the baselines' setting in SEER) ignores the token budget."""
+
+    def __init__(self, max_exemplars: int = 8, respect_budget: bool = False):
+        super().__init__(max_exemplars)
+        self.respect_budget = respect_budget
+
+    def rank(self, request: SelectionRequest, idx: np.ndarray, sims: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def select(self, pool, request):
+        idx, sims = candidates(pool, request)
+        order = self.rank(request, idx, sims)
+        if self.respect_budget:
+            chosen = greedy_fill(order, pool.costs, request.capacity, self.max_exemplars)
+        else:
+            chosen = list(order[: self.max_exemplars])
+        return make_selection(pool, request, chosen, sims)
 
 
 def request_rng(request: SelectionRequest, salt: str = "") -> np.random.Generator:
@@ -118,4 +170,6 @@ def greedy_fill(order, costs: np.ndarray, capacity: float, limit: int) -> list[i
     return chosen
 
 
-__all__ = ["ExemplarSelector", "NotFittedError", "candidates", "eligible", "greedy_fill", "make_selection", "request_rng"]
+__all__ = ["ATTRIBUTE_SOURCES", "FIT_ON", "FIT_ON_SCORING_FUNCTION", "FIT_ON_VALIDATION_QUERIES", "MODES",
+           "ExemplarSelector", "NotFittedError", "RankingSelector", "candidates", "eligible", "greedy_fill",
+           "make_selection", "request_rng"]

@@ -12,7 +12,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from knapsack_dspy.optimizers.knapsack import AttributeConstraint
+from knapsack_dspy.selection.knapsack import AttributeConstraint
 
 MODALITIES = ("table", "text", "hybrid")
 ANSWER_TYPES = ("span", "multi-span", "arithmetic", "count")

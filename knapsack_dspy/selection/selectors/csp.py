@@ -8,8 +8,8 @@ relevance (TAT-QA's pool has 1,164); pass ``knn_k`` >= the pool size for a draw 
 
 from __future__ import annotations
 
-from knapsack_dspy.optimizers.selectors.base import candidates, make_selection, request_rng
-from knapsack_dspy.optimizers.selectors.seer import KnapsackSelector
+from knapsack_dspy.selection.selectors.base import candidates, make_selection, request_rng
+from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 
 class CSPSelector(KnapsackSelector):

@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from knapsack_dspy.optimizers.selectors.base import (
+from knapsack_dspy.selection.selectors.base import (
+    FIT_ON_SCORING_FUNCTION,
     ExemplarSelector,
     NotFittedError,
     eligible,
@@ -22,6 +23,8 @@ class FixedSetSelector(ExemplarSelector):
 
     name = "fixed"
     needs_fit = True
+    fit_on = FIT_ON_SCORING_FUNCTION
+    mode = "static"
 
     def __init__(self, max_exemplars: int = 8, n_candidates: int = 5, seed: int = 0, respect_budget: bool = True):
         super().__init__(max_exemplars)

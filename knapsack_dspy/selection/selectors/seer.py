@@ -11,14 +11,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from knapsack_dspy.optimizers.constraints import (
+from knapsack_dspy.selection.constraints import (
     answer_type_template,
     max_per_value,
     modality_template,
     seer_template,
 )
-from knapsack_dspy.optimizers.knapsack import AttributeConstraint, solve_knapsack
-from knapsack_dspy.optimizers.selectors.base import ExemplarSelector, candidates, make_selection
+from knapsack_dspy.selection.knapsack import AttributeConstraint, solve_knapsack
+from knapsack_dspy.selection.selectors.base import ExemplarSelector, candidates, make_selection
 
 
 def template_constraints(pool, idx: np.ndarray, targets: Mapping[str, str], attributes: Sequence[str],
@@ -84,3 +84,11 @@ class KnapsackSelector(ExemplarSelector):
         chosen, sol = self._solve(pool, request, idx, sims, sims[idx], request.capacity, self.max_exemplars)
         return make_selection(pool, request, chosen, sims, status=sol.status, relaxed=sol.relaxed,
                               reason=sol.reason)
+
+
+class GoldKnapsackSelector(KnapsackSelector):
+    """SEER's selector aiming at the query's gold attributes (an oracle: the attribute source defaults to
+    ``"gold"``, so the labels must be passed with the query)."""
+
+    name = "seer_gold"
+    default_attribute_source = "gold"

@@ -22,10 +22,17 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+from knapsack_dspy.data.tatqa_derivation import SCALE_FACTORS, DerivationLiteral, parse_expression
+from knapsack_dspy.execution import execute_program
+from knapsack_dspy.execution.cell_numbers import parse_cell
+from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
+from knapsack_dspy.execution.finqa_executor import official_number
+from knapsack_dspy.execution.table_view import TableLookupError, TableView
+from knapsack_dspy.numbers import parse_number
 
 __all__ = ["GoldProgram", "answers_match", "finqa_dsl_candidates", "finqa_python_candidates", "literal_program",
            "synthesise_finqa_program", "synthesise_python_program", "tatqa_python_candidates",
@@ -83,16 +90,6 @@ def literal_program(answer, scale: str = "") -> str:
 # ----------------------------------------------------------------------------------------------------
 # answer comparison
 
-def _as_float(value) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
-    from knapsack_dspy.data.numbers import parse_number
-
-    return parse_number(value) if isinstance(value, str) else None
-
-
 def answers_match(predicted, gold, gold_value=None) -> bool:
     """Whether an executed answer reproduces the gold one.
 
@@ -103,22 +100,22 @@ def answers_match(predicted, gold, gold_value=None) -> bool:
     if isinstance(gold, (list, tuple)):
         if not isinstance(predicted, (list, tuple)) or len(predicted) != len(gold):
             return False
-        return all(answers_match(p, g) for p, g in zip(predicted, gold))
+        return all(answers_match(p, g) for p, g in zip(predicted, gold, strict=True))
     if isinstance(predicted, (list, tuple)):
         return False
     number = gold_value if gold_value is not None else None
     if number is None and not isinstance(gold, str):
-        number = _as_float(gold)
+        number = parse_number(gold)
     if number is not None and not isinstance(predicted, str):
-        value = _as_float(predicted)
+        value = parse_number(predicted)
         if value is None:
             return False
         return round(value, 2) == round(float(number), 2) or abs(value - number) <= 0.005 + 1e-6 * abs(number)
     if isinstance(gold, str) and isinstance(predicted, str):
         return " ".join(gold.split()) == " ".join(predicted.split())
     if isinstance(gold, str):
-        gold_number = _as_float(gold)
-        value = _as_float(predicted)
+        gold_number = parse_number(gold)
+        value = parse_number(predicted)
         return gold_number is not None and value is not None and abs(value - gold_number) <= 1e-9
     return False
 
@@ -126,74 +123,36 @@ def answers_match(predicted, gold, gold_value=None) -> bool:
 # ----------------------------------------------------------------------------------------------------
 # TAT-QA derivations
 
-_LITERAL = re.compile(
-    r"(?P<number>\d+(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)\s*(?P<percent>%)?"
-    r"(?:\s*(?P<scale>thousands?|millions?|billions?)\b)?", re.IGNORECASE)
-_SCALE_FACTORS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
-_LONE_PARENTHESISED = re.compile(r"\(\s*(?P<name>_v\d+)\s*\)")
+def _parse_derivation(text: str) -> tuple[ast.expr, dict[str, DerivationLiteral]]:
+    """Derivation -> (expression over literal names, name -> literal), each negated literal (an accounting
+    negative ``(5,946)`` or a unary minus) folded into one negative literal, so that a table cell ``(5,946)``
+    binds to it. ``ValueError`` if not arithmetic."""
+    parsed = parse_expression(text)
+    literals = dict(parsed.literals)
+    return _fold_negated_literals(parsed.body, literals), literals
 
 
-@dataclass(frozen=True)
-class _Literal:
-    number: float  # as written, percent units for "12%"
-    percent: bool
-    scale_word: str = ""  # "thousand" / "million" / "billion" written after the number
-    written: str = ""  # the digits as written ("4.00", "1,234")
-
-    def value(self, answer_scale: str) -> float:
-        """The number in the answer's unit: "60.3 million" is 60300 when the answer is in thousands."""
-        if not self.scale_word:
-            return self.number
-        return self.number * _SCALE_FACTORS[self.scale_word] / _SCALE_FACTORS.get(answer_scale, 1.0)
-
-
-def _tokenise_derivation(text: str) -> tuple[ast.expr, dict[str, _Literal]]:
-    """Derivation -> (expression over names ``_v<i>``, name -> literal). ``ValueError`` if not arithmetic."""
-    literals: dict[str, _Literal] = {}
-    body = re.sub(r"[$€£¥]", "", text.replace("\u2212", "-"))
-    body = body.replace("[", "(").replace("]", ")").replace("×", "*").replace("÷", "/")
-
-    def replace(match: re.Match) -> str:
-        number = float(match.group("number").replace(",", ""))
-        word = (match.group("scale") or "").lower().rstrip("s")
-        name = f"_v{len(literals)}"
-        literals[name] = _Literal(number, bool(match.group("percent")), word, match.group("number"))
-        return f" {name} "
-
-    body = _LITERAL.sub(replace, body)
-    body = re.sub(r"(?<=\S)\s*[xX]\s*(?=[\s(_])", " * ", body)
-    # "(5,946)" alone in parentheses is an accounting negative (as SEER and the data layer read it)
-    body = _LONE_PARENTHESISED.sub(lambda m: f"(-{m.group('name')})", body)
-    if not literals:
-        raise ValueError("no numbers in the derivation")
-    try:
-        tree = ast.parse(body.strip(), mode="eval")
-    except SyntaxError:
-        raise ValueError(f"not an arithmetic expression: {text!r}") from None
-    for node in ast.walk(tree.body):
-        if isinstance(node, ast.Name) and node.id not in literals:
-            raise ValueError(f"unexpected word {node.id!r} in the derivation")
-        if not isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Add, ast.Sub, ast.Mult,
-                                 ast.Div, ast.USub, ast.UAdd)):
-            raise ValueError(f"unsupported {type(node).__name__} in the derivation {text!r}")  # noqa: TRY004
-    return tree.body, literals
-
-
-def _fold_negated_literals(node: ast.expr, literals: dict[str, _Literal]) -> ast.expr:
-    """``-(_v0)`` (an accounting negative or a unary minus) -> a new literal holding the negative number,
-    so that a table cell ``(5,946)`` binds to it."""
+def _fold_negated_literals(node: ast.expr, literals: dict[str, DerivationLiteral]) -> ast.expr:
+    """``-(_v0)`` -> a new literal holding the negative number."""
     if isinstance(node, ast.BinOp):
         return ast.BinOp(left=_fold_negated_literals(node.left, literals), op=node.op,
                          right=_fold_negated_literals(node.right, literals))
     if isinstance(node, ast.UnaryOp):
         operand = _fold_negated_literals(node.operand, literals)
         if isinstance(node.op, ast.USub) and isinstance(operand, ast.Name):
-            old = literals[operand.id]
             name = f"_n{len(literals)}"
-            literals[name] = _Literal(-old.number, old.percent, old.scale_word, "-" + old.written)
+            literals[name] = literals[operand.id].negated()
             return ast.Name(id=name, ctx=ast.Load())
         return ast.UnaryOp(op=node.op, operand=operand)
     return node
+
+
+def _in_answer_unit(literal: DerivationLiteral, answer_scale: str) -> float:
+    """The number in the answer's unit (percent units for "12%"): "60.3 million" is 60300 when the answer is in
+    thousands."""
+    if not literal.scale_word:
+        return literal.number
+    return literal.number * literal.scale_factor / SCALE_FACTORS.get(answer_scale, 1.0)
 
 
 def _rename(node: ast.expr, names: Mapping[str, str]) -> ast.expr:
@@ -228,9 +187,6 @@ def _sub_header_columns(table: Sequence[Sequence[str]], column_labels: list[str]
 def _cell_locations(table: Sequence[Sequence[str]]):
     """number -> [(row label, column label)] for cells the sandbox's ``table[row, col]`` reads back
     (labels that resolve to exactly that cell, columns named by their label alone)."""
-    from knapsack_dspy.execution.cell_numbers import parse_cell
-    from knapsack_dspy.execution.table_view import TableLookupError, TableView
-
     try:
         view = TableView([list(row) for row in table])
     except TypeError:
@@ -277,6 +233,19 @@ def _best_location(locations, question: str) -> tuple[str, str]:
     return max(locations, key=lambda loc: (overlap(loc), -locations.index(loc)))
 
 
+def _bind_number(number: float, cells, question: str, lines_query: list[str], lines_text: list[str]) -> str:
+    """A new variable holding ``number``: a look-up of the table cell that holds it (the one whose labels the
+    question names most) or, without one, the number written out. Appends its line; returns its name."""
+    if cells:
+        row, col = _best_location(cells, question)
+        variable = f"table_query_{len(lines_query)}"
+        lines_query.append(f"{variable} = table[{_py_string(row)}, {_py_string(col)}]")
+    else:
+        variable = f"text_variable_{len(lines_text)}"
+        lines_text.append(f"{variable} = {_py_number(number)}")
+    return variable
+
+
 def tatqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
     """Candidate programs ``[(code, source)]`` for a TAT-QA record, most natural first (not yet run)."""
     answer_type = example.get("answer_type") or ""
@@ -313,10 +282,9 @@ def _names_in_order(node: ast.expr) -> list[str]:
 
 def _arithmetic_programs(example: Mapping, derivation: str, scale: str) -> list[str]:
     try:
-        expression, literals = _tokenise_derivation(derivation)
+        expression, literals = _parse_derivation(derivation)
     except ValueError:
         return []
-    expression = _fold_negated_literals(expression, literals)
     used = _names_in_order(expression)
     table = example.get("table") or []
     locations = _cell_locations(table) if table else {}
@@ -330,7 +298,7 @@ def _arithmetic_programs(example: Mapping, derivation: str, scale: str) -> list[
         lines_query, lines_text, names, by_key = [], [], {}, {}
         for name in dict.fromkeys(used):  # first-appearance order, no repeats
             literal = literals[name]
-            number = literal.value(scale)
+            number = _in_answer_unit(literal, scale)
             key = (number, literal.percent)
             if key in by_key:
                 names[name] = by_key[key]
@@ -343,13 +311,7 @@ def _arithmetic_programs(example: Mapping, derivation: str, scale: str) -> list[
                 if not cells:
                     names[name] = by_key[key] = _py_number(number)
                     continue
-            if cells:
-                row, col = _best_location(cells, question)
-                variable = f"table_query_{len(lines_query)}"
-                lines_query.append(f"{variable} = table[{_py_string(row)}, {_py_string(col)}]")
-            else:
-                variable = f"text_variable_{len(lines_text)}"
-                lines_text.append(f"{variable} = {_py_number(number)}")
+            variable = _bind_number(number, cells, question, lines_query, lines_text)
             reference = f"({variable} / 100)" if (percent_as_ratio and literal.percent) else variable
             names[name] = by_key[key] = reference
 
@@ -374,9 +336,6 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
     program = (example.get("program") or "").strip()
     if not program:
         return []
-    from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
-    from knapsack_dspy.execution.finqa_executor import official_number
-
     try:
         steps = parse_program(program)
     except ProgramError:
@@ -398,13 +357,7 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
         if value is None:
             return None
         cells = locations.get(value) if not arg.endswith("%") else None
-        if cells:
-            row, col = _best_location(cells, question)
-            name = f"table_query_{len(lines_query)}"
-            lines_query.append(f"{name} = table[{_py_string(row)}, {_py_string(col)}]")
-        else:
-            name = f"text_variable_{len(lines_text)}"
-            lines_text.append(f"{name} = {_py_number(value)}")
+        name = _bind_number(value, cells, question, lines_query, lines_text)
         by_text[arg] = name
         return name
 
@@ -426,8 +379,8 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
 # ----------------------------------------------------------------------------------------------------
 # TAT-QA derivation -> FinQA DSL
 
-def _dsl_number(literal: _Literal, scale: str) -> str:
-    number = literal.value(scale)
+def _dsl_number(literal: DerivationLiteral, scale: str) -> str:
+    number = _in_answer_unit(literal, scale)
     text = _py_number(number)
     return text + "%" if literal.percent else text
 
@@ -438,10 +391,9 @@ def finqa_dsl_candidates(example: Mapping) -> list[str]:
     if (example.get("answer_type") or "") != "arithmetic" or not derivation:
         return []
     try:
-        expression, literals = _tokenise_derivation(derivation)
+        expression, literals = _parse_derivation(derivation)
     except ValueError:
         return []
-    expression = _fold_negated_literals(expression, literals)
     scale = example.get("scale") or ""
     steps: list[str] = []
     names = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
@@ -474,7 +426,7 @@ def synthesise_finqa_program(example: Mapping, execute: Executor | None = None) 
     program = (example.get("program") or "").strip()
     if program:
         return program
-    execute = execute or _default_executor()
+    execute = execute or execute_program
     table = [list(row) for row in (example.get("table") or [])] or None
     for candidate in finqa_dsl_candidates(example):
         result = execute(candidate, table, kind="finqa")
@@ -485,19 +437,13 @@ def synthesise_finqa_program(example: Mapping, execute: Executor | None = None) 
 
 # ----------------------------------------------------------------------------------------------------
 
-def _default_executor() -> Executor:
-    from knapsack_dspy.execution import execute_program
-
-    return execute_program
-
-
 def synthesise_python_program(example: Mapping, execute: Executor | None = None) -> GoldProgram:
     """The verified gold Python program of a pool record, or its literal-answer fallback.
 
     ``example``: uniform fields (``answer``, ``answer_value``, ``answer_type``, ``scale``, ``derivation``,
     ``program``, ``table``). ``execute``: ``execute_program`` (default) or a stand-in with its signature.
     """
-    execute = execute or _default_executor()
+    execute = execute or execute_program
     answer = example.get("answer")
     answer_value = example.get("answer_value")
     scale = example.get("scale") or ""
@@ -533,7 +479,7 @@ def verification_report(examples, execute: Executor | None = None) -> dict:
     {type: {"total", "verified"}}, "by_source": {source: n}, "failures": [(id, reason), ...]}``;
     ``table_lookups`` / ``text_variables`` count verified arithmetic programs using each binding.
     """
-    execute = execute or _default_executor()
+    execute = execute or execute_program
     report = {"total": 0, "verified": 0, "table_lookups": 0, "text_variables": 0, "by_answer_type": {},
               "by_source": {}, "failures": []}
     for example in examples:

@@ -1,0 +1,189 @@
+"""``SelectionConfig``: every setting of one predictor's exemplar selection, in one frozen value.
+
+One set of defaults, validated once (``__post_init__``, one-line errors naming the setting); variations
+with ``dataclasses.replace`` (``KnapsackFewShot``'s search) or :meth:`SelectionConfig.with_settings` (which
+names an unknown setting instead of raising ``TypeError``); JSON round-trip with ``to_dict`` /
+``from_dict`` (saved programs). ``SelectExemplars`` owns one; ``RunSpec`` and ``kdspy compile`` build one.
+
+Why these defaults (``docs/core.md``, "SelectionConfig"): ``max_exemplars=4`` and ``val_size=40`` are what
+every committed result, suite and the CLI use; ``budget=None`` means the target model's context window
+(a program compiled without a budget fits the model it was compiled for; experiments name their budget);
+``alpha=0.75``, ``beta=0``, ``attributes=("modality",)`` and ``knn_k=200`` are SEER's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, ExemplarSelector
+from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, make_selector, selector_class
+
+__all__ = ["SELECTOR_SETTINGS", "SelectionConfig", "SelectionConfigError"]
+
+#: Settings handed to the selector when its ``__init__`` takes them (a selector ignores the ones it has no
+#: use for: KATE has no ``alpha``).
+SELECTOR_SETTINGS = ("max_exemplars", "alpha", "beta", "attributes", "knn_k", "max_per_doc", "core_size", "seed")
+
+
+class SelectionConfigError(ValueError):
+    """A selection setting is invalid (the message names it)."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _names(value, setting: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise SelectionConfigError(f"{setting} must be a list of names, got {value!r}")
+    if not all(isinstance(v, str) and v for v in value):
+        raise SelectionConfigError(f"{setting} must be a list of non-empty names, got {value!r}")
+    if len(set(value)) != len(value):
+        raise SelectionConfigError(f"{setting} names an attribute twice: {list(value)!r}")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class SelectionConfig:
+    """The selection settings of one predictor.
+
+    selector: a registered selector name (``SELECTORS``: seer, seer_gold, kate, diverse_kate, random, csp,
+        fixed, static, hybrid, or one added with ``register_selector``).
+    max_exemplars: M, the most exemplars per prompt.
+    budget: total prompt tokens; ``None``: the target model's context window (4,096 when unknown).
+    reserve_output_tokens: tokens kept free for the answer.
+    alpha, beta: SEER's template shares: >= alpha*M exemplars with the query's (predicted) attribute value,
+        >= beta*M with another.
+    attributes: attributes with a template, most important first (the last is relaxed first).
+    attribute_source: how a query's attributes are obtained: "classifier", "lm", "gold" or "none";
+        ``None``: the selector's default (``seer_gold``: gold; others: classifier; "none" without attributes).
+    knn_k: SEER's nearest-neighbour pre-filter before the knapsack.
+    max_per_doc: at most this many exemplars from one document (``None``: no limit).
+    core_size: hybrid's compile-time core.
+    val_size: validation queries used at compile time (fitting compile-time sets, the configuration search).
+    seed: seeds the validation subset, compile-time draws and per-query draws (random, csp).
+    embed_fields: the query / exemplar fields whose text is embedded for similarity.
+    exclude_same_doc: never pick exemplars from the query's own document (no leakage).
+    selector_params: further parameters of the chosen selector (e.g. ``{"respect_budget": True}`` for kate,
+        ``{"n_candidates": 5}`` for fixed); each must be one the selector declares.
+    """
+
+    selector: str = DEFAULT_SELECTOR
+    max_exemplars: int = 4
+    budget: int | None = None
+    reserve_output_tokens: int = 256
+    alpha: float = 0.75
+    beta: float = 0.0
+    attributes: tuple[str, ...] = ("modality",)
+    attribute_source: str | None = None
+    knn_k: int | None = 200
+    max_per_doc: int | None = None
+    core_size: int = 2
+    val_size: int = 40
+    seed: int = 0
+    embed_fields: tuple[str, ...] = ("question",)
+    exclude_same_doc: bool = True
+    selector_params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        def fail(message: str):
+            raise SelectionConfigError(message)
+
+        if not isinstance(self.selector, str):
+            fail(f"selector must be a name, got {self.selector!r}")
+        try:
+            cls = selector_class(self.selector)
+        except ValueError as exc:
+            raise SelectionConfigError(str(exc)) from None
+        if not _is_int(self.max_exemplars) or self.max_exemplars < 0:
+            fail(f"max_exemplars must be a non-negative integer, got {self.max_exemplars!r}")
+        if self.budget is not None and (not _is_int(self.budget) or self.budget <= 0):
+            fail(f"budget must be a positive number of tokens or None, got {self.budget!r}")
+        if not _is_int(self.reserve_output_tokens) or self.reserve_output_tokens < 0:
+            fail(f"reserve_output_tokens must be a non-negative integer, got {self.reserve_output_tokens!r}")
+        for name in ("alpha", "beta"):
+            value = getattr(self, name)
+            if not _is_number(value) or not 0 <= value <= 1:
+                fail(f"{name} must be a number in [0, 1], got {value!r}")
+        object.__setattr__(self, "attributes", _names(self.attributes, "attributes"))
+        if self.attribute_source is not None and self.attribute_source not in ATTRIBUTE_SOURCES:
+            fail(f"attribute_source must be one of {ATTRIBUTE_SOURCES} or None, got {self.attribute_source!r}")
+        if self.knn_k is not None and (not _is_int(self.knn_k) or self.knn_k < 1):
+            fail(f"knn_k must be a positive integer or None, got {self.knn_k!r}")
+        if self.max_per_doc is not None and (not _is_int(self.max_per_doc) or self.max_per_doc < 1):
+            fail(f"max_per_doc must be a positive integer or None, got {self.max_per_doc!r}")
+        for name in ("core_size", "val_size", "seed"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 0:
+                fail(f"{name} must be a non-negative integer, got {value!r}")
+        object.__setattr__(self, "embed_fields", _names(self.embed_fields, "embed_fields"))
+        if not self.embed_fields:
+            fail("embed_fields must name at least one field")
+        if not isinstance(self.exclude_same_doc, bool):
+            fail(f"exclude_same_doc must be true or false, got {self.exclude_same_doc!r}")
+        if not isinstance(self.selector_params, Mapping):
+            fail(f"selector_params must be a mapping of parameter names to values, got {self.selector_params!r}")
+        params = dict(self.selector_params)
+        own = sorted(set(params) & {f.name for f in fields(self)})
+        if own:
+            fail(f"selector_params {own} are SelectionConfig settings: set them directly")
+        unknown = sorted(set(params) - set(cls.param_names()))
+        if unknown:
+            fail(f"selector {self.selector!r} has no parameter {', '.join(map(repr, unknown))}; "
+                 f"its parameters: {', '.join(p for p in cls.param_names() if p not in SELECTOR_SETTINGS)}")
+        object.__setattr__(self, "selector_params", params)
+        try:
+            self.build_selector()
+        except (TypeError, ValueError) as exc:  # the selector's own checks (e.g. hybrid: core_size <= M)
+            raise SelectionConfigError(f"selector {self.selector!r}: {exc}") from None
+
+    # ----------------------------------------------------------------------------------------------
+    @property
+    def selector_class(self) -> type[ExemplarSelector]:
+        return selector_class(self.selector)
+
+    @property
+    def resolved_attribute_source(self) -> str:
+        """The attribute source in use: the configured one, else the selector's default ("none" when there
+        are no attributes to predict)."""
+        if self.attribute_source is not None:
+            return self.attribute_source
+        return self.selector_class.default_attribute_source if self.attributes else "none"
+
+    def build_selector(self) -> ExemplarSelector:
+        """A new, unfitted selector with this config's parameters."""
+        accepted = set(self.selector_class.param_names())
+        params = {name: getattr(self, name) for name in SELECTOR_SETTINGS if name in accepted}
+        return make_selector(self.selector, **params, **self.selector_params)
+
+    def with_settings(self, **settings) -> SelectionConfig:
+        """``dataclasses.replace`` that names an unknown setting (``SelectionConfigError``) instead of
+        raising ``TypeError``."""
+        valid = [f.name for f in fields(self)]
+        unknown = sorted(set(settings) - set(valid))
+        if unknown:
+            raise SelectionConfigError(f"unknown selection setting {', '.join(map(repr, unknown))}; "
+                                       f"valid: {', '.join(valid)}")
+        return dataclasses.replace(self, **settings) if settings else self
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible (tuples become lists)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.update(attributes=list(self.attributes), embed_fields=list(self.embed_fields),
+                   selector_params=dict(self.selector_params))
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SelectionConfig:
+        """The config ``to_dict`` wrote; unknown keys are an error, missing ones take the defaults."""
+        if not isinstance(data, Mapping):
+            raise SelectionConfigError(f"a selection config is a JSON object, got {type(data).__name__}")
+        return cls().with_settings(**dict(data))

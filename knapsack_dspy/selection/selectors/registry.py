@@ -1,0 +1,115 @@
+"""Selectors by name: the names the CLI, suites, reports and saved programs use.
+
+A selector class declares what it needs (``needs_fit``, ``fit_on``, ``mode``, ``uses_attributes``,
+``default_attribute_source``: see :class:`ExemplarSelector`); this registry maps names to classes, and is
+the only place that knows which name means what. Users add their own with :func:`register_selector`::
+
+    @register_selector
+    class ShortestSelector(ExemplarSelector):
+        name = "shortest"
+
+        def select(self, pool, request): ...
+
+after which ``SelectionConfig(selector="shortest")``, ``kdspy bench`` suites and saved programs accept it
+(register it before loading a program that uses it).
+"""
+
+from __future__ import annotations
+
+import types
+
+from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, FIT_ON, MODES, ExemplarSelector
+from knapsack_dspy.selection.selectors.csp import CSPSelector
+from knapsack_dspy.selection.selectors.diverse_kate import DiverseKATESelector
+from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
+from knapsack_dspy.selection.selectors.kate import KATESelector
+from knapsack_dspy.selection.selectors.random_selector import RandomSelector
+from knapsack_dspy.selection.selectors.seer import GoldKnapsackSelector, KnapsackSelector
+from knapsack_dspy.selection.selectors.static_knapsack import HybridKnapsackSelector, StaticKnapsackSelector
+
+__all__ = ["DEFAULT_SELECTOR", "MODE_SELECTORS", "SELECTORS", "make_selector", "register_selector",
+           "selector_class", "selector_for_mode"]
+
+_REGISTRY: dict[str, type[ExemplarSelector]] = {}
+#: name -> selector class, read-only (``register_selector`` adds to it).
+SELECTORS = types.MappingProxyType(_REGISTRY)
+DEFAULT_SELECTOR = "seer"
+#: The selector a ``--mode`` chooses when none is named (per_query: SEER's knapsack per query).
+MODE_SELECTORS = {"per_query": DEFAULT_SELECTOR, "static": "static", "hybrid": "hybrid"}
+
+
+def register_selector(cls: type[ExemplarSelector] | None = None, *, name: str | None = None,
+                      replace: bool = False):
+    """Register a selector class under ``name`` (default: its ``name`` attribute). Usable as a decorator
+    (``@register_selector`` or ``@register_selector(name=..., replace=True)``); returns the class. A name
+    already taken is an error unless ``replace=True``; the class's declarations are checked here."""
+
+    def register(klass):
+        if not (isinstance(klass, type) and issubclass(klass, ExemplarSelector)):
+            raise TypeError(f"register_selector: {klass!r} is not an ExemplarSelector subclass")
+        key = klass.name if name is None else name
+        if not isinstance(key, str) or not key or key == ExemplarSelector.name:
+            raise ValueError(f"register_selector: {klass.__name__} needs a name (set its 'name' attribute)")
+        if key in _REGISTRY and _REGISTRY[key] is not klass and not replace:
+            raise ValueError(f"register_selector: the name {key!r} is taken by {_REGISTRY[key].__name__} "
+                             "(pass replace=True to replace it)")
+        problems = []
+        if klass.fit_on not in FIT_ON:
+            problems.append(f"fit_on must be one of {FIT_ON}, got {klass.fit_on!r}")
+        if klass.fit_on is not None and not klass.needs_fit:
+            problems.append(f"fit_on={klass.fit_on!r} needs needs_fit = True")
+        if klass.mode not in MODES:
+            problems.append(f"mode must be one of {MODES}, got {klass.mode!r}")
+        if klass.default_attribute_source not in ATTRIBUTE_SOURCES:
+            problems.append(f"default_attribute_source must be one of {ATTRIBUTE_SOURCES}, "
+                            f"got {klass.default_attribute_source!r}")
+        if "max_exemplars" not in klass.param_names():
+            problems.append("__init__ must take max_exemplars")
+        if problems:
+            raise ValueError(f"register_selector: {klass.__name__}: {'; '.join(problems)}")
+        _REGISTRY[key] = klass
+        return klass
+
+    return register if cls is None else register(cls)
+
+
+def selector_class(name: str) -> type[ExemplarSelector]:
+    """The class registered under ``name``; ``ValueError`` listing the names otherwise."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown selector {name!r}; choose from {', '.join(_REGISTRY)}") from None
+
+
+def make_selector(name: str, **params) -> ExemplarSelector:
+    """Build the selector ``name`` with ``params`` (each one a parameter it declares) and validate them."""
+    cls = selector_class(name)
+    unknown = sorted(set(params) - set(cls.param_names()))
+    if unknown:
+        raise ValueError(f"selector {name!r} has no parameter {', '.join(map(repr, unknown))}; "
+                         f"its parameters: {', '.join(cls.param_names())}")
+    selector = cls(**params)
+    selector.validate_params()
+    return selector
+
+
+def selector_for_mode(mode: str | None, selector: str | None = None) -> str:
+    """The selector a (``mode``, ``selector``) pair names, as ``kdspy compile --mode`` and
+    ``KnapsackFewShot(mode=...)`` take them: without a mode, ``selector`` (default ``"seer"``); without a
+    selector, the mode's own (``MODE_SELECTORS``); with both, the selector must select in that mode."""
+    if mode is None:
+        return DEFAULT_SELECTOR if selector is None else selector
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if selector is None:
+        return MODE_SELECTORS[mode]
+    declared = selector_class(selector).mode
+    if declared != mode:
+        raise ValueError(f"selector {selector!r} selects {declared!r}, not in mode {mode!r} "
+                         f"(mode {mode!r} uses {MODE_SELECTORS[mode]!r} unless a {mode} selector is named)")
+    return selector
+
+
+for _cls in (RandomSelector, FixedSetSelector, KATESelector, DiverseKATESelector, CSPSelector, KnapsackSelector,
+             GoldKnapsackSelector, StaticKnapsackSelector, HybridKnapsackSelector):
+    register_selector(_cls)

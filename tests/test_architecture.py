@@ -1,0 +1,173 @@
+"""The package's shape: no import cycles, no upward imports across the layers of DEVELOPERS.md, a selection
+package without DSPy, no selector names tested outside the registry, own imports at the top of modules."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "knapsack_dspy"
+
+# DEVELOPERS.md, "Layers": a module may import its own package and the packages on lower floors only (two
+# packages on one floor do not import each other).
+LAYERS = {
+    "knapsack_dspy": 0, "knapsack_dspy._env": 0, "knapsack_dspy.config": 0, "knapsack_dspy.memo": 0,
+    "knapsack_dspy.numbers": 0, "knapsack_dspy.file_limits": 0, "knapsack_dspy.messages": 0,
+    "knapsack_dspy._commit": 0, "knapsack_dspy.table_headers": 0,
+    "knapsack_dspy.selection": 1, "knapsack_dspy.llm": 1, "knapsack_dspy.embeddings": 1,
+    "knapsack_dspy.retrieval": 1,
+    "knapsack_dspy.execution": 2,
+    "knapsack_dspy.data": 3,
+    "knapsack_dspy.metrics": 4,
+    "knapsack_dspy.signatures": 5,
+    "knapsack_dspy.modules": 6,
+    "knapsack_dspy.teleprompt": 7,
+    "knapsack_dspy.bench": 8,
+    "knapsack_dspy.cli": 9,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path):
+    """(imported package module, line, at module level?) for every import of the package's own modules."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top_level = {id(node) for node in tree.body}
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] == "knapsack_dspy":
+                yield target, node.lineno, id(node) in top_level
+
+
+def _graph() -> dict[str, set[str]]:
+    return {name: {t for t, _, _ in _imports(name, path) if t in MODULES and t != name}
+            for name, path in MODULES.items()}
+
+
+def _layer_package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else module
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_package_has_a_layer():
+    assert {_layer_package(m) for m in MODULES} <= set(LAYERS)
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_goes_up_or_sideways_across_layers():
+    wrong = []
+    for name, path in MODULES.items():
+        own = _layer_package(name)
+        for target, line, _ in _imports(name, path):
+            other = _layer_package(target)
+            if other != own and LAYERS[other] >= LAYERS[own] and not LAYERS[own] == LAYERS[other] == 0:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target} ({own} is on floor {LAYERS[own]}, "
+                             f"{other} on {LAYERS[other]})")
+    assert wrong == []
+
+
+def test_own_modules_are_imported_at_the_top_outside_the_cli():
+    """Imports inside functions hide the dependency graph; only cli/ defers them (a fast ``kdspy --help``)."""
+    inside = [f"{path.relative_to(ROOT)}:{line} imports {target}"
+              for name, path in MODULES.items() if not name.startswith("knapsack_dspy.cli")
+              for target, line, at_top in _imports(name, path) if not at_top]
+    assert inside == []
+
+
+def test_the_selection_package_imports_no_dspy():
+    selection = [p for n, p in MODULES.items() if n.startswith("knapsack_dspy.selection")]
+    for path in selection:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] in ("dspy", "litellm") for n in names), (path, node.lineno)
+    code = ("import sys, knapsack_dspy.selection, knapsack_dspy.selection.config; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dspy', 'litellm', 'torch')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _selector_and_mode_names() -> set[str]:
+    from knapsack_dspy.selection.selectors import MODES, SELECTORS
+
+    return set(SELECTORS) | set(MODES)
+
+
+def _string_constants(node) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_string_constants(e) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+@pytest.mark.parametrize("package", ["teleprompt", "modules", "bench", "cli", "metrics", "data", "llm"])
+def test_no_selector_name_is_tested_outside_the_selection_package(package):
+    names = _selector_and_mode_names()
+    found = []
+    for path in sorted((PACKAGE / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                compared = set().union(*(_string_constants(c) for c in [node.left, *node.comparators]))
+                if compared & names:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {sorted(compared & names)}")
+    assert found == []
