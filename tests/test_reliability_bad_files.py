@@ -378,6 +378,30 @@ def test_the_module_entry_point_prints_errors_in_one_line_too(tmp_path):
     ]
 
 
+def test_printing_a_file_error_imports_no_lm_stack(tmp_path):
+    """The one-line error of a failed read looks only at loaded modules: importing DSPy / LiteLLM while the
+    read's data is still referenced raised the peak memory of a 200 MB bad file by ~115 MB."""
+    import subprocess
+    import sys
+
+    bad = _bad_file(tmp_path, "deep")
+    (tmp_path / "pred.json").write_text("{}")
+    code = (
+        "import sys; from knapsack_dspy.cli.main import main; "
+        f"code = main(['score', 'tatqa', '--gold', {str(bad)!r}, '--predictions', {str(tmp_path / 'pred.json')!r}]); "
+        "print(code, sorted(m for m in ('dspy', 'litellm', 'knapsack_dspy.llm') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert done.stdout.strip() == "2 []", done.stderr
+    assert "gold file nests record 0 deeper than 100 levels" in done.stderr
+
+
 @pytest.mark.parametrize("bad", ["answer_type", "duplicate"])
 def test_large_files_are_checked_before_examples_are_built_with_the_same_error(tmp_path, monkeypatch, bad):
     from knapsack_dspy.data import loader
