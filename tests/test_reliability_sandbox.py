@@ -90,3 +90,9 @@ def test_execution_imports_only_the_standard_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     third_party = [m for m in json.loads(out) if m not in sys.stdlib_module_names and m != "knapsack_dspy"]
     assert third_party == []
+    own = (
+        "import sys, json; import knapsack_dspy.execution; print(json.dumps(sorted(m for m in sys.modules "
+        "if m.startswith('knapsack_dspy.') and not m.startswith('knapsack_dspy.execution'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", own], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [f"knapsack_dspy.{m}" for m in ("_env", "messages", "numbers", "table_headers")]
