@@ -76,7 +76,7 @@ def test_rows_fingerprint_the_prompts_they_sent(program):
     from knapsack_dspy.bench.prompt_record import PROMPT_FORMAT_VERSION, messages_sha256
     from knapsack_dspy.data import load_examples
 
-    example = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[0]
+    example = next(iter(load_examples("tatqa", split="dev_tune", data_dir=DATA)))
     lm = DummyLM([{"program": "ans = 1"}])
     row = answer_example(program, example, lm)
     assert row["prompt_format"] == PROMPT_FORMAT_VERSION

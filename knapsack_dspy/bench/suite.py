@@ -16,7 +16,9 @@ per value; the product over all grid keys gives the runs. Example::
     limit = 100
 
 Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
-``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error).
+``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
+``timeout`` (seconds per LM attempt) and ``num_retries`` set how the LM is asked (they are not part of a
+run's key: changing them continues the same run).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from knapsack_dspy.file_limits import FileLimitError, read_file_text
 from knapsack_dspy.selection.config import SelectionConfig
 
 if sys.version_info >= (3, 11):
@@ -37,6 +40,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 GRID_KEYS = ("dataset", "pipeline", "selector", "budget", "max_exemplars", "model", "retrieval")
+MAX_SUITE_BYTES = 1_000_000  # a suite is a few hundred bytes of TOML
+TRANSPORT_KEYS = ("timeout", "num_retries")  # how the LM is asked, not what: no part of a run's identity
 
 
 class SuiteError(ValueError):
@@ -70,6 +75,8 @@ class RunSpec:
     max_tokens: int = 384
     val_size: int = 40
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
+    timeout: float | None = None  # seconds per LM attempt (make_lm's default 120 s; local/: 600 s generating)
+    num_retries: int | None = None  # LM retries on transient failures (make_lm's default: 3; local/: 0)
     route: str = ""  # "extract_compute": span questions extracted, the rest answered by the program; "": one solver
 
     def selection_config(self) -> SelectionConfig:
@@ -87,7 +94,7 @@ class RunSpec:
         if self.retrieval:
             parts.append(self.retrieval)
         settings = {k: v for k, v in asdict(self).items() if k not in GRID_KEYS and k not in (
-            "limit", "num_threads", "selection_only")}
+            "limit", "num_threads", "selection_only", *TRANSPORT_KEYS)}
         for later in ("example_ids", "route"):  # keys of runs written before these settings existed stay the same
             if not settings[later]:
                 del settings[later]
@@ -114,6 +121,14 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         return tuple(value)
     if name in ("limit", "top_n_paragraphs") and value is None:
         return None
+    if name == "timeout":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise SuiteError(f"{source}: 'timeout' must be a positive number of seconds, got {value!r}")
+        return float(value)
+    if name == "num_retries":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SuiteError(f"{source}: 'num_retries' must be a non-negative integer, got {value!r}")
+        return value
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise SuiteError(f"{source}: {name!r} must be true or false, got {value!r}")
@@ -166,11 +181,17 @@ class Suite:
 def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_file_text(path, limit_bytes=MAX_SUITE_BYTES))
     except FileNotFoundError:
         raise SuiteError(f"suite file {str(path)!r} not found") from None
+    except FileLimitError as exc:
+        raise SuiteError(f"{path}: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{path}: cannot read the suite file ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise SuiteError(f"{path}: invalid TOML: nested too deeply") from None
     return suite_from_dict(raw, str(path))
 
 

@@ -51,6 +51,7 @@ from tqdm.auto import tqdm
 
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.call_counter import call_counts
+from knapsack_dspy.llm.errors import describe_lm_error, lm_error_kind
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.metrics.selection_proxies import selection_proxies
 from knapsack_dspy.modules.compiled_programs import install_selecting_predictor, load_compiled, predictor_at
@@ -426,9 +427,30 @@ class KnapsackFewShot(Teleprompter):
         return selection_proxies(rows, select, attributes=select.config.attributes)
 
     def _lm_score(self, program, examples) -> float:
+        """The metric's score of ``program`` on ``examples``. ``dspy.Evaluate`` counts an example whose LM
+        call failed as a zero and goes on; a score built on questions that were never asked would steer the
+        search, so an LM failure (after DSPy's retries) stops the compile with a :class:`CompileError` that
+        says what failed and what to do."""
+        failures: list[BaseException] = []
+
+        def asked(**inputs):
+            if failures:  # the LM failed (after DSPy's retries): ask nothing more, the compile stops below
+                return dspy.Prediction()
+            try:
+                return program(**inputs)
+            except Exception as exc:
+                if lm_error_kind(exc) is None:
+                    raise
+                failures.append(exc)
+                return dspy.Prediction()
+
         evaluate = dspy.Evaluate(devset=examples, metric=self.metric, num_threads=self.num_threads,
                                  display_progress=self.progress, provide_traceback=False)
-        return float(evaluate(program).score)
+        score = float(evaluate(asked).score)
+        if failures:
+            raise CompileError(f"the LM failed while the search scored a configuration on {len(examples)} "
+                               f"validation questions: {describe_lm_error(failures[0])}")
+        return score
 
     def _attribute_accuracy(self, select, val_subset: list[_ValQuery]) -> dict:
         out = {}

@@ -204,6 +204,8 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             if self.retry:  # SEER-style fallback: show the LM its failed program and the error, once
                 attempts = 2
                 shown = program if len(program) <= MAX_SHOWN_PROGRAM else program[:MAX_SHOWN_PROGRAM] + "\n..."
+                # text no provider can receive (a lone surrogate the model wrote) goes back escaped
+                shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
                 repair_inputs = {**inputs, "failed_program": shown or "(empty)", "error": error}
                 retry_demos = call_demos if self.retry_with_demos else []
                 program, reasoning, result, error = self._call_and_run(self.repair, repair_inputs, rows,
