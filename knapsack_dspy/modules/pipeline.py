@@ -324,6 +324,11 @@ class DocumentQA(_Pipeline):
         (a question routed to it by mistake still finds demos of its kind)."""
         return solver is not self.__dict__.get("extract") or example.get("answer_type") in EXTRACT_TYPES
 
+    def prompt_group(self, example) -> str:
+        """What opens this example's prompt (the bench orders questions by it so consecutive prompts share a
+        prefix): its route ("" unrouted)."""
+        return self._route(example["question"])[1].get("route", "")
+
     def _route(self, question: str) -> tuple:
         if not self.route:
             return self.solve, {}
