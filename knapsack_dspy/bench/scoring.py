@@ -4,7 +4,8 @@
   ``correct`` is EM. Loaded examples hold a span answer as one string (the official files: a one-item
   list); a computed 0 is an answer (the official script would read the number 0 as none).
 - FinQA: with a FinQA-DSL program, official execution accuracy (``correct``) and program accuracy;
-  with a direct answer, the official exact match of the executed answer; SEER's lenient match is
+  with a Python program (``prediction.language == "python"``) or a direct answer, the official exact match of
+  the executed answer (program accuracy is defined for the DSL only: ``None``); SEER's lenient match is
   recorded separately (``lenient``).
 - SARA: label accuracy for entailment cases; exact dollars for numerical cases (+ within 10 %).
 Selection quality (model-free): gold-case hit, best program similarity, attribute match.
@@ -57,6 +58,8 @@ def score_prediction(example, prediction) -> dict[str, Any]:
                 row["program_correct"] = None
         else:
             correct = answer is not None and finqa_exact_match(answer, example.get("answer"))
+            if program:
+                row["program_correct"] = None
         row.update(correct=bool(correct), em=float(bool(correct)),
                    lenient=answer is not None and lenient_match(answer, example.get("answer")))
     elif dataset == "sara":

@@ -16,7 +16,9 @@ per value; the product over all grid keys gives the runs. Example::
     limit = 100
 
 Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
-``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error).
+``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
+``pool_dataset = "finqa_cases"`` draws the exemplar pool from another data set than the questions (FinQA
+questions with documents, answered with case-based exemplars that have none).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class RunSpec:
     eval_split: str = "dev_tune"
     pool_path: str = ""
     eval_path: str = ""
+    pool_dataset: str = ""  # the pool's data set when it is not ``dataset`` (e.g. finqa_cases for finqa questions)
     limit: int | None = None
     seed: int = 0
     alpha: float = 0.75
@@ -87,13 +90,17 @@ class RunSpec:
             parts.append(self.retrieval)
         settings = {k: v for k, v in asdict(self).items() if k not in GRID_KEYS and k not in (
             "limit", "num_threads", "selection_only")}
-        if not settings["example_ids"]:  # keys of runs written before this setting existed stay the same
-            del settings["example_ids"]
+        for name in _LATER_SETTINGS:  # keys of runs written before these settings existed stay the same
+            if settings[name] == _FIELD_DEFAULTS[name]:
+                del settings[name]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return "|".join([*parts, digest])
 
 
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
+#: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
+_LATER_SETTINGS = ("example_ids", "pool_dataset")
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:

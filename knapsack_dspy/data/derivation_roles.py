@@ -12,8 +12,9 @@ written):
   ``/`` are different quantities, whatever their values;
 - **constants**: an integer that divides a sum of as many terms (``(a + b + c) / 3``: an average's divisor),
   a small integer dividing anything in a question about an average or a mean (the count of what is averaged),
-  ``100`` multiplying or dividing (a percentage), ``1000`` multiplying or dividing (a unit change). These are
-  the arithmetic's own numbers, never cells.
+  ``100`` multiplying or dividing (a percentage), ``1000`` multiplying or dividing (a unit change) -- unless the
+  derivation uses the same value as a quantity elsewhere (``(1200 - 1000) / 1000``). These are the arithmetic's
+  own numbers, never cells.
 
 Any other repeated value plays different roles and is one quantity. :func:`align_positions` maps each
 position to the part of a program's ``ans`` expression that stands for it (a program written from the
@@ -25,16 +26,17 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from knapsack_dspy.data.tatqa_derivation import DerivationLiteral, parse_expression
 
-__all__ = ["CONSTANT_ROLES", "DerivationRoles", "align_positions", "derivation_roles", "parse_folded",
-           "positions_in_order"]
+__all__ = ["CONSTANT_ROLES", "DerivationRoles", "align_positions", "derivation_roles", "finqa_constants",
+           "parse_folded", "positions_in_order"]
 
 CONSTANT_ROLES = ("average divisor", "count", "percent factor", "unit factor")
 SMALL_COUNT = 12  # the largest count of averaged items read as a constant ("/ 12" months)
+_ARITHMETIC = ("add", "subtract", "multiply", "divide", "exp", "greater")
 _AVERAGE_QUESTION = re.compile(r"\baverage\b|\bmean\b|\baveraged\b", re.IGNORECASE)
 
 
@@ -148,7 +150,38 @@ def derivation_roles(expression: ast.expr, literals: Mapping[str, DerivationLite
         visit(node.right)
 
     visit(expression)
+    # a factor whose value the derivation also uses as a quantity is that quantity: (1200 - 1000) / 1000
+    quantities = {literals[p].number for p in positions_in_order(expression) if p not in constants}
+    constants = {p: role for p, role in constants.items()
+                 if role not in ("percent factor", "unit factor") or literals[p].number not in quantities}
     return DerivationRoles({k: frozenset(v) for k, v in siblings.items()}, constants)
+
+
+def _finqa_factor(op: str, position: int, value: float | None) -> bool:
+    if value is None:
+        return False
+    if op in ("multiply", "divide") and value in (100.0, 1000.0) and (op == "multiply" or position == 1):
+        return True
+    return op == "divide" and position == 1 and float(value).is_integer() and 1 <= value <= SMALL_COUNT
+
+
+def finqa_constants(steps: Sequence, number: Callable[[str], float | None]) -> set[tuple[int, int]]:
+    """(step, argument position) of the number arguments of a FinQA program that are the arithmetic's own
+    constants: ``100`` / ``1000`` multiplying or dividing, a small count dividing -- unless the program uses the
+    same argument as a quantity elsewhere (``subtract(1200, 1000), divide(#0, 1000)``). ``number`` reads an
+    argument (the official ``str_to_num``)."""
+    candidates, quantities = set(), set()
+    for index, step in enumerate(steps):
+        if step.op not in _ARITHMETIC:
+            continue
+        for position, arg in enumerate(step.args):
+            if arg.startswith(("#", "const_")):
+                continue
+            if _finqa_factor(step.op, position, number(arg)):
+                candidates.add((index, position))
+            else:
+                quantities.add(arg)
+    return {(i, p) for i, p in candidates if steps[i].args[p] not in quantities}
 
 
 def _strip_times_100(node: ast.expr) -> ast.expr | None:

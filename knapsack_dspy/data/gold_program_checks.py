@@ -29,7 +29,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from knapsack_dspy.data.derivation_roles import align_positions, derivation_roles, parse_folded
+from knapsack_dspy.data.derivation_roles import align_positions, derivation_roles, finqa_constants, parse_folded
 from knapsack_dspy.data.tatqa_derivation import SCALE_FACTORS, DerivationLiteral
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.execution.cell_numbers import parse_cell
@@ -156,7 +156,8 @@ def _finqa_findings(parts: ProgramParts, program: str) -> list[str]:
     if len(steps) != len(parts.steps):
         return [f"the expression is not the gold one: {len(parts.steps)} steps for {len(steps)}"]
     findings = []
-    for step, node in zip(steps, parts.steps, strict=True):
+    constants = finqa_constants(steps, official_number)
+    for index, (step, node) in enumerate(zip(steps, parts.steps, strict=True)):
         operands = _step_operands(node)
         if operands is None:
             continue
@@ -164,10 +165,9 @@ def _finqa_findings(parts: ProgramParts, program: str) -> list[str]:
         if (step.args[0] == step.args[1] and isinstance(left, ast.Name) and isinstance(right, ast.Name)
                 and left.id == right.id and not left.id.startswith("step_")):
             findings.append(f"one variable for two terms: {left.id} is both arguments of {step.op}")
-        value = official_number(step.args[1])
-        if (step.op in ("divide", "multiply") and isinstance(right, ast.Name) and right.id in parts.cells
-                and value in (100.0, 1000.0)):
-            findings.append(f"a constant read as a quantity: {step.args[1]} of {step.op} is {right.id}")
+        for position, operand in enumerate(operands):
+            if (index, position) in constants and isinstance(operand, ast.Name) and not operand.id.startswith("step_"):
+                findings.append(f"a constant read as a quantity: {step.args[position]} of {step.op} is {operand.id}")
     return findings
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from knapsack_dspy.data.derivation_roles import SMALL_COUNT, derivation_roles, parse_folded, positions_in_order
+from knapsack_dspy.data.derivation_roles import derivation_roles, finqa_constants, parse_folded, positions_in_order
 from knapsack_dspy.data.gold_program_checks import finding_kind, in_answer_unit, strict_findings
 from knapsack_dspy.data.tatqa_derivation import DerivationLiteral
 from knapsack_dspy.execution import execute_program
@@ -317,15 +317,16 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
         return []
     binder = _Binder(example.get("table") or [], str(example.get("question") or ""))
     lines_steps, by_text = [], {}
+    constants = finqa_constants(steps, official_number)
 
-    def operand(step, position: int, taken: str | None) -> str | None:
+    def operand(index: int, step, position: int, taken: str | None) -> str | None:
         arg = step.args[position]
         if arg.startswith("#"):
             return f"step_{int(arg[1:])}"
         value = official_number(arg)
         if value is None:
             return None
-        if arg.startswith("const_") or _finqa_constant(step.op, position, value):
+        if arg.startswith("const_") or (index, position) in constants:
             return _py_number(value)
         if arg in by_text and by_text[arg] != taken:
             return by_text[arg]
@@ -336,8 +337,8 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
     for index, step in enumerate(steps):
         target = "ans" if index == len(steps) - 1 else f"step_{index}"
         if step.op in _FINQA_OPERATORS or step.op == "greater":
-            left = operand(step, 0, None)
-            right = operand(step, 1, left)
+            left = operand(index, step, 0, None)
+            right = operand(index, step, 1, left)
             if left is None or right is None:
                 return []
             if step.op == "greater":
@@ -347,14 +348,6 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
         else:  # table_max / table_min / table_sum / table_average over a row
             lines_steps.append(f"{target} = {step.op}({_py_string(step.args[0])})")
     return [("\n".join(binder.lines() + lines_steps), "finqa")]
-
-
-def _finqa_constant(op: str, position: int, value: float) -> bool:
-    """A number argument that is the arithmetic's own: ``100`` / ``1000`` multiplying or dividing, a small count
-    dividing."""
-    if op in ("multiply", "divide") and value in (100.0, 1000.0) and (op == "multiply" or position == 1):
-        return True
-    return op == "divide" and position == 1 and float(value).is_integer() and 1 <= value <= SMALL_COUNT
 
 
 # ----------------------------------------------------------------------------------------------------

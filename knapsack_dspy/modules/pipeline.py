@@ -23,6 +23,7 @@ from pathlib import Path
 import dspy
 from dspy.predict.parameter import Parameter
 
+from knapsack_dspy.data.program_evidence import demo_evidence
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import get_token_counter
@@ -34,7 +35,7 @@ from knapsack_dspy.modules.solvers import make_document_solver, make_statute_sol
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 
-DOCUMENT_PIPELINES = ("pot", "finqa_pot", "cot", "few_shot", "zero_shot")
+DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
 SPEC_VERSION = 2
 # Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.
@@ -105,8 +106,12 @@ class _Pipeline(dspy.Module):
 
     # -- compile contract (subclasses define _retrieved: a query's retrieved context) --------------------
     def render_demo(self, example) -> dict:
-        """A pool example in the solver's demo fields, its context retrieved exactly as a query's is."""
-        return dict(self.solve.as_demo(dspy.Example(**{**dict(example), **self._retrieved(example)})))
+        """A pool example in the solver's demo fields, its context retrieved as a query's is (FinQA documents: cut
+        down to their evidence, ``DocumentQA._demo_retrieved``)."""
+        return dict(self.solve.as_demo(dspy.Example(**{**dict(example), **self._demo_retrieved(example)})))
+
+    def _demo_retrieved(self, example: Mapping) -> dict:
+        return self._retrieved(example)
 
     def prompt_inputs(self, example) -> dict:
         return dict(self.solve.prompt_inputs(self._retrieved(example)))
@@ -182,7 +187,8 @@ class _Pipeline(dspy.Module):
 
 
 class DocumentQA(_Pipeline):
-    """Questions over a table + text. ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
+    """Questions over a table + text. ``pipeline``: pot (Python program, SEER style; for FinQA the DSL),
+    python_pot (a Python program for any data set, FinQA included), finqa_pot (FinQA DSL),
     cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos).
 
     ``selection``: the ``SelectionConfig`` (default: ``SelectionConfig()``); keyword arguments replace single
@@ -227,6 +233,21 @@ class DocumentQA(_Pipeline):
         ctx = self.retrieve(question=question, table=table, paragraphs=paragraphs)
         return {"question": question, "table": [table[i] for i in ctx.row_ids],
                 "paragraphs": [paragraphs[i] for i in ctx.paragraph_ids]}
+
+    def _demo_retrieved(self, example: Mapping) -> dict:
+        """A FinQA document record as a demo shows it (documents average ~600 words): the header rows and the rows
+        its gold program reads (``gold_inds`` when given, else found from the program's numbers:
+        ``knapsack_dspy.data.program_evidence``), the sentences its program reads plus the sentences most similar to
+        the question up to ``top_n_paragraphs``. Other records: as a query's retrieval keeps them."""
+        evidence = demo_evidence(example)
+        if evidence is None:
+            return self._retrieved(example)
+        question = example["question"]
+        table = list(example.get("table") or [])
+        paragraphs = list(example.get("paragraphs") or [])
+        row_ids, paragraph_ids = self.retrieve.evidence_context(question, table, paragraphs, *evidence)
+        return {"question": question, "table": [table[i] for i in row_ids],
+                "paragraphs": [paragraphs[i] for i in paragraph_ids]}
 
 
 

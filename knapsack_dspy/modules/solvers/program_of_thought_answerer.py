@@ -195,7 +195,8 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
                     errors.append(error)
         if result is None:
             return dspy.Prediction(program=program, answer=None, scale="", error=error, attempts=attempts,
-                                   errors=errors, reasoning=reasoning, model_scale="", scale_reason="")
+                                   errors=errors, reasoning=reasoning, model_scale="", scale_reason="",
+                                   language=self.language)
         scale, reason = result.scale or "", "the program's scale"
         if self.language == "python" and self.scale_from == "document":
             decision = decide_scale(question, answer_type or answer_type_of(result.answer), result.answer,
@@ -205,7 +206,7 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             scale, reason = decision.scale, decision.reason
         return dspy.Prediction(program=program, answer=result.answer, scale=scale, error=None, attempts=attempts,
                                errors=errors, reasoning=reasoning, model_scale=result.scale or "",
-                               scale_reason=reason)
+                               scale_reason=reason, language=self.language)
 
     def _call_and_run(self, module, inputs, rows, demos):
         try:
