@@ -96,6 +96,8 @@ def answer_example(program, example, lm) -> dict:
         "cost_usd": calls.cost,
     })
     row.update(_usage(prediction))
+    if getattr(prediction, "sample_answers", None) is not None:  # self-consistency: what each sample computed
+        row.update(sample_answers=_jsonable(prediction.sample_answers), votes=getattr(prediction, "votes", None))
     row.update(score_prediction(example, prediction))
     return row
 

@@ -18,7 +18,8 @@ per value; the product over all grid keys gives the runs. Example::
 Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
 ``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
 ``pool_dataset = "finqa_cases"`` draws the exemplar pool from another data set than the questions (FinQA
-questions with documents, answered with case-based exemplars that have none).
+questions with documents, answered with case-based exemplars that have none); ``samples = 5`` (with
+``temperature``) turns on self-consistency in the program pipelines.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class RunSpec:
     max_tokens: int = 384
     val_size: int = 40
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
+    samples: int = 1  # self-consistency: programs sampled per question, majority vote (program pipelines)
+    temperature: float = 0.7  # their sampling temperature (used when samples > 1)
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set)."""
@@ -100,7 +103,7 @@ class RunSpec:
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
 #: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
-_LATER_SETTINGS = ("example_ids", "pool_dataset")
+_LATER_SETTINGS = ("example_ids", "pool_dataset", "samples", "temperature")
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:
@@ -119,6 +122,11 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         return tuple(value)
     if name in ("limit", "top_n_paragraphs") and value is None:
         return None
+    if name == "samples" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise SuiteError(f"{source}: 'samples' must be an integer >= 1, got {value!r}")
+    if name == "temperature" and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 <= value <= 2):
+        raise SuiteError(f"{source}: 'temperature' must be a number from 0 to 2, got {value!r}")
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise SuiteError(f"{source}: {name!r} must be true or false, got {value!r}")

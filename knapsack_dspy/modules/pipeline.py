@@ -36,6 +36,7 @@ from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 
 DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
+PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
 SPEC_VERSION = 2
 # Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.
@@ -192,19 +193,26 @@ class DocumentQA(_Pipeline):
     cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos).
 
     ``selection``: the ``SelectionConfig`` (default: ``SelectionConfig()``); keyword arguments replace single
-    settings of it (``selector="kate"``, ``max_exemplars=2``, ...); any other keyword is an error."""
+    settings of it (``selector="kate"``, ``max_exemplars=2``, ...); any other keyword is an error.
+    ``samples`` / ``temperature``: self-consistency for the program pipelines (``ProgramOfThoughtAnswerer``);
+    saved with the program when ``samples > 1``."""
 
     def __init__(self, pipeline: str = "pot", top_n_paragraphs: int | None = 3, model: str | None = None,
-                 embedder=None, token_counter=None, selection: SelectionConfig | None = None, **selection_settings):
+                 embedder=None, token_counter=None, selection: SelectionConfig | None = None, samples: int = 1,
+                 temperature: float | None = None, **selection_settings):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
+        if samples != 1 and pipeline not in PROGRAM_PIPELINES:
+            raise ValueError(f"samples={samples!r}: self-consistency votes over executed programs; pipeline "
+                             f"{pipeline!r} writes none (use one of {PROGRAM_PIPELINES})")
         config = _selection(type(self).__name__, selection or SelectionConfig(), selection_settings)
+        sampling = {"samples": samples, "temperature": temperature} if samples != 1 else {}
         super().__init__({"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs,
-                          "model": model}, token_counter)
+                          "model": model, **sampling}, token_counter)
         embedder = embedder or TextEmbedder()  # one embedder (and cache) for retrieval and selection
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
         self.select = SelectExemplars(config, embedder=embedder)
-        self.solve = make_document_solver(pipeline)
+        self.solve = make_document_solver(pipeline, **sampling)
 
     def render_demo(self, example) -> dict:
         """As ``_Pipeline.render_demo``, remembered per process: a benchmark suite compiles the same pool once
