@@ -29,10 +29,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from knapsack_dspy.data.tatqa_derivation import DerivationLiteral, parse_expression
+from knapsack_dspy.data.tatqa_derivation import SCALE_FACTORS, DerivationLiteral, parse_expression
 
 __all__ = ["CONSTANT_ROLES", "DerivationRoles", "align_positions", "derivation_roles", "finqa_constants",
-           "parse_folded", "positions_in_order"]
+           "in_answer_unit", "parse_folded", "positions_in_order"]
 
 CONSTANT_ROLES = ("average divisor", "count", "percent factor", "unit factor")
 SMALL_COUNT = 12  # the largest count of averaged items read as a constant ("/ 12" months)
@@ -75,6 +75,14 @@ def _fold_negated_literals(node: ast.expr, literals: dict[str, DerivationLiteral
             return ast.Name(id=name, ctx=ast.Load())
         return ast.UnaryOp(op=node.op, operand=operand)
     return node
+
+
+def in_answer_unit(literal: DerivationLiteral, answer_scale: str) -> float:
+    """A derivation number in the answer's unit (percent units for "12%"): "60.3 million" is 60300 when the answer
+    is in thousands."""
+    if not literal.scale_word:
+        return literal.number
+    return literal.number * literal.scale_factor / SCALE_FACTORS.get(answer_scale, 1.0)
 
 
 def positions_in_order(node: ast.expr) -> list[str]:

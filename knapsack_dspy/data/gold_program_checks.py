@@ -29,8 +29,13 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from knapsack_dspy.data.derivation_roles import align_positions, derivation_roles, finqa_constants, parse_folded
-from knapsack_dspy.data.tatqa_derivation import SCALE_FACTORS, DerivationLiteral
+from knapsack_dspy.data.derivation_roles import (
+    align_positions,
+    derivation_roles,
+    finqa_constants,
+    in_answer_unit,
+    parse_folded,
+)
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.execution.cell_numbers import parse_cell
 from knapsack_dspy.execution.finqa_dsl import ProgramError, format_program, parse_program
@@ -38,7 +43,7 @@ from knapsack_dspy.execution.finqa_executor import official_number
 from knapsack_dspy.execution.table_view import TableView
 from knapsack_dspy.table_layout import header_row_count
 
-__all__ = ["FINDING_KINDS", "ProgramParts", "finding_kind", "in_answer_unit", "perturbation_finding", "program_parts",
+__all__ = ["FINDING_KINDS", "ProgramParts", "finding_kind", "perturbation_finding", "program_parts",
            "strict_findings", "structural_findings"]
 
 FINDING_KINDS = ("one variable for two terms", "a constant read as a quantity", "a text-only answer reads the table",
@@ -46,14 +51,6 @@ FINDING_KINDS = ("one variable for two terms", "a constant read as a quantity", 
 TRIALS = 3
 _RELATIVE_TOLERANCE = 1e-6
 _ABSOLUTE_TOLERANCE = 1e-5  # the official FinQA executor rounds to 5 decimals
-
-
-def in_answer_unit(literal: DerivationLiteral, answer_scale: str) -> float:
-    """A derivation number in the answer's unit (percent units for "12%"): "60.3 million" is 60300 when the answer
-    is in thousands."""
-    if not literal.scale_word:
-        return literal.number
-    return literal.number * literal.scale_factor / SCALE_FACTORS.get(answer_scale, 1.0)
 
 
 @dataclass(frozen=True)
@@ -216,9 +213,6 @@ def _close(got, want) -> bool:
     return abs(got - want) <= _ABSOLUTE_TOLERANCE + _RELATIVE_TOLERANCE * abs(want)
 
 
-Expected = Callable[[Mapping[str, float]], object]  # variable -> factor its cell moved by -> the expected answer
-
-
 def perturbation_finding(code: str, example: Mapping, *, trials: int = TRIALS,
                          execute: Callable | None = None) -> str | None:
     """``None`` when the program's answer moves as the gold derivation's (or FinQA program's) does when the cells
@@ -230,7 +224,7 @@ def perturbation_finding(code: str, example: Mapping, *, trials: int = TRIALS,
     reads_rows = "table_" in code.replace("table_query_", "")  # FinQA table operations: table_max("row") ...
     if not parts.cells and not reads_rows:
         return None
-    expected = _expected_answer(parts, example, table)
+    expected = _expected_answer(parts, example)
     if expected is None:
         return None
     execute = execute or execute_program
@@ -260,17 +254,19 @@ def perturbation_finding(code: str, example: Mapping, *, trials: int = TRIALS,
     return None
 
 
-def _expected_answer(parts: ProgramParts, example: Mapping, table) -> Callable | None:
+def _expected_answer(parts: ProgramParts, example: Mapping) -> Callable | None:
+    """``expected(factors, perturbed table) -> [the answers the gold derivation / program allows]``, or ``None``
+    when the program cannot be compared with it."""
     derivation = (example.get("derivation") or "").strip()
     if derivation and parts.answer is not None:
-        return _derivation_expected(parts, example, derivation, table)
+        return _derivation_expected(parts, example, derivation)
     program = (example.get("program") or "").strip()
     if program:
         return _finqa_expected(parts, program)
     return None
 
 
-def _derivation_expected(parts: ProgramParts, example: Mapping, derivation: str, table) -> Callable | None:
+def _derivation_expected(parts: ProgramParts, example: Mapping, derivation: str) -> Callable | None:
     """The gold derivation evaluated with each number moved by the factor of the cell the program reads for it,
     in each reading of percents (percent units / ratios) and with or without ``* 100`` that reproduces the
     program's own answer on the unperturbed table."""

@@ -1,21 +1,26 @@
-"""Gold SEER-style Python programs synthesised from a pool record, verified by executing them.
+"""Gold SEER-style Python programs synthesised from a pool record, verified strictly.
 
 Few-shot demos for the Python program-of-thought solver need a gold *program*; TAT-QA gives an
 arithmetic ``derivation`` (``"(44.1-56.7)/56.7"``) and FinQA a DSL program instead. This module writes
 the program a SEER prompt shows (Tonglet et al., 2023) and keeps it only when running it through the
-sandbox (:func:`knapsack_dspy.execution.execute_program`) reproduces the gold answer:
+sandbox (:func:`knapsack_dspy.execution.execute_program`) reproduces the gold answer **for the right reason**
+(:mod:`knapsack_dspy.data.gold_program_checks`: structural rules and a perturbation of the cells read):
 
 - **arithmetic** (TAT-QA): every number of the derivation is bound to ``table_query_<i> =
-  table["row", "col"]`` when a table cell holds it (and the labels resolve to that cell exactly as the
-  sandbox resolves them), else to ``text_variable_<i> = <number>``; then ``ans = <the derivation's
-  expression over those names>`` and ``scale = "<gold scale>"``. Percent answers are written in percent
-  units (``* 100`` is appended when the derivation is a ratio). Equal numbers share one name.
+  table["row", "col"]`` when a table cell holds it (labels as the table's layout shows them; of several cells,
+  the one whose labels the question names most), else to ``text_variable_<i> = <number>``; then ``ans = <the
+  derivation's expression over those names>``. The roles of the numbers
+  (:mod:`knapsack_dspy.data.derivation_roles`) decide what is one quantity: equal terms of one sum are two
+  (two cells), the base of ``(a - b) / b`` is one; an average's divisor, a count, ``* 100`` and ``* 1000`` are
+  constants. A record answered from the text only reads no cell. Percent answers are written in percent units
+  (``* 100`` is appended when the derivation is a ratio). No ``scale`` line: the answer's scale is decided from
+  the document (``knapsack_dspy.data.answer_scale``).
 - **span** -> ``ans = "<span>"``; **multi-span** -> ``ans = ["<span>", ...]``; **count** ->
-  ``ans = len([<the counted items>])`` (items from the derivation ``"a##b"``) or ``ans = <n>``.
+  ``ans = len([<the counted items>])`` (items from the derivation ``"a##b"``).
 - **FinQA** (a DSL ``program``) -> ``step_<k> = <a> <op> <b>`` per step, the last one ``ans = ...``.
 
-When no candidate reproduces the answer, the program falls back to the literal answer
-(``ans = -22.22``); :attr:`GoldProgram.verified` tells which happened and ``reason`` why.
+When no candidate is verified, the program falls back to the literal answer (``ans = -22.22``);
+:attr:`GoldProgram.verified` tells which happened, ``reason`` why, ``rejected`` what the strict checks found.
 """
 
 from __future__ import annotations
@@ -27,8 +32,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from knapsack_dspy.data.derivation_roles import derivation_roles, finqa_constants, parse_folded, positions_in_order
-from knapsack_dspy.data.gold_program_checks import finding_kind, in_answer_unit, strict_findings
+from knapsack_dspy.data.derivation_roles import (
+    derivation_roles,
+    finqa_constants,
+    in_answer_unit,
+    parse_folded,
+    positions_in_order,
+)
+from knapsack_dspy.data.gold_program_checks import finding_kind, strict_findings
 from knapsack_dspy.data.tatqa_derivation import DerivationLiteral
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.execution.cell_numbers import parse_cell
