@@ -15,9 +15,9 @@ is first loaded, so setting it later has no effect; that is the only reason this
 - ``TOKENIZERS_PARALLELISM=false``: Hugging Face tokenizers stay single-threaded (no warning, and no
   deadlock, when a process that used them forks).
 
-These defaults are the package's only import-time side effect (DEVELOPERS.md): nothing else is patched,
-filtered or registered when ``knapsack_dspy`` is imported; LiteLLM / DSPy hooks (call counting, the
-response-cache key, the ``local/`` provider) are installed when an LM or the cache is configured.
+Besides these defaults, ``import knapsack_dspy`` only arranges for the ``local/`` LiteLLM provider to be
+registered when LiteLLM is imported (``llm/provider_hook.py``; DEVELOPERS.md): nothing is patched or filtered;
+LiteLLM / DSPy hooks (call counting, the response-cache key) are installed when an LM or the cache is configured.
 """
 
 import os

@@ -48,8 +48,10 @@ def test_compile_then_ask_through_a_local_openai_compatible_server(env, capsys):
                  "--lm", "openai/stub-model", "-o", str(out), "--quiet"])
     assert code == 0
     report = json.loads(out.with_suffix(".report.json").read_text())
-    assert report["selector"] == "seer" and report["budget"] == 3000 and report["cost"]["lm_calls"] == 0
-    assert "modality" in report["attribute_accuracy"]
+    assert list(report["predictors"]) == ["solve.write"] and report["cost"]["lm_calls"] == 0
+    written = report["predictors"]["solve.write"]
+    assert written["selector"] == "seer" and written["budget"] == 3000
+    assert "modality" in written["attribute_accuracy"]
     (env / "t.csv").write_text("Item,2019,2018\nRevenue,120,100\nCosts,80,70\n")
     (env / "notes.txt").write_text("Revenue grew because of new stores.\n\nCosts rose less than revenue.")
     program_text = 'table_query_0 = table["Revenue", "2019"]\ntable_query_1 = table["Revenue", "2018"]\n' \

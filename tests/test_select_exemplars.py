@@ -1,4 +1,5 @@
-"""SelectExemplars + KnapsackFewShot: costs in the real prompt format, budgets, save/load, thread safety."""
+"""SelectExemplars + KnapsackFewShot on a small program of our own: costs in the real prompt format, budgets,
+save/load, thread safety, the search."""
 
 import dataclasses
 import json
@@ -10,8 +11,10 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
+from knapsack_dspy.modules.compiled_programs import load_compiled
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars
+from knapsack_dspy.modules.selection_context import selection_hints, selection_log
 from knapsack_dspy.selection import SelectionConfig
 from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
@@ -29,28 +32,21 @@ class TinySig(dspy.Signature):
 
 
 class TinyQA(dspy.Module):
-    """A minimal pipeline honouring the compile contract (render_demo / prompt_inputs / demo_signature)."""
+    """A one-predictor program; it tells selection the question's id and document (no leakage) and reports what
+    was selected. ``settings``: its selection settings (the ``selection_config`` compile hook)."""
 
-    demo_signature = TinySig
-
-    def __init__(self, embedder, counter, **select_kwargs):
+    def __init__(self, **settings):
         super().__init__()
-        self.select = SelectExemplars(embedder=embedder, **select_kwargs)
         self.answer = dspy.Predict(TinySig)
-        self.counter = counter
+        self.settings = settings
 
-    def render_demo(self, example):
-        return {"context": example["context"], "question": example["question"], "answer": example["answer"]}
-
-    def prompt_inputs(self, example):
-        return {"context": example["context"], "question": example["question"]}
+    def selection_config(self, predictor_name):
+        return SelectionConfig(embed_fields=("question",), **self.settings)
 
     def forward(self, question, context, id=None, doc_id=None, **attributes):
-        inputs = {"context": context, "question": question}
-        base = PromptCostModel(TinySig, self.counter).base_tokens(inputs)
-        chosen = self.select(base_tokens=base, id=id, doc_id=doc_id, question=question, **attributes)
-        pred = self.answer(**inputs, demos=chosen.demos)
-        return dspy.Prediction(answer=pred.answer, demo_ids=chosen.ids, selection=chosen.selection)
+        with selection_hints(id=id, doc_id=doc_id, attributes=attributes), selection_log() as log:
+            pred = self.answer(context=context, question=question)
+        return dspy.Prediction(answer=pred.answer, demo_ids=log[0].info["ids"], selection=log[0].info)
 
 
 def make_examples(n, seed=0, prefix="ex"):
@@ -78,20 +74,24 @@ def counter():
 
 
 def compile_tiny(embedder, counter, pool, valset=None, **kw):
-    student = TinyQA(embedder, counter)
-    opts = dict(max_exemplars=4, budget=600, reserve_output_tokens=50, token_counter=counter, progress=False)
+    opts = dict(max_exemplars=4, budget=600, reserve_output_tokens=50, token_counter=counter, embedder=embedder,
+                progress=False)
     opts.update(kw)
-    return KnapsackFewShot(**opts).compile(student, trainset=pool, valset=valset)
+    return KnapsackFewShot(**opts).compile(TinyQA(), trainset=pool, valset=valset)
+
+
+def load_tiny(path, embedder, counter):
+    return load_compiled(TinyQA(), path, embedder=embedder, token_counter=counter)
 
 
 def test_costs_are_measured_in_the_prompt_format(embedder, counter):
     pool = make_examples(30)
     program = compile_tiny(embedder, counter, pool)
     model = PromptCostModel(TinySig, counter)
-    for ex, cost in zip(pool, program.select.costs, strict=True):
+    for ex, cost in zip(pool, program.answer.selection.costs, strict=True):
         demo = {"context": ex.context, "question": ex.question, "answer": ex.answer}
         assert cost == model.demo_cost(demo)
-    assert len(set(program.select.costs)) > 5  # costs differ with the demo's length
+    assert len(set(program.answer.selection.costs)) > 5  # costs differ with the demo's length
 
 
 @pytest.mark.parametrize("counter_kind", ["words", "litellm"])
@@ -108,10 +108,11 @@ def test_token_cost_additivity(embedder, counter_kind):
     for query in make_examples(5, seed=3, prefix="q"):
         inputs = {"context": query.context, "question": query.question}
         base = model.base_tokens(inputs)
-        chosen = program.select(base_tokens=base, question=query.question)
+        chosen = program.answer.selection(base_tokens=base, question=query.question)
         assert chosen.demos
         full = model.prompt_tokens(inputs, [dict(d) for d in chosen.demos])
-        predicted = base + sum(program.select.costs[program.select.pool_ids.index(i)] for i in chosen.ids)
+        selection = program.answer.selection
+        predicted = base + sum(selection.costs[selection.pool_ids.index(i)] for i in chosen.ids)
         assert abs(full - predicted) <= 2, (full, predicted)  # only the adapter's fixed overhead may differ
         assert predicted <= 1500 - 50  # within budget minus the output reserve
 
@@ -120,7 +121,7 @@ def test_selection_respects_budget_and_excludes_own_document(embedder, counter):
     pool = make_examples(60)
     program = compile_tiny(embedder, counter, pool, budget=400)
     for ex in pool[:10]:
-        out = program.select(base_tokens=100, id=ex.id, doc_id=ex.doc_id, question=ex.question)
+        out = program.answer.selection(base_tokens=100, id=ex.id, doc_id=ex.doc_id, question=ex.question)
         assert out.selection["total_cost"] <= 400 - 100 - 50
         assert ex.id not in out.ids
         assert all(pool[int(i[2:])].doc_id != ex.doc_id for i in out.ids)
@@ -133,8 +134,8 @@ def test_demos_ordered_most_similar_last(embedder, counter):
     pool = make_examples(40)
     program = compile_tiny(embedder, counter, pool, budget=4000, selector="kate")
     q = "What was the tax rate in 2003?"
-    out = program.select(base_tokens=0, question=q)
-    pool_obj = program.select.pool()
+    out = program.answer.selection(base_tokens=0, question=q)
+    pool_obj = program.answer.selection.pool()
     sims = pool_obj.similarities(embedder.encode([q])[0])
     chosen_sims = [sims[pool_obj.index_of([i])[0]] for i in out.ids]
     assert chosen_sims == sorted(chosen_sims)
@@ -146,31 +147,29 @@ def test_save_load_round_trip_gives_identical_selections(tmp_path, embedder, cou
     path = tmp_path / "prog.json"
     program.save(str(path))
     saved = json.loads(path.read_text())
-    assert "select" in saved and saved["select"]["pool"]["ids"][:2] == ["ex0", "ex1"]
-    fresh = TinyQA(embedder, counter)
+    assert saved["answer"]["selection"]["pool"]["ids"][:2] == ["ex0", "ex1"]
     with pytest.raises(NotCompiledError):
-        fresh.select(base_tokens=0, question="x?")
-    fresh.load(str(path))
+        SelectExemplars(embedder=embedder)(base_tokens=0, question="x?")
+    fresh = load_tiny(path, embedder, counter)
     for q in make_examples(8, seed=9, prefix="q"):
-        a = program.select(base_tokens=50, question=q.question)
-        b = fresh.select(base_tokens=50, question=q.question)
+        a = program.answer.selection(base_tokens=50, question=q.question)
+        b = fresh.answer.selection(base_tokens=50, question=q.question)
         assert a.ids == b.ids
-    assert fresh.select.classifiers.keys() == program.select.classifiers.keys()
+    assert fresh.answer.selection.classifiers.keys() == program.answer.selection.classifiers.keys()
 
 
 @pytest.mark.parametrize("mode", ["static", "hybrid"])
 def test_static_and_hybrid_modes_round_trip(tmp_path, embedder, counter, mode):
     pool = make_examples(50)
     program = compile_tiny(embedder, counter, pool, valset=make_examples(12, seed=2, prefix="v"), mode=mode)
-    fixed = program.select.selector_state["fixed_ids"]
+    fixed = program.answer.selection.selector_state["fixed_ids"]
     assert fixed and len(fixed) <= 4
     path = tmp_path / "p.json"
     program.save(str(path))
-    fresh = TinyQA(embedder, counter)
-    fresh.load(str(path))
+    fresh = load_tiny(path, embedder, counter)
     for q in make_examples(5, seed=4, prefix="q"):
-        a = program.select(base_tokens=10, question=q.question).ids
-        b = fresh.select(base_tokens=10, question=q.question).ids
+        a = program.answer.selection(base_tokens=10, question=q.question).ids
+        b = fresh.answer.selection(base_tokens=10, question=q.question).ids
         assert a == b
         if mode == "static":
             assert set(a) <= set(fixed)
@@ -183,17 +182,18 @@ def test_load_rejects_corrupt_state(tmp_path, embedder, counter):
     path = tmp_path / "p.json"
     program.save(str(path))
     state = json.loads(path.read_text())
-    state["select"]["pool"]["costs"] = state["select"]["pool"]["costs"][:-1]
+    pool = state["answer"]["selection"]["pool"]
+    pool["costs"] = pool["costs"][:-1]
     path.write_text(json.dumps(state))
     with pytest.raises(ValueError, match=r"pool\.costs has 19 entries for 20 ids"):
-        TinyQA(embedder, counter).load(str(path))
+        load_tiny(path, embedder, counter)
 
 
 def test_thread_safety_under_threaded_evaluate(embedder, counter):
     pool = make_examples(60)
     program = compile_tiny(embedder, counter, pool, budget=800)
     devset = make_examples(24, seed=11, prefix="d")
-    expected = {ex.question: program.select(base_tokens=PromptCostModel(TinySig, counter).base_tokens(
+    expected = {ex.question: program.answer.selection(base_tokens=PromptCostModel(TinySig, counter).base_tokens(
         {"context": ex.context, "question": ex.question}), id=ex.id, doc_id=ex.doc_id, question=ex.question).ids
         for ex in devset}
     lm = DummyLM([{"answer": "42"}] * 200)
@@ -224,13 +224,13 @@ def test_search_uses_proxies_and_reports(embedder, counter):
     val = make_examples(15, seed=7, prefix="v")
     program = compile_tiny(embedder, counter, pool, valset=val,
                            search_space={"alpha": [0.5, 1.0], "max_exemplars": [2, 4]})
-    report = program.compile_report
+    report = program.compile_report["predictors"]["answer"]
+    assert program.compile_report["cost"]["lm_calls"] == 0
     assert len(report["configs"]) == 4
     assert all("proxies" in c and 0 <= c["proxies"]["score"] <= 1 for c in report["configs"])
     assert report["chosen"] in [c["config"] for c in report["configs"]]
     best = max(report["configs"], key=lambda c: c["proxies"]["score"])
     assert report["chosen"] == best["config"]  # no metric: the best proxy wins
-    assert report["cost"]["lm_calls"] == 0
     assert "modality" in report["attribute_accuracy"]
 
 
@@ -241,7 +241,7 @@ def test_search_with_metric_evaluates_top_configs_with_lm(embedder, counter):
     with dspy.context(lm=lm):
         program = compile_tiny(embedder, counter, pool, valset=val, metric=lambda e, p, t=None: 1.0,
                                search_space={"max_exemplars": [1, 2, 3]}, max_lm_configs=2)
-    lm_scored = [c for c in program.compile_report["configs"] if "lm_score" in c]
+    lm_scored = [c for c in program.compile_report["predictors"]["answer"]["configs"] if "lm_score" in c]
     assert len(lm_scored) == 2
     assert len(lm.history) == 2 * len(val)
 
@@ -252,24 +252,28 @@ def test_compile_errors_are_clear(embedder, counter):
     with pytest.raises(CompileError, match="mode"):
         compile_tiny(embedder, counter, make_examples(5), mode="weird")
 
-    class NoHooks(dspy.Module):
-        def __init__(self):
-            super().__init__()
-            self.select = SelectExemplars(embedder=embedder)
+    class NoPredictor(dspy.Module):
+        def forward(self, question):
+            return dspy.Prediction(answer=question)
 
-    with pytest.raises(CompileError, match="render_demo"):
-        KnapsackFewShot(token_counter=counter).compile(NoHooks(), trainset=make_examples(5))
+    with pytest.raises(CompileError, match=r"NoPredictor has no dspy\.Predict to compile"):
+        KnapsackFewShot(token_counter=counter).compile(NoPredictor(), trainset=make_examples(5))
+    unlabelled = [dspy.Example(question="q?", context="c") for _ in range(3)]
+    with pytest.raises(CompileError, match=r"empty exemplar pool for \['answer'\]"):
+        compile_tiny(embedder, counter, unlabelled)
+    with pytest.raises(CompileError, match=r"the student has no predictor \['answr'\]; its predictors: \['answer'\]"):
+        compile_tiny(embedder, counter, make_examples(5), predictors=["answr"])
     with pytest.raises(ValueError, match="unknown selector"):
         SelectExemplars(selector="nope", embedder=embedder)
 
 
 def test_gold_attribute_source_requires_attributes(embedder, counter):
     program = compile_tiny(embedder, counter, make_examples(30), selector="seer_gold")
-    assert program.select.attribute_source == "gold"
-    out = program.select(base_tokens=0, question="What was the net income?", modality="text")
+    assert program.answer.selection.attribute_source == "gold"
+    out = program.answer.selection(base_tokens=0, question="What was the net income?", modality="text")
     assert out.selection["predicted_attributes"] == {"modality": "text"}
     with pytest.raises(ValueError, match="gold"):
-        program.select(base_tokens=0, question="What was the net income?")
+        program.answer.selection(base_tokens=0, question="What was the net income?")
 
 
 def test_fixed_set_with_metric_keeps_best_lm_scored_set(embedder, counter):
@@ -283,11 +287,11 @@ def test_fixed_set_with_metric_keeps_best_lm_scored_set(embedder, counter):
     with dspy.context(lm=lm):
         tele = KnapsackFewShot(metric=metric, selector="fixed", selector_params={"n_candidates": 3}, max_exemplars=2,
                                budget=600, reserve_output_tokens=50, token_counter=counter, progress=False)
-        program = tele.compile(TinyQA(embedder, counter), trainset=pool, valset=val)
-    scored = program.select.selector_state["candidates"]
+        program = tele.compile(TinyQA(), trainset=pool, valset=val)
+    scored = program.answer.selection.selector_state["candidates"]
     assert len(scored) == 3 and len({tuple(c["ids"]) for c in scored}) == 3
     best = max(scored, key=lambda c: c["score"])
-    assert program.select.selector_state["fixed_ids"] == best["ids"]
+    assert program.answer.selection.selector_state["fixed_ids"] == best["ids"]
     # each candidate set was LM-evaluated on the 4 validation questions
     assert len(lm.history) == 3 * len(val)
 
@@ -295,36 +299,37 @@ def test_fixed_set_with_metric_keeps_best_lm_scored_set(embedder, counter):
 def test_lm_attribute_source_predicts_with_one_demo_per_value_and_round_trips(tmp_path, embedder, counter):
     pool = make_examples(30)
     program = compile_tiny(embedder, counter, pool, attribute_source="lm")
-    predictor = program.select.lm_attribute_predictor
+    predictor = program.answer.selection.lm_attribute_predictor
     demos = predictor.demos["modality"]
     assert sorted(d["modality"] for d in demos) == ["hybrid", "table", "text"]  # one per value
     lm = DummyLM([{"modality": "text"}] * 10)
     with dspy.context(lm=lm):
-        out = program.select(base_tokens=0, question="What was the net income in 2001?")
+        out = program.answer.selection(base_tokens=0, question="What was the net income in 2001?")
     assert out.selection["predicted_attributes"] == {"modality": "text"}
     prompt = lm.history[0]["messages"]
     assert sum(1 for m in prompt if m["role"] == "assistant") == 3  # the three demos
     path = tmp_path / "p.json"
     program.save(str(path))
-    fresh = TinyQA(embedder, counter)
-    fresh.load(str(path))
-    assert fresh.select.lm_attribute_predictor.demos == predictor.demos
+    fresh = load_tiny(path, embedder, counter)
+    assert fresh.answer.selection.lm_attribute_predictor.demos == predictor.demos
     with dspy.context(lm=DummyLM([{"modality": "table"}] * 10)):
-        out = fresh.select(base_tokens=0, question="What was the net income in 2001?")
+        out = fresh.answer.selection(base_tokens=0, question="What was the net income in 2001?")
     assert out.selection["predicted_attributes"] == {"modality": "table"}
-    assert (sum(program.select.pool_attributes["modality"][program.select.pool_ids.index(i)] == "table"
+    selection = program.answer.selection
+    assert (sum(selection.pool_attributes["modality"][selection.pool_ids.index(i)] == "table"
                 for i in out.ids) >= 3)  # alpha=0.75 of M=4 follow the prediction
 
 
 def test_compile_builds_its_config_from_the_students_and_leaves_the_student_alone(embedder, counter):
-    student = TinyQA(embedder, counter, selector="kate", max_exemplars=3, attributes=("modality", "answer_type"))
-    before = student.select.config
-    tele = KnapsackFewShot(max_exemplars=2, budget=900, token_counter=counter, progress=False)
+    student = TinyQA(selector="kate", max_exemplars=3, attributes=("modality", "answer_type"))
+    before = student.selection_config("answer")
+    tele = KnapsackFewShot(max_exemplars=2, budget=900, token_counter=counter, embedder=embedder, progress=False)
     program = tele.compile(student, trainset=make_examples(20))
-    assert student.select.config is before and not student.select.is_fitted
-    assert program.select.config == dataclasses.replace(before, max_exemplars=2, budget=900)
-    assert program.select.resolved_budget == 900
-    assert program.compile_report["selector"] == "kate" and program.compile_report["mode"] == "per_query"
+    assert type(student.answer) is dspy.Predict and student.answer.demos == []  # the student is left alone
+    assert program.answer.selection.config == dataclasses.replace(before, max_exemplars=2, budget=900)
+    assert program.answer.selection.resolved_budget == 900
+    report = program.compile_report["predictors"]["answer"]
+    assert report["selector"] == "kate" and report["mode"] == "per_query"
     with pytest.raises(CompileError, match=r"unknown argument 'max_exemplar'; selection settings: selector"):
         KnapsackFewShot(max_exemplar=2)
     with pytest.raises(CompileError, match=r"search_space keys must be selection settings"):
@@ -338,10 +343,11 @@ def test_compile_builds_its_config_from_the_students_and_leaves_the_student_alon
 def test_the_search_varies_any_setting(embedder, counter):
     program = compile_tiny(embedder, counter, make_examples(40), valset=make_examples(8, seed=4, prefix="v"),
                            search_space={"knn_k": [5, 50]})
-    assert [c["config"] for c in program.compile_report["configs"]] == [
+    report = program.compile_report["predictors"]["answer"]
+    assert [c["config"] for c in report["configs"]] == [
         {"alpha": 0.75, "beta": 0.0, "max_exemplars": 4, "knn_k": 5},
         {"alpha": 0.75, "beta": 0.0, "max_exemplars": 4, "knn_k": 50}]
-    assert program.select.config.knn_k == program.compile_report["chosen"]["knn_k"]
+    assert program.answer.selection.config.knn_k == report["chosen"]["knn_k"]
 
 
 def test_select_exemplars_rejects_unknown_settings(embedder):
@@ -355,12 +361,12 @@ def test_select_exemplars_rejects_unknown_settings(embedder):
 def test_show_fixed_set_selects_the_set_on_a_copy(embedder, counter):
     program = compile_tiny(embedder, counter, make_examples(30))
     probe = program.deepcopy()
-    probe.select.show_fixed_set(["ex5", "ex9", "ex12"])
-    assert program.select.config.selector == "seer"  # the original is untouched
-    out = probe.select(base_tokens=0, id="ex9", doc_id="exdoc3", question="What was the tax rate?")
+    probe.answer.selection.show_fixed_set(["ex5", "ex9", "ex12"])
+    assert program.answer.selection.config.selector == "seer"  # the original is untouched
+    out = probe.answer.selection(base_tokens=0, id="ex9", doc_id="exdoc3", question="What was the tax rate?")
     assert sorted(out.ids) == ["ex12", "ex5"]  # ex9 is the query itself
     with pytest.raises(ValueError, match=r"ids not in the exemplar pool: \['nope'\]"):
-        probe.select.show_fixed_set(["nope"])
+        probe.answer.selection.show_fixed_set(["nope"])
 
 
 def test_the_seed_seeds_per_query_draws(embedder, counter):
@@ -369,7 +375,7 @@ def test_the_seed_seeds_per_query_draws(embedder, counter):
 
     def picks(seed):
         program = compile_tiny(embedder, counter, pool, selector="random", budget=10_000, seed=seed)
-        return [program.select(base_tokens=0, question=q).ids for q in questions]
+        return [program.answer.selection(base_tokens=0, question=q).ids for q in questions]
 
     assert picks(0) == picks(0)
     assert picks(0) != picks(1)
@@ -382,7 +388,7 @@ def test_a_version_1_state_loads(tmp_path, embedder, counter):
     path = tmp_path / "p.json"
     program.save(str(path))
     saved = json.loads(path.read_text())
-    state = saved["select"]
+    state = saved["answer"]["selection"]
     config = state.pop("config")
     state.update(version=1, params={
         "selector": "fixed", "max_exemplars": 4, "budget": 600, "reserve_output_tokens": 50,
@@ -391,15 +397,14 @@ def test_a_version_1_state_loads(tmp_path, embedder, counter):
                             "n_candidates": 5, "seed": 0},
         "exclude_same_doc": True, "seed": 0})
     path.write_text(json.dumps(saved))
-    fresh = TinyQA(embedder, counter)
-    fresh.load(str(path))
-    assert fresh.select.config == dataclasses.replace(SelectionConfig.from_dict(config), budget=600,
+    fresh = load_tiny(path, embedder, counter)
+    assert fresh.answer.selection.config == dataclasses.replace(SelectionConfig.from_dict(config), budget=600,
                                                       attribute_source="classifier",
                                                       selector_params={"n_candidates": 5})
     for q in make_examples(5, seed=9, prefix="q"):
-        assert fresh.select(base_tokens=20, question=q.question).ids == \
-            program.select(base_tokens=20, question=q.question).ids
-    saved["select"]["version"] = 7
+        assert fresh.answer.selection(base_tokens=20, question=q.question).ids == \
+            program.answer.selection(base_tokens=20, question=q.question).ids
+    saved["answer"]["selection"]["version"] = 7
     path.write_text(json.dumps(saved))
     with pytest.raises(ValueError, match="state version 7 is not supported"):
-        TinyQA(embedder, counter).load(str(path))
+        load_tiny(path, embedder, counter)

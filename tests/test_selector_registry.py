@@ -5,7 +5,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from test_select_exemplars import TinyQA, compile_tiny, make_examples
+from test_select_exemplars import compile_tiny, load_tiny, make_examples
 
 from knapsack_dspy.selection import SelectionConfig
 from knapsack_dspy.selection.exemplar_pool import eligible
@@ -149,18 +149,17 @@ def test_a_user_selector_compiles_saves_and_loads(tmp_path, registered):
     embedder, counter = HashingEmbedder(), WordCounter()
     pool = make_examples(30)
     program = compile_tiny(embedder, counter, pool, selector="cheapest_test", budget=4000)
-    assert program.compile_report["selector"] == "cheapest_test"
-    costs = dict(zip(program.select.pool_ids, program.select.costs, strict=True))
-    out = program.select(base_tokens=0, id="ex0", doc_id="exdoc0", question="What was the tax rate?")
+    assert program.compile_report["predictors"]["answer"]["selector"] == "cheapest_test"
+    costs = dict(zip(program.answer.selection.pool_ids, program.answer.selection.costs, strict=True))
+    out = program.answer.selection(base_tokens=0, id="ex0", doc_id="exdoc0", question="What was the tax rate?")
     excluded = {"ex0", "ex1", "ex2"}  # the query and the other examples of its document (exdoc0)
     assert sorted(costs[i] for i in out.ids) == sorted(c for i, c in costs.items() if i not in excluded)[:4]
     path = tmp_path / "p.json"
     program.save(str(path))
-    fresh = TinyQA(embedder, counter)
-    fresh.load(str(path))
-    assert fresh.select.config.selector == "cheapest_test"
-    assert fresh.select(base_tokens=0, question="What was the tax rate?").ids == \
-        program.select(base_tokens=0, question="What was the tax rate?").ids
+    fresh = load_tiny(path, embedder, counter)
+    assert fresh.answer.selection.config.selector == "cheapest_test"
+    assert fresh.answer.selection(base_tokens=0, question="What was the tax rate?").ids == \
+        program.answer.selection(base_tokens=0, question="What was the tax rate?").ids
 
 
 def test_a_user_selector_gets_what_it_declares_to_fit_on(registered):
@@ -170,16 +169,16 @@ def test_a_user_selector_gets_what_it_declares_to_fit_on(registered):
     program = compile_tiny(embedder, counter, make_examples(40), valset=val, selector="centroid_test")
     assert ValidationCentroidSelector.seen["shape"] == (9, embedder.encode(["x"]).shape[1])
     assert ValidationCentroidSelector.seen["capacity"] < 600 - 50  # budget - a validation prompt - the reserve
-    assert program.compile_report["mode"] == "static"
-    chosen = program.select.selector_state["chosen"]
-    assert len(chosen) == 4 and set(program.select(base_tokens=0, question="What was x?").ids) <= set(chosen)
+    assert program.compile_report["predictors"]["answer"]["mode"] == "static"
+    chosen = program.answer.selection.selector_state["chosen"]
+    assert len(chosen) == 4 and set(program.answer.selection(base_tokens=0, question="What was x?").ids) <= set(chosen)
 
 
 def test_a_selector_that_fits_on_validation_queries_without_them_uses_the_pool():
     # as before: without a valset, the pool's own questions stand in as validation queries
     embedder, counter = HashingEmbedder(), WordCounter()
     program = compile_tiny(embedder, counter, make_examples(20), selector="static")
-    assert program.select.selector_state["fixed_ids"]
+    assert program.answer.selection.selector_state["fixed_ids"]
 
 
 def test_a_config_names_only_registered_selectors(registered):

@@ -77,7 +77,7 @@ def test_select_exemplars_seeds_random_selection_with_the_question_text():
     pool = make_examples(60)
     program = compile_tiny(JitteryEmbedder(), WordCounter(), pool, budget=4000, selector="random")
     for ex in make_examples(5, seed=3, prefix="q"):
-        first = program.select(base_tokens=0, question=ex.question).ids
-        again = program.select(base_tokens=0, question=ex.question).ids
+        first = program.answer.selection(base_tokens=0, question=ex.question).ids
+        again = program.answer.selection(base_tokens=0, question=ex.question).ids
         # the same draw (prompt order follows similarity, whose exact ties the jitter may flip)
         assert sorted(first) == sorted(again) and len(first) == 4

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import dspy
 
+from knapsack_dspy.bench.prompt_record import PromptRecorder
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
 from knapsack_dspy.llm import counting_calls
 from knapsack_dspy.llm.errors import describe_lm_error
@@ -55,6 +56,15 @@ def select_example(program, example) -> dict:
     return row
 
 
+# What a prediction may say about how it answered: the route it took (routed pipelines), the raw reply of an
+# extraction, and how its scale was decided (the model's own scale and the rule that chose the answer's).
+_DETAILS = ("route", "routed_answer_type", "p_extract", "raw_answer", "model_scale", "scale_reason")
+
+
+def _answer_details(prediction) -> dict:
+    return {key: _jsonable(prediction.get(key)) for key in _DETAILS if prediction.get(key) not in (None, "")}
+
+
 def _usage(prediction) -> dict:
     try:
         usage = prediction.get_lm_usage() or {}
@@ -69,9 +79,10 @@ def answer_example(program, example, lm) -> dict:
     """The full pipeline on one example with ``lm``; errors are recorded, not raised."""
     inputs = program.example_inputs(example)
     started = time.perf_counter()
+    prompts = PromptRecorder()  # the fingerprint of every prompt this example sends
     with counting_calls() as calls:  # this example's provider calls, cache hits and cost (thread-safe)
         try:
-            with dspy.context(lm=lm, track_usage=True):
+            with dspy.context(lm=lm, track_usage=True, callbacks=[*dspy.settings.callbacks, prompts]):
                 prediction = program(**inputs)
         except KeyboardInterrupt:
             raise
@@ -95,6 +106,8 @@ def answer_example(program, example, lm) -> dict:
         "cache_hits": calls.cache_hits,
         "cost_usd": calls.cost,
     })
+    row.update(_answer_details(prediction))
+    row.update(prompts.row_fields())
     row.update(_usage(prediction))
     if getattr(prediction, "sample_answers", None) is not None:  # self-consistency: what each sample computed
         row.update(sample_answers=_jsonable(prediction.sample_answers), votes=getattr(prediction, "votes", None))

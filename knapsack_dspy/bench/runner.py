@@ -67,10 +67,11 @@ def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, t
         program = load_program(path, embedder=embedder, token_counter=token_counter)
         return program, json.loads(path.with_suffix(".report.json").read_text()) if path.with_suffix(
             ".report.json").exists() else {}
+    routing = {"route": spec.route} if spec.route else {}
     sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
     student = build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                              top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                             embedder=embedder, token_counter=token_counter, model=spec.model, **sampling)
+                             embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
     tele = KnapsackFewShot(token_counter=student.token_counter, lm_model=spec.model, progress=progress)
     program = tele.compile(student, trainset=pool, valset=valset)
     save_program(program, path)

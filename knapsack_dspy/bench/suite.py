@@ -74,6 +74,7 @@ class RunSpec:
     max_tokens: int = 384
     val_size: int = 40
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
+    route: str = ""  # "extract_compute": span questions extracted, the rest answered by the program; "": one solver
     samples: int = 1  # self-consistency: programs sampled per question, majority vote (program pipelines)
     temperature: float = 0.7  # their sampling temperature (used when samples > 1)
 
@@ -103,7 +104,7 @@ class RunSpec:
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
 #: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
-_LATER_SETTINGS = ("example_ids", "pool_dataset", "samples", "temperature")
+_LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature")
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:

@@ -111,12 +111,13 @@ def run(args) -> int:
     out = Path(args.output)
     save_program(program, out)
     report = program.compile_report
-    print(f"compiled {args.dataset}/{args.pipeline} with selector {report['selector']} ({report['mode']}): "
-          f"pool {report['pool_size']}, budget {report['budget']} tokens ({report['token_model']})")
-    print(f"chosen config: {json.dumps(report['chosen'])}")
-    for attr, acc in report.get("attribute_accuracy", {}).items():
-        print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% "
-              f"on {acc['n']} validation questions")
+    for name, part in report["predictors"].items():
+        print(f"compiled {args.dataset}/{args.pipeline} ({name}) with selector {part['selector']} ({part['mode']}): "
+              f"pool {part['pool_size']}, budget {part['budget']} tokens ({part['token_model']})")
+        print(f"chosen config: {json.dumps(part['chosen'])}")
+        for attr, acc in part.get("attribute_accuracy", {}).items():
+            print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% "
+                  f"on {acc['n']} validation questions")
     cost = report["cost"]
     print(f"compile cost: {cost['lm_calls']} LM calls ({cost['lm_cache_hits']} answered from the cache), "
           f"{cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion tokens, "

@@ -1,47 +1,48 @@
 """The LLM layer: LiteLLM-backed ``dspy.LM`` construction, the embedded offline models (LiteLLM provider
 ``local``), token counting with the target model's tokenizer, the LM response cache and usage accounting.
 
-Importing this package is cheap (no dspy / litellm / model import happens until a function needs it).
+Importing this package is cheap: its names are loaded on first use (PEP 562), so no dspy / litellm / model
+import happens until a function needs it (``import knapsack_dspy.llm``: a few milliseconds; LiteLLM alone
+takes ~2 s to import).
 
 - ``make_lm`` (``lm_factory``), ``check_lm_config`` (``lm_check``), ``describe_lm_error`` (``errors``)
 - ``get_token_counter`` / ``TokenCounter`` / ``context_window_of`` (``token_counter``)
 - ``configure_cache`` (``cache``); ``UsageLedger`` (``usage``); ``real_call_count`` / ``counting_calls``
   (``call_counter``)
-- ``register_local_provider`` (``local_provider``), ``ensure_local_weights`` (``local_weights``),
-  ``LOCAL_MODELS`` / ``DEFAULT_LOCAL_MODEL`` (``local_models``), ``get_local_server`` (``local_server``)
+- ``register_local_provider`` (``local_provider``; ``provider_hook`` registers it when LiteLLM is imported),
+  ``ensure_local_weights`` (``local_weights``), ``LOCAL_MODELS`` / ``DEFAULT_LOCAL_MODEL`` (``local_models``),
+  ``get_local_server`` (``local_server``)
 """
 
-from knapsack_dspy.llm.cache import configure_cache
-from knapsack_dspy.llm.call_counter import CallCounts, call_counts, counting_calls, real_call_count
-from knapsack_dspy.llm.errors import LLMConfigError, LLMError, LocalModelError, describe_lm_error
-from knapsack_dspy.llm.lm_check import check_lm_config
-from knapsack_dspy.llm.lm_factory import make_lm
-from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, is_local_model
-from knapsack_dspy.llm.local_provider import register_local_provider
-from knapsack_dspy.llm.local_weights import LocalWeightsError, ensure_local_weights
-from knapsack_dspy.llm.token_counter import TokenCounter, context_window_of, get_token_counter
-from knapsack_dspy.llm.usage import UsageLedger
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_LOCAL_MODEL",
-    "LOCAL_MODELS",
-    "CallCounts",
-    "LLMConfigError",
-    "LLMError",
-    "LocalModelError",
-    "LocalWeightsError",
-    "TokenCounter",
-    "UsageLedger",
-    "call_counts",
-    "check_lm_config",
-    "configure_cache",
-    "context_window_of",
-    "counting_calls",
-    "describe_lm_error",
-    "ensure_local_weights",
-    "get_token_counter",
-    "is_local_model",
-    "make_lm",
-    "real_call_count",
-    "register_local_provider",
-]
+import importlib
+
+_WHERE = {
+    "configure_cache": "cache",
+    "CallCounts": "call_counter", "call_counts": "call_counter", "counting_calls": "call_counter",
+    "real_call_count": "call_counter",
+    "LLMConfigError": "errors", "LLMError": "errors", "LocalModelError": "errors", "describe_lm_error": "errors",
+    "check_lm_config": "lm_check",
+    "make_lm": "lm_factory",
+    "DEFAULT_LOCAL_MODEL": "local_models", "LOCAL_MODELS": "local_models", "is_local_model": "local_models",
+    "register_local_provider": "local_provider",
+    "LocalWeightsError": "local_weights", "ensure_local_weights": "local_weights",
+    "TokenCounter": "token_counter", "context_window_of": "token_counter", "get_token_counter": "token_counter",
+    "UsageLedger": "usage",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_WHERE})

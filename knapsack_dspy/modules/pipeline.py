@@ -1,15 +1,23 @@
-"""Ready-made pipelines: Retrieve -> SelectExemplars -> solver, and saving / loading compiled programs.
+"""Ready-made pipelines: Retrieve -> solver, ordinary DSPy programs compiled by ``KnapsackFewShot``, and saving /
+loading compiled programs.
 
 ``DocumentQA`` (TAT-QA, FinQA): ``HybridRetriever`` keeps the table as a table and the paragraphs most
-similar to the question; ``SelectExemplars`` picks demos under the token budget; the solver answers
-(program of thought: the LM writes a program we execute; chain of thought; few-shot; zero-shot).
-``StatuteQA`` (SARA): ``StatuteRetriever`` picks statute text by the question's citation; the statute
-answerer gives Entailment / Contradiction or a dollar amount.
+similar to the question; the solver answers (program of thought: the LM writes a program we execute; chain of
+thought; few-shot; zero-shot). ``StatuteQA`` (SARA): ``StatuteRetriever`` picks statute text by the question's
+citation; the statute answerer gives Entailment / Contradiction or a dollar amount.
 
-Both honour the compile contract of ``KnapsackFewShot`` (``render_demo``, ``prompt_inputs``,
-``demo_signature``) and carry their own construction spec in the saved JSON, so ``load_program(path)``
-rebuilds the right pipeline before loading its state. The selection settings are saved once, with the
-``SelectExemplars`` state (its ``SelectionConfig``), not in the spec.
+Compiled with ``KnapsackFewShot``, the solver's demo predictor (``demo_predictor_name``: ``solve.write``, the
+program writer, or ``solve.answer``) becomes a ``SelectingPredict`` choosing its exemplars per question. The
+pipelines offer the compile hooks: ``demo_for`` (a pool example as that predictor's demo, its context retrieved
+as a query's is), ``inputs_for`` (a query's inputs to it), ``selection_config`` (their ``SelectionConfig``),
+``embedder`` (shared by retrieval and selection) and ``prefetch_embeddings``; ``forward`` tells the predictor
+the question's id, document and gold attributes (``selection_hints``) and returns what it selected
+(``exemplar_ids``, ``selection``). Their other predictors (the program repair) get no pool: a repair re-sends
+the writer's demos.
+
+They carry their own construction spec in the saved JSON, so ``load_program(path)`` rebuilds the right
+pipeline before loading its state (spec version 3: the selection is in the demo predictor's state; version-2
+programs, with a separate ``select`` module, still load).
 """
 
 from __future__ import annotations
@@ -28,28 +36,37 @@ from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.memo import BoundedMemo
+from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter
+from knapsack_dspy.modules.compiled_programs import load_compiled, read_program_state
 from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
-from knapsack_dspy.modules.prompt_cost import PromptCostModel
-from knapsack_dspy.modules.select_exemplars import SelectExemplars
+from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars, query_text
+from knapsack_dspy.modules.selecting_predict import SelectingPredict
+from knapsack_dspy.modules.selection_context import selection_hints, selection_log
 from knapsack_dspy.modules.solvers import make_document_solver, make_statute_solver
+from knapsack_dspy.modules.solvers.extract_answerer import ExtractAnswerer
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 
 DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
 PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
+#: How a DocumentQA answers: one solver (None), or routed by answer type between extraction and a program.
+ROUTINGS = (None, "extract_compute")
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
-SPEC_VERSION = 2
+SPEC_VERSION = 3
 # Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.
 _VERSION_1_SELECTION_KEYS = ("selector", "max_exemplars", "attributes")
+#: What the pipelines embed for selection unless told otherwise: the question (not the retrieved document).
+PIPELINE_EMBED_FIELDS = ("question",)
 #: StatuteQA's selection unless told otherwise: two nearest statutes' cases, no attribute templates.
 STATUTE_SELECTION = SelectionConfig(selector="kate", max_exemplars=2, attributes=())
 _rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
+_NO_SELECTION = {"ids": [], "within_budget": True}  # what a call without selected demos reports
 
 
 def spec_of_state(state) -> dict:
     """The constructor arguments a saved spec holds (a version-1 spec's selection settings dropped: the
-    ``SelectExemplars`` state has them)."""
-    if not isinstance(state, dict) or state.get("version") not in (1, SPEC_VERSION):
+    selection state has them)."""
+    if not isinstance(state, dict) or state.get("version") not in (1, 2, SPEC_VERSION):
         raise ValueError(f"unsupported pipeline spec: {state!r}")
     dropped = _VERSION_1_SELECTION_KEYS if state["version"] == 1 else ()
     return {k: v for k, v in state.items() if k != "version" and k not in dropped}
@@ -73,13 +90,14 @@ class PipelineSpec(Parameter):
 
 
 class _Pipeline(dspy.Module):
-    """Shared plumbing: the token counter, base-token counting, inputs of an example."""
+    """Shared plumbing: the compile hooks, the selection hints, the selection of one example."""
 
-    def __init__(self, spec: dict, token_counter=None):
+    def __init__(self, spec: dict, selection: SelectionConfig, embedder, token_counter=None):
         super().__init__()
         self.spec = PipelineSpec(**spec)
+        self.embedder = embedder
+        self._selection_config = selection
         self._token_counter = token_counter
-        self._cost_model = None
 
     @property
     def model(self) -> str:
@@ -87,42 +105,110 @@ class _Pipeline(dspy.Module):
 
     @property
     def token_counter(self):
+        """The target model's token counter (given, or the model's: the one the program was compiled for)."""
         if self._token_counter is None:
-            self._token_counter = get_token_counter(self.select.token_model or self.model)
+            compiled = self._selecting()
+            self._token_counter = get_token_counter((compiled.selection.token_model if compiled else None)
+                                                    or self.model)
         return self._token_counter
-
-    @property
-    def cost_model(self) -> PromptCostModel:
-        if self._cost_model is None:
-            self._cost_model = PromptCostModel(self.demo_signature, self.token_counter)
-        return self._cost_model
-
-    @property
-    def demo_signature(self):
-        return self.solve.predictor.signature
 
     @property
     def uses_demos(self) -> bool:
         return self.spec.spec.get("pipeline") != "zero_shot"
 
-    # -- compile contract (subclasses define _retrieved: a query's retrieved context) --------------------
-    def render_demo(self, example) -> dict:
-        """A pool example in the solver's demo fields, its context retrieved as a query's is (FinQA documents: cut
-        down to their evidence, ``DocumentQA._demo_retrieved``)."""
-        return dict(self.solve.as_demo(dspy.Example(**{**dict(example), **self._demo_retrieved(example)})))
+    # -- the demo predictors and their selections ----------------------------------------------------------
+    def demo_solvers(self) -> dict:
+        """Solver modules whose predictor takes demos, by the name of their ``predict`` in the solver: the
+        solver (``solve``), and with routing the extractor (``extract``)."""
+        return {"solve": self.solve}
+
+    def _predictor_name(self, solver) -> str:
+        target = solver.predictor
+        return next(name for name, predictor in self.named_predictors() if predictor is target)
+
+    @property
+    def demo_predictor_name(self) -> str:
+        """The name (``named_predictors``) of the predictor whose prompt the demos go into (the main solver's)."""
+        return self._predictor_name(self.solve)
+
+    def _solver_of(self, predictor_name: str):
+        """The demo solver whose predictor is ``predictor_name`` (None: not a demo predictor)."""
+        return next((solver for solver in self.demo_solvers().values()
+                     if self._predictor_name(solver) == predictor_name), None)
+
+    def _selecting(self, solver=None) -> SelectingPredict | None:
+        predictor = (solver or self.solve).predictor
+        return predictor if isinstance(predictor, SelectingPredict) else None
+
+    @property
+    def select(self) -> SelectExemplars:
+        """The main demo predictor's ``SelectExemplars`` (pool, settings, compile report): compiled programs only."""
+        return self.selection_of(self.demo_predictor_name)
+
+    def selection_of(self, predictor_name: str) -> SelectExemplars:
+        """The ``SelectExemplars`` of a demo predictor (by name): compiled programs only."""
+        solver = self._solver_of(predictor_name)
+        compiled = self._selecting(solver) if solver is not None else None
+        if compiled is None:
+            raise NotCompiledError(f"{type(self).__name__}: {predictor_name!r} is not compiled (or not a demo "
+                                   "predictor): run KnapsackFewShot.compile or load_program first")
+        return compiled.selection
+
+    @property
+    def selection_settings(self) -> SelectionConfig:
+        """The selection settings in use: the compiled ones, else those the pipeline was built with."""
+        compiled = self._selecting()
+        return compiled.selection.config if compiled else self.selection_config(self.demo_predictor_name)
+
+    # -- compile hooks (KnapsackFewShot) ----------------------------------------------------------------
+    #: Demo fields questions of one document share (shown once per prompt) unless the config says otherwise.
+    shared_fields: tuple[str, ...] = ()
+
+    def selection_config(self, predictor_name: str) -> SelectionConfig | None:
+        """A demo predictor's settings (the question embedded, the pipeline's ``shared_fields`` shared, unless the
+        config says otherwise); none for the other predictors."""
+        if self._solver_of(predictor_name) is None:
+            return None
+        config = self._selection_config
+        if config.embed_fields is None:
+            config = config.with_settings(embed_fields=PIPELINE_EMBED_FIELDS)
+        if config.shared_fields is None:
+            config = config.with_settings(shared_fields=self.shared_fields)
+        return config
+
+    def demo_for(self, predictor_name: str, example):
+        """A pool example as a demo predictor's demo (None: not in its pool); the other predictors get no pool."""
+        solver = self._solver_of(predictor_name)
+        if solver is None or not self._in_pool_of(solver, example):
+            return None
+        return dspy.Example(**self.render_demo(example, solver))
+
+    def _in_pool_of(self, solver, example) -> bool:
+        """Whether a pool example can be a demo of ``solver`` (all of them, unless a route says otherwise)."""
+        return True
+
+    def inputs_for(self, predictor_name: str, example) -> dict | None:
+        solver = self._solver_of(predictor_name)
+        return self.prompt_inputs(example, solver) if solver is not None else None
+
+    def render_demo(self, example, solver=None) -> dict:
+        """A pool example in a solver's demo fields (default: the main solver), its context retrieved as a query's
+        is (FinQA documents: cut down to their evidence, ``DocumentQA._demo_retrieved``)."""
+        solver = solver or self.solve
+        return dict(solver.as_demo(dspy.Example(**{**dict(example), **self._demo_retrieved(example)})))
 
     def _demo_retrieved(self, example: Mapping) -> dict:
         return self._retrieved(example)
 
-    def prompt_inputs(self, example) -> dict:
-        return dict(self.solve.prompt_inputs(self._retrieved(example)))
+    def prompt_inputs(self, example, solver=None) -> dict:
+        return dict((solver or self.solve).prompt_inputs(self._retrieved(example)))
 
     def prefetch_embeddings(self, examples, progress: bool = False) -> int:
         """Embed, in one batch, every text that retrieval and selection will embed for ``examples`` (they are
         then served from the embedding cache). One large length-sorted batch is many times faster than the
         per-example calls (measured: 150 TAT-QA questions, 140 s per example vs 7 s batched, cold cache).
         Returns the number of distinct texts; a no-op without an embedding cache."""
-        embedder = self.select.embedder
+        embedder = self.embedder
         if not getattr(embedder, "use_cache", False):
             return 0
         texts: dict[str, None] = {}
@@ -134,18 +220,17 @@ class _Pipeline(dspy.Module):
         return len(texts)
 
     def _texts_to_embed(self, example) -> list[str]:
-        return [self.select.query_text(self._select_fields(example["question"], example.get("table"),
-                                                           example.get("paragraphs")))]
+        fields = self._select_fields(example["question"], example.get("table"), example.get("paragraphs"))
+        return [query_text(fields, self.selection_settings.embed_fields or PIPELINE_EMBED_FIELDS)]
 
     # -- shared inference ------------------------------------------------------------------------------
     def _select_fields(self, question, table, paragraphs) -> dict:
-        """What ``SelectExemplars`` sees of the query (its embed fields, and the document for LM attributes)."""
+        """The query's raw fields selection may read (LM attribute prediction reads the document)."""
         return {"question": question, "table": table, "paragraphs": paragraphs}
 
-    def _select(self, query: Mapping, question, table, paragraphs, id, doc_id, attributes: Mapping):
-        base = self.cost_model.base_tokens(self.solve.prompt_inputs(query))
-        return self.select(base_tokens=base, id=id, doc_id=doc_id, **self._select_fields(question, table, paragraphs),
-                           **attributes)
+    def _hints(self, question, table, paragraphs, id, doc_id, attributes: Mapping):
+        return selection_hints(id=id, doc_id=doc_id, attributes=attributes,
+                               fields=self._select_fields(question, table, paragraphs))
 
     def example_inputs(self, example) -> dict:
         """What the bench passes to ``forward`` for an example (inputs + ids + gold attributes for oracles)."""
@@ -156,40 +241,55 @@ class _Pipeline(dspy.Module):
 
     def _gold_attributes(self, example) -> dict:
         """The example's gold attribute values when selection aims at them (oracle runs), else nothing."""
-        if self.select.attribute_source != "gold":
+        settings = self.selection_settings
+        if settings.resolved_attribute_source != "gold":
             return {}
-        return {a: example.get(a) for a in self.select.config.attributes}
+        return {a: example.get(a) for a in settings.attributes}
+
+    def _route(self, question: str) -> tuple:
+        """(the solver that answers ``question``, route information for the prediction): the main solver."""
+        return self.solve, {}
 
     def select_for(self, example) -> dict:
-        """Selection only (no LM): the selection info for one example."""
-        attrs = self._gold_attributes(example)
-        return self._select(self._retrieved(example), example["question"], example.get("table"),
-                            example.get("paragraphs"), example.get("id"), example.get("doc_id"), attrs).selection
+        """Selection only (no LM): the selection info for one example (of the solver it is routed to)."""
+        solver, route = self._route(example["question"])
+        compiled = self._selecting(solver)
+        if compiled is None:
+            raise NotCompiledError(f"{type(self).__name__} is not compiled: nothing selects its demos")
+        inputs = solver.prompt_inputs(self._retrieved(example))
+        with self._hints(example["question"], example.get("table"), example.get("paragraphs"), example.get("id"),
+                         example.get("doc_id"), self._gold_attributes(example)):
+            return {**compiled.select_demos(**inputs).info, **route}
 
     def forward(self, question: str, table=None, paragraphs=None, id: str | None = None, doc_id: str | None = None,
                 **attributes):
         query = self._retrieved({"question": question, "table": table, "paragraphs": paragraphs})
-        demos, selection = [], {"ids": [], "within_budget": True}
-        if self.uses_demos:
-            chosen = self._select(query, question, table, paragraphs, id, doc_id, attributes)
-            demos, selection = chosen.demos, chosen.selection
-        pred = self.solve(**query, demos=demos)
-        return dspy.Prediction(**dict(pred), exemplar_ids=selection.get("ids", []), selection=selection)
+        solver, route = self._route(question)
+        # the extractor reads a multi-span answer type as "a list is expected"; a program's answer shows its kind
+        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
+        with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
+            pred = solver(**query, demos=None if self.uses_demos else [], **extra)
+        selection = selected[0].info if selected else dict(_NO_SELECTION)
+        return dspy.Prediction(**dict(pred), exemplar_ids=selection.get("ids", []), selection=selection, **route)
 
     def __deepcopy__(self, memo):
         clone = self.__class__.__new__(self.__class__)
         memo[id(self)] = clone
+        embedder = self.__dict__.get("embedder")
+        if embedder is not None:
+            memo.setdefault(id(embedder), embedder)  # one embedder (and its cache) for every part of the copy
         for key, value in self.__dict__.items():
-            if key in ("_token_counter", "_cost_model"):
-                setattr(clone, key, value)  # shared: tokenizer handles are process-wide
+            if key in ("_token_counter", "embedder", "_selection_config"):
+                setattr(clone, key, value)  # shared: tokenizer handles are process-wide; settings are frozen
             else:
                 setattr(clone, key, copy.deepcopy(value, memo))
         return clone
 
 
 class DocumentQA(_Pipeline):
-    """Questions over a table + text. ``pipeline``: pot (Python program, SEER style; for FinQA the DSL),
-    python_pot (a Python program for any data set, FinQA included), finqa_pot (FinQA DSL),
+    """Questions over a table + text; demos of one document show its table once per prompt (``shared_fields``).
+    ``pipeline``: pot (Python program, SEER style; for FinQA the DSL), python_pot (a Python program for any data
+    set, FinQA included), finqa_pot (FinQA DSL),
     cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos).
 
     ``selection``: the ``SelectionConfig`` (default: ``SelectionConfig()``); keyword arguments replace single
@@ -197,38 +297,74 @@ class DocumentQA(_Pipeline):
     ``samples`` / ``temperature``: self-consistency for the program pipelines (``ProgramOfThoughtAnswerer``);
     saved with the program when ``samples > 1``."""
 
+    shared_fields = ("table",)
+
     def __init__(self, pipeline: str = "pot", top_n_paragraphs: int | None = 3, model: str | None = None,
-                 embedder=None, token_counter=None, selection: SelectionConfig | None = None, samples: int = 1,
-                 temperature: float | None = None, **selection_settings):
+                 embedder=None, token_counter=None, selection: SelectionConfig | None = None, route: str | None = None,
+                 samples: int = 1, temperature: float | None = None, **selection_settings):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
+        if route not in ROUTINGS:
+            raise ValueError(f"route must be one of {ROUTINGS}, got {route!r}")
+        if route is not None and pipeline not in PROGRAM_PIPELINES:
+            raise ValueError(f"route={route!r} routes between extraction and a program: pipeline one of "
+                             f"{PROGRAM_PIPELINES}")
         if samples != 1 and pipeline not in PROGRAM_PIPELINES:
             raise ValueError(f"samples={samples!r}: self-consistency votes over executed programs; pipeline "
                              f"{pipeline!r} writes none (use one of {PROGRAM_PIPELINES})")
         config = _selection(type(self).__name__, selection or SelectionConfig(), selection_settings)
         sampling = {"samples": samples, "temperature": temperature} if samples != 1 else {}
-        super().__init__({"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs,
-                          "model": model, **sampling}, token_counter)
         embedder = embedder or TextEmbedder()  # one embedder (and cache) for retrieval and selection
+        spec = {"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs, "model": model}
+        if route is not None:  # specs of unrouted programs stay as they were
+            spec["route"] = route
+        spec.update(sampling)  # so do specs of programs without self-consistency
+        super().__init__(spec, config, embedder, token_counter)
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
-        self.select = SelectExemplars(config, embedder=embedder)
         self.solve = make_document_solver(pipeline, **sampling)
+        if route == "extract_compute":
+            self.extract = ExtractAnswerer()
+            self.router = AnswerTypeRouter()
 
-    def render_demo(self, example) -> dict:
+    @property
+    def route(self) -> str | None:
+        return self.spec.spec.get("route")
+
+    def demo_solvers(self) -> dict:
+        return {"solve": self.solve, "extract": self.extract} if self.route else {"solve": self.solve}
+
+    def _in_pool_of(self, solver, example) -> bool:
+        """With routing, the extractor's pool holds the span questions; the program writer's holds every question
+        (a question routed to it by mistake still finds demos of its kind)."""
+        return solver is not self.__dict__.get("extract") or example.get("answer_type") in EXTRACT_TYPES
+
+    def _route(self, question: str) -> tuple:
+        if not self.route:
+            return self.solve, {}
+        decision = self.router.route(question, self.embedder.encode([question])[0])
+        solver = self.extract if decision.route == "extract" else self.solve
+        return solver, {"route": decision.route, "routed_answer_type": decision.answer_type,
+                        "p_extract": round(decision.p_extract, 4)}
+
+    def render_demo(self, example, solver=None) -> dict:
         """As ``_Pipeline.render_demo``, remembered per process: a benchmark suite compiles the same pool once
         per selector, and rendering a demo (retrieval, gold-program synthesis and execution) costs ~1 ms. A demo
-        depends on the solver (``pipeline``), the retrieval settings and the embedder, not on the selector."""
-        model_id = getattr(self.select.embedder, "model_id", None)
+        depends on the solver (``pipeline``, or the extractor), the retrieval settings and the embedder, not on
+        the selector."""
+        solver = solver or self.solve
+        model_id = getattr(self.embedder, "model_id", None)
         if model_id is None:  # an embedder that does not say which model it is: nothing to key on
-            return super().render_demo(example)
+            return super().render_demo(example, solver)
+        kind = type(solver).__qualname__ if solver is not self.solve else self.spec.spec["pipeline"]
         try:
             key = hashlib.sha256(json.dumps(
-                [type(self).__qualname__, self.spec.spec["pipeline"], self.retrieve.top_n_paragraphs,
+                [type(self).__qualname__, kind, self.retrieve.top_n_paragraphs,
                  self.retrieve.max_table_rows, model_id, dict(example)],
                 sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
         except (TypeError, ValueError):
-            return super().render_demo(example)
-        return copy.deepcopy(_rendered_demos.get_or_compute(key, lambda: super(DocumentQA, self).render_demo(example)))
+            return super().render_demo(example, solver)
+        return copy.deepcopy(_rendered_demos.get_or_compute(
+            key, lambda: super(DocumentQA, self).render_demo(example, solver)))
 
     def _texts_to_embed(self, example) -> list[str]:
         return [*super()._texts_to_embed(example),
@@ -258,7 +394,6 @@ class DocumentQA(_Pipeline):
                 "paragraphs": [paragraphs[i] for i in paragraph_ids]}
 
 
-
 class StatuteQA(_Pipeline):
     """SARA: statute retrieval by the question's citation (``retrieval`` strategy), then the answerer.
 
@@ -272,9 +407,8 @@ class StatuteQA(_Pipeline):
             raise ValueError(f"unknown pipeline {pipeline!r} for statutes; choose from {STATUTE_PIPELINES}")
         config = _selection(type(self).__name__, selection or STATUTE_SELECTION, selection_settings)
         super().__init__({"kind": "statute", "pipeline": pipeline, "retrieval": retrieval, "model": model},
-                         token_counter)
+                         config, embedder or TextEmbedder(), token_counter)
         self.retrieve = StatuteRetriever(strategy=retrieval, data_dir=data_dir, no_citation="all")
-        self.select = SelectExemplars(config, embedder=embedder)
         self.solve = make_statute_solver(pipeline)
 
     def _retrieved(self, example: Mapping) -> dict:
@@ -315,28 +449,31 @@ def save_program(program: _Pipeline, path: str | Path) -> Path:
     tmp = path.with_name(path.stem + ".partial.json")  # written whole, then renamed: no torn program files
     program.save(str(tmp))
     tmp.replace(path)
-    report = getattr(program, "compile_report", None) or program.select.compile_report
+    report = getattr(program, "compile_report", None) or {}
     path.with_suffix(".report.json").write_text(json.dumps(report, indent=2, default=str))
     return path
 
 
 def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeline:
     """Rebuild the pipeline recorded in the program JSON and load its compiled state."""
-    path = Path(path)
-    try:
-        state = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not a program JSON ({exc})") from None
-    spec = state.get("spec") if isinstance(state, dict) else None
+    state = read_program_state(path)
+    spec = state.get("spec")
     if not isinstance(spec, dict) or "kind" not in spec:
         raise ValueError("no pipeline spec in this JSON (was it written by 'kdspy compile' / save_program?)")
+    version = spec.get("version")
     spec = spec_of_state(spec)
     kind = spec.pop("kind")
     cls = StatuteQA if kind == "statute" else DocumentQA
     program = cls(embedder=embedder, token_counter=token_counter, **spec)
-    program.load(str(path))
-    program.compile_report = program.select.compile_report
-    return program
+    if version in (1, 2):  # the selection was a module of its own ("select"); now the demo predictor holds it
+        state = dict(state)
+        selection = state.pop("select", None)
+        if not isinstance(selection, dict):
+            raise ValueError("a version-2 program without its 'select' state")
+        name = program.demo_predictor_name
+        state[name] = {**state[name], "selection": selection}
+    return load_compiled(program, state, embedder=program.embedder, token_counter=token_counter)
 
 
-__all__ = ["DocumentQA", "PipelineSpec", "StatuteQA", "build_pipeline", "load_program", "save_program"]
+__all__ = ["DOCUMENT_PIPELINES", "STATUTE_PIPELINES", "DocumentQA", "PipelineSpec", "StatuteQA", "build_pipeline",
+           "load_program", "save_program"]

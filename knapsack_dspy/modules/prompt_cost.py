@@ -7,6 +7,7 @@ query is ``budget - tokens(query prompt without demos) - reserved output tokens`
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,18 @@ _ANCHOR = [{"role": "system", "content": "x"}]
 # sizes the same queries for each, and formatting a demo or a prompt again costs ~1 ms. Keyed on everything a
 # count depends on (the counter object itself, not its name: two counters may count differently).
 _counts = BoundedMemo(200_000)
+
+
+def pinned_adapter(adapter: Any = None) -> Any:
+    """The adapter a compiled predictor formats its prompts with (and its costs are measured with): ``adapter``,
+    else the configured one, else a ``ChatAdapter``; a ChatAdapter's JSON fallback is switched off (on a copy),
+    because after a reply it cannot parse it would re-send the question in another format, which is not the
+    prompt that was measured (the parse error is raised instead, and the solvers record it)."""
+    adapter = adapter if adapter is not None else (dspy.settings.adapter or dspy.ChatAdapter())
+    if getattr(adapter, "use_json_adapter_fallback", False):
+        adapter = copy.copy(adapter)
+        adapter.use_json_adapter_fallback = False
+    return adapter
 
 
 class PromptCostModel:

@@ -1,14 +1,16 @@
 """``SelectExemplars``: the DSPy module that returns the few-shot demos for one query.
 
-Its settings are one frozen ``SelectionConfig`` (``self.config``); ``fit`` (called by ``KnapsackFewShot.compile``
-with the config to fit with) stores the learned state: the exemplar pool (ids, rendered demos, token costs,
-attributes, document ids, the texts to embed), the attribute classifiers and the selector's own state (e.g. a
-fixed set).
-The module is a ``dspy.Parameter``, so ``program.save("x.json")`` / ``program.load(...)`` round-trip that
-state as JSON, without pickle. Embeddings are not saved: they are recomputed from the saved texts
-through the embedding cache (the embedder's model id is saved and checked).
+Each ``SelectingPredict`` (``knapsack_dspy.modules.selecting_predict``) holds one; it can also be used on its
+own. Its settings are one frozen ``SelectionConfig`` (``self.config``); ``fit`` (called by
+``KnapsackFewShot.compile`` with the config to fit with) stores the learned state: the exemplar pool (ids,
+demos in the predictor's fields, token costs, attributes, document ids, the texts to embed), the attribute
+classifiers and the selector's own state (e.g. a fixed set).
+It is a ``dspy.Parameter`` with a JSON state, so ``program.save("x.json")`` / loading round-trip it without
+pickle. Embeddings are not saved: they are recomputed from the saved texts through the embedding cache (the
+embedder's model id is saved and checked). A value function (``value(query, demo) -> float`` in place of the
+embedding similarity) is code: it is not saved, only its name, and must be given again after loading.
 
-At inference it never mutates shared state: it returns the demos, and the pipeline passes them to the
+At inference it never mutates shared state: it returns the demos, and the caller passes them to the
 predictor for that one call (``predictor(..., demos=...)``), so threaded ``dspy.Evaluate`` is safe.
 Demos come least similar first, so the most similar exemplar sits next to the question (as SEER).
 """
@@ -19,7 +21,7 @@ import copy
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dspy
@@ -28,12 +30,14 @@ from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
+from knapsack_dspy.modules.shared_fields import referring_demo
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
 from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: the texts to embed come from the demos; signature fields and a value function's name
+_UNPICKLED = ("_lock", "_pool_obj", "_selector_obj")  # rebuilt lazily (a lock cannot be pickled)
 
 
 class NotCompiledError(RuntimeError):
@@ -47,13 +51,16 @@ class SelectExemplars(dspy.Module, Parameter):
     budget, attributes, ...); keyword arguments replace single settings of it
     (``SelectExemplars(selector="kate", max_exemplars=2)``; an unknown one is an error).
     ``embedder``: a ``TextEmbedder`` (default: all-MiniLM-L6-v2, cached).
+    ``value``: ``value(query, demo) -> float``, what a pool demo is worth to a query (both mappings of the
+    predictor's fields), in place of the cosine similarity of their embeddings (``None``).
     """
 
     def __init__(self, config: SelectionConfig | None = None, *, embedder: TextEmbedder | None = None,
-                 **settings):
+                 value: Callable[[Mapping, Mapping], float] | None = None, **settings):
         super().__init__()
         self.config = (config if config is not None else SelectionConfig()).with_settings(**settings)
         self.embedder = embedder or TextEmbedder()
+        self.value = value
         self._lock = threading.Lock()
         self._reset_learned()
 
@@ -66,6 +73,8 @@ class SelectExemplars(dspy.Module, Parameter):
         self.pool_ids: list[str] = []
         self.demos: list[dict] = []
         self.costs: list[float] = []
+        self.groups: list[int] = []  # demos sharing a field value (shared_fields); empty: none
+        self.group_costs: list[float] = []
         self.pool_attributes: dict[str, list[str]] = {}
         self.doc_ids: list[str] = []
         self.embed_texts: list[str] = []
@@ -75,6 +84,8 @@ class SelectExemplars(dspy.Module, Parameter):
         self.classifiers: dict[str, AttributeClassifier] = {}
         self.selector_state: dict = {}
         self.compile_report: dict = {}
+        self.signature_fields: list[str] = []  # the fields of the predictor the pool was built for ([]: unchecked)
+        self.value_name: str | None = None  # the value function's name when one was used (it is not saved)
         self.lm_attribute_predictor = None  # set by fit / load when attribute_source == "lm"
         self._selector_obj = None
         self._pool_obj = None
@@ -86,37 +97,50 @@ class SelectExemplars(dspy.Module, Parameter):
     # -- compile-time ------------------------------------------------------------------------------
     def query_text(self, fields: Mapping[str, Any]) -> str:
         """The text embedded for a query or an exemplar: its ``embed_fields``, one per line."""
-        parts = []
-        for name in self.config.embed_fields:
-            value = fields.get(name)
-            if value is None:
-                continue
-            parts.append(" ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
-        return "\n".join(parts)
+        return query_text(fields, self.config.embed_fields or ())
 
     def fit(self, pool_examples: Sequence[dspy.Example], demos: Sequence[Mapping], costs: Sequence[float], *,
             budget: int, token_model: str | None = None, config: SelectionConfig | None = None,
-            fit_inputs: Mapping | None = None) -> SelectExemplars:
+            fit_inputs: Mapping | None = None, input_fields: Sequence[str] | None = None,
+            signature_fields: Sequence[str] = (), attributes: Mapping[str, Callable] | None = None,
+            ids: Sequence[str] | None = None, groups: Sequence[int] | None = None,
+            group_costs: Sequence[float] | None = None) -> SelectExemplars:
         """Store the pool and learn what selection needs, with ``config`` (default: the current one).
-        ``demos[i]`` is ``pool_examples[i]`` rendered in the predictor's fields; ``costs[i]`` its token cost in
-        that prompt; ``budget`` the resolved token budget. ``fit_inputs``: what the selector's ``fit`` needs
-        besides the pool (see ``ExemplarSelector.fit_on``)."""
+        ``demos[i]`` is ``pool_examples[i]`` in the predictor's fields; ``costs[i]`` its token cost in that
+        prompt; ``budget`` the resolved token budget. ``fit_inputs``: what the selector's ``fit`` needs besides
+        the pool (see ``ExemplarSelector.fit_on``). ``input_fields``: the predictor's input fields, embedded when
+        the config's ``embed_fields`` is ``None``; ``signature_fields``: all its fields (checked at inference).
+        ``attributes``: ``{name: f(example) -> value}`` for pool attributes (default: the example's field of
+        that name). ``ids``: the pool ids (default: each example's ``id``, else its position). ``groups`` /
+        ``group_costs``: demos sharing the config's ``shared_fields`` (``knapsack_dspy.modules.shared_fields``):
+        ``costs`` are then what each adds without the shared value, ``group_costs`` the shared values' tokens."""
         if not (len(pool_examples) == len(demos) == len(costs)):
             raise ValueError("pool_examples, demos and costs must have the same length")
         if not pool_examples:
             raise ValueError("the exemplar pool is empty")
+        config = config if config is not None else self.config
+        if config.embed_fields is None:
+            if not input_fields:
+                raise ValueError("embed_fields is None (the predictor's input fields) but no input_fields were given")
+            config = config.with_settings(embed_fields=tuple(input_fields))
+        attribute_fns = dict(attributes or {})
         with self._lock:
-            if config is not None:
-                self.config = config
+            self.config = config
             self._reset_learned()
-            self.pool_ids = [str(ex.get("id", i)) for i, ex in enumerate(pool_examples)]
+            self.pool_ids = ([str(i) for i in ids] if ids is not None
+                             else [str(ex.get("id", i)) for i, ex in enumerate(pool_examples)])
             self.demos = [dict(d) for d in demos]
             self.costs = [float(c) for c in costs]
+            self.groups = [int(g) for g in groups] if groups is not None else []
+            self.group_costs = [float(c) for c in group_costs] if group_costs is not None else []
             self.doc_ids = [str(ex.get("doc_id", "")) for ex in pool_examples]
-            self.embed_texts = [self.query_text(ex) for ex in pool_examples]
+            self.embed_texts = [self.query_text(d) for d in self.demos]
             self.programs = [str(ex.get("program") or ex.get("derivation") or "") for ex in pool_examples]
-            for attr in set(self.config.attributes) | {"modality", "answer_type"}:
-                values = [ex.get(attr) for ex in pool_examples]
+            self.signature_fields = list(signature_fields)
+            self.value_name = _function_name(self.value)
+            for attr in set(self.config.attributes) | {"modality", "answer_type"} | set(attribute_fns):
+                get = attribute_fns.get(attr) or (lambda ex, attr=attr: ex.get(attr))
+                values = [get(ex) for ex in pool_examples]
                 if any(v is not None and v != "" for v in values):
                     self.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
             self.resolved_budget = int(budget)
@@ -146,7 +170,9 @@ class SelectExemplars(dspy.Module, Parameter):
             embeddings = self.embedder.encode(self.embed_texts)
             self._pool_obj = ExemplarPool(self.pool_ids, embeddings, np.asarray(self.costs),
                                           {k: np.asarray(v) for k, v in self.pool_attributes.items()},
-                                          np.asarray(self.doc_ids))
+                                          np.asarray(self.doc_ids),
+                                          groups=np.asarray(self.groups, dtype=int) if self.groups else None,
+                                          group_costs=np.asarray(self.group_costs) if self.groups else None)
         return self._pool_obj
 
     def _selector(self):
@@ -173,26 +199,36 @@ class SelectExemplars(dspy.Module, Parameter):
             return self._pool()
 
     # -- attributes --------------------------------------------------------------------------------
-    def predict_attributes(self, embedding: np.ndarray, fields: Mapping[str, Any]) -> dict[str, str]:
+    def predict_attributes(self, embedding: np.ndarray, fields: Mapping[str, Any],
+                           attribute_fields: Mapping[str, Any] | None = None) -> dict[str, str]:
+        """The query's target attribute values: its gold ones (in ``fields``), the classifiers' prediction from
+        the embedding, or the LM's from ``attribute_fields`` (default ``fields``)."""
         if self.attribute_source == "none":
             return {}
         if self.attribute_source == "gold":
             missing = [a for a in self.config.attributes if not fields.get(a)]
             if missing:
-                raise ValueError(f"attribute_source='gold' needs the query's {missing} (pass them as inputs)")
+                raise ValueError(f"attribute_source='gold' needs the query's {missing} (pass them as inputs, or as "
+                                 "selection_hints(attributes=...))")
             return {a: str(fields[a]) for a in self.config.attributes}
         if self.attribute_source == "lm":
             if self.lm_attribute_predictor is None:
                 raise NotCompiledError("attribute_source='lm' needs the LM attribute predictor set by compile")
-            return dict(self.lm_attribute_predictor(fields))
+            return dict(self.lm_attribute_predictor(attribute_fields if attribute_fields is not None else fields))
         return {a: str(clf.predict(embedding[None, :])[0]) for a, clf in self.classifiers.items()}
 
     # -- inference -----------------------------------------------------------------------------------
-    def forward(self, base_tokens: int = 0, id: str | None = None, doc_id: str | None = None, **fields):
-        """Return ``dspy.Prediction(demos, ids, selection)`` for the query described by ``fields``
-        (at least the ``embed_fields``); ``base_tokens`` is the query prompt's own size."""
+    def forward(self, base_tokens: int = 0, id: str | None = None, doc_id: str | None = None, *,
+                exclude_ids: Sequence[str] = (), attribute_fields: Mapping[str, Any] | None = None, **fields):
+        """Return ``dspy.Prediction(demos, ids, selection)`` for the query described by ``fields`` (at least the
+        ``embed_fields``; gold attribute values for oracle selectors); ``base_tokens`` is the query prompt's own
+        size. ``id`` / ``doc_id``: the query's own exemplar and its document's are never chosen; nor are
+        ``exclude_ids``. ``attribute_fields``: what LM attribute prediction reads (default: ``fields``)."""
         if not self.is_fitted:
             raise NotCompiledError("SelectExemplars is not compiled: run KnapsackFewShot.compile or load a program")
+        if self.value_name is not None and self.value is None:
+            raise NotCompiledError(f"this selection was compiled with the value function {self.value_name!r}, which "
+                                   "is code and not saved: give it again (load_compiled(..., value=...))")
         start = time.perf_counter()
         with self._lock:
             pool = self._pool()
@@ -201,18 +237,25 @@ class SelectExemplars(dspy.Module, Parameter):
         if not text.strip():
             raise ValueError(f"the query has no text in {self.config.embed_fields}")
         embedding = self.embedder.encode([text])[0]
-        targets = self.predict_attributes(embedding, fields) if selector.uses_attributes else {}
+        targets = (self.predict_attributes(embedding, fields, attribute_fields)
+                   if selector.uses_attributes else {})
         capacity = self.resolved_budget - int(base_tokens) - self.config.reserve_output_tokens
+        excluded = {str(i) for i in exclude_ids} | ({str(id)} if id is not None else set())
+        values = (None if self.value is None else
+                  np.asarray([float(self.value(fields, demo)) for demo in self.demos], dtype=float))
         request = SelectionRequest(embedding=embedding, capacity=float(capacity), target_attributes=targets,
-                                   exclude_ids=frozenset([str(id)]) if id is not None else frozenset(),
+                                   exclude_ids=frozenset(excluded),
                                    doc_id=str(doc_id) if (doc_id is not None and self.config.exclude_same_doc)
-                                   else None, seed=self.config.seed, key=text)
+                                   else None, seed=self.config.seed, key=text, values=values)
         selection = selector.select(pool, request)
         info = selection.as_dict(pool)
         info.update(capacity=capacity, base_tokens=int(base_tokens), budget=self.resolved_budget,
                     predicted_attributes=targets, selection_ms=(time.perf_counter() - start) * 1e3,
                     prompt_tokens=int(base_tokens) + int(selection.total_cost))
-        demos = [dspy.Example(**self.demos[i]) for i in selection.indices]
+        shared = self.config.shared_fields or ()
+        demos = [dspy.Example(**(referring_demo(self.demos[i], shared) if refers else self.demos[i]))
+                 for i, refers in zip(selection.indices, selection.shared or [False] * len(selection.indices),
+                                      strict=True)]
         return dspy.Prediction(demos=demos, ids=info["ids"], selection=info)
 
     # -- dspy.Parameter state ----------------------------------------------------------------------------
@@ -225,19 +268,22 @@ class SelectExemplars(dspy.Module, Parameter):
             "resolved_budget": self.resolved_budget,
             "pool": {"ids": self.pool_ids, "demos": self.demos, "costs": self.costs,
                      "attributes": self.pool_attributes, "doc_ids": self.doc_ids, "embed_texts": self.embed_texts,
-                     "programs": self.programs},
+                     "programs": self.programs,
+                     **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {})},
             "classifiers": {k: v.get_state() for k, v in self.classifiers.items()},
             "selector_state": self.selector_state,
             "lm_attribute_predictor": (self.lm_attribute_predictor.get_state()
                                        if self.lm_attribute_predictor is not None else None),
+            "signature_fields": self.signature_fields,
+            "value": self.value_name,
             "compile_report": self.compile_report,
         }
 
     def load_state(self, state, *, allow_unsafe_lm_state=False):
         _validate_state(state)
         try:
-            config = (SelectionConfig.from_dict(state["config"]) if state["version"] == STATE_VERSION
-                      else _config_of_version_1(state["params"]))
+            config = (_config_of_version_1(state["params"]) if state["version"] == 1
+                      else SelectionConfig.from_dict(state["config"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"invalid SelectExemplars state: {exc}") from None
         with self._lock:
@@ -253,11 +299,15 @@ class SelectExemplars(dspy.Module, Parameter):
             self.doc_ids = list(pool["doc_ids"])
             self.embed_texts = list(pool["embed_texts"])
             self.programs = list(pool.get("programs") or [""] * len(self.pool_ids))
+            self.groups = [int(g) for g in pool.get("groups") or []]
+            self.group_costs = [float(c) for c in pool.get("group_costs") or []]
             self.resolved_budget = state["resolved_budget"]
             self.token_model = state.get("token_model")
             self.classifiers = {k: AttributeClassifier.from_state(v) for k, v in state["classifiers"].items()}
             self.selector_state = dict(state.get("selector_state") or {})
             self.compile_report = dict(state.get("compile_report") or {})
+            self.signature_fields = list(state.get("signature_fields") or [])
+            self.value_name = state.get("value")
             if state.get("lm_attribute_predictor") is not None:
                 self.lm_attribute_predictor = LMAttributePredictor(config.attributes).set_state(
                     state["lm_attribute_predictor"])
@@ -274,11 +324,41 @@ class SelectExemplars(dspy.Module, Parameter):
         for key, value in self.__dict__.items():
             if key == "_lock":
                 clone._lock = threading.Lock()
-            elif key in ("config", "embedder", "_pool_obj", "_selector_obj", "lm_attribute_predictor"):
+            elif key in ("config", "embedder", "value", "_pool_obj", "_selector_obj", "lm_attribute_predictor"):
                 setattr(clone, key, value)  # immutable after fit / shared resources
             else:
                 setattr(clone, key, copy.deepcopy(value, memo))
         return clone
+
+    def __getstate__(self):  # pickled by save(save_program=True) / dspy.load: a lock and caches are rebuilt
+        state = super().__getstate__()
+        for key in _UNPICKLED:
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._lock = threading.Lock()
+        self._pool_obj = None
+        self._selector_obj = None
+
+
+def query_text(fields: Mapping[str, Any], embed_fields: Sequence[str]) -> str:
+    """The text embedded for a query or an exemplar: the ``embed_fields`` of ``fields`` (those present), one
+    per line; a list is joined by spaces."""
+    parts = []
+    for name in embed_fields:
+        value = fields.get(name)
+        if value is None:
+            continue
+        parts.append(" ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
+    return "\n".join(parts)
+
+
+def _function_name(function) -> str | None:
+    if function is None:
+        return None
+    return getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or repr(function)
 
 
 def _validate_state(state: Any) -> None:
@@ -289,9 +369,9 @@ def _validate_state(state: Any) -> None:
 
     if not isinstance(state, dict):
         fail("not a JSON object")
-    if state.get("version") not in (1, STATE_VERSION):
-        fail(f"state version {state.get('version')!r} is not supported (expected 1 or {STATE_VERSION})")
-    for key in ("config" if state["version"] == STATE_VERSION else "params", "pool", "classifiers",
+    if state.get("version") not in (1, 2, STATE_VERSION):
+        fail(f"state version {state.get('version')!r} is not supported (expected 1 to {STATE_VERSION})")
+    for key in ("params" if state["version"] == 1 else "config", "pool", "classifiers",
                 "embedder_model", "resolved_budget"):
         if key not in state:
             fail(f"missing {key!r}")
@@ -308,6 +388,13 @@ def _validate_state(state: Any) -> None:
     costs = pool["costs"]
     if any(not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 for c in costs):
         fail("pool.costs must be finite non-negative numbers")
+    groups, group_costs = pool.get("groups") or [], pool.get("group_costs") or []
+    if groups and len(groups) != n:
+        fail(f"pool.groups has {len(groups)} entries for {n} ids")
+    if any(not isinstance(g, int) or not -1 <= g < len(group_costs) for g in groups):
+        fail("pool.groups must be group ids in [-1, len(group_costs))")
+    if any(not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 for c in group_costs):
+        fail("pool.group_costs must be finite non-negative numbers")
     budget = state["resolved_budget"]
     if n and (not isinstance(budget, int) or budget <= 0):
         fail(f"resolved_budget must be a positive integer, got {budget!r}")

@@ -107,6 +107,20 @@ class SelectionRequest:
     doc_id: str | None = None  # exemplars sharing this document id are excluded
     seed: int = 0  # for randomised selectors: the same request gives the same selection
     key: str = ""  # what identifies the query for seeded randomness (its text); "" = its embedding's bytes
+    values: np.ndarray | None = None  # (n,) each exemplar's value for this query; None: embedding similarity
+
+
+def query_values(pool: ExemplarPool, request: SelectionRequest) -> np.ndarray:
+    """What each pool exemplar is worth to this query, the objective selectors maximise and the order
+    demos are shown in: ``request.values`` (a user's value function) when given, else the cosine
+    similarity of the embeddings."""
+    if request.values is None:
+        return pool.similarities(request.embedding)
+    values = np.asarray(request.values, dtype=float)
+    if values.shape != (len(pool),) or not np.all(np.isfinite(values)):
+        raise ValueError(f"request values must be {len(pool)} finite numbers (one per pool exemplar), "
+                         f"got shape {values.shape}")
+    return values
 
 
 @dataclass(frozen=True)

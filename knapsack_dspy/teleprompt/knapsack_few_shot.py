@@ -1,27 +1,36 @@
-"""``KnapsackFewShot``: a DSPy teleprompter that compiles a pipeline's exemplar selection.
+"""``KnapsackFewShot``: a DSPy teleprompter that gives any program's predictors per-query few-shot selection.
 
-``KnapsackFewShot(...).compile(student, trainset=pool, valset=dev)`` returns a copy of ``student`` whose
-``SelectExemplars`` module is ready: the pool rendered in the real prompt format, each exemplar's token
-cost measured with the target model's tokenizer, the pool embedded, attribute classifiers trained, and
-(for selectors that fit at compile time: static, hybrid, fixed) the compile-time set chosen.
+``KnapsackFewShot(...).compile(student, trainset=pool, valset=dev)`` returns a copy of ``student`` in which
+every predictor (``student.named_predictors()``, or the names given as ``predictors=``) is replaced by a
+``SelectingPredict`` (same signature, LM config and demos) that chooses its demos for each call: the pool
+drawn from the trainset in that predictor's own fields (``predictor_pools``), each demo's token cost measured
+as the pinned adapter formats it for the target model's tokenizer, the pool embedded, attribute classifiers
+trained, and (for selectors that fit at compile time: static, hybrid, fixed) the compile-time set chosen.
 
-The selection settings are the student's ``SelectExemplars.config`` (a ``SelectionConfig``); settings given
-to ``KnapsackFewShot`` replace single ones of it (``dataclasses.replace``), and the search varies it the same
-way. What a selector needs at compile time (validation query embeddings, a scoring function) is what its
-class declares (``ExemplarSelector.fit_on``), never read from its name.
+A plain ``dspy.ChainOfThought("question -> answer")`` compiles; a program with several predictors gets one
+selection each (own pool, budget, M). The student may offer hooks (all optional):
 
-With a valset it can search (alpha, beta, M, or any other setting). Compiling must stay affordable when an
-LM call takes 10-30 s, so the search is staged: every configuration is first scored by **model-free
-proxies** on the validation subset (attribute match, budget coverage, program similarity of the chosen
-exemplars to the query's gold program), and only the best ``max_lm_configs`` are evaluated with the LM
-(``dspy.Evaluate`` on ``val_size`` examples; DSPy's LM cache makes repeats free). The compile report
-(configs tried, proxy and LM scores, the choice, attribute-predictor accuracy, and what the compile cost in
-LM calls, tokens and seconds) is kept on the program and saved beside it by ``save_program``.
+- ``demo_for(predictor_name, example) -> dspy.Example | None``: the example as a demo of that predictor
+  (``None``: not in its pool); default: the example restricted to the signature's fields;
+- ``inputs_for(predictor_name, example) -> dict | None``: a validation query's inputs to that predictor;
+- ``selection_config(predictor_name) -> SelectionConfig | None``: that predictor's settings;
+- ``embedder``: an object with ``encode(texts)`` used for selection (e.g. shared with retrieval);
+- ``prefetch_embeddings(examples, progress=False)``: embed everything in one batch first;
+- sub-modules with ``fit_on_trainset(trainset, embedder)`` are fitted on the trainset (e.g. a router).
 
-The student must expose, besides one ``SelectExemplars`` sub-module:
-``render_demo(example) -> dict`` (the pool example in the demo predictor's fields),
-``prompt_inputs(example) -> dict`` (a query's inputs to that predictor) and ``demo_signature``.
-``knapsack_dspy.modules.pipeline.DocumentQA`` does.
+The selection settings of a predictor are, in this order: ``config`` given here (one ``SelectionConfig`` for
+all, or ``{name: SelectionConfig}``), else the student's ``selection_config`` hook, else ``SelectionConfig()``;
+settings given as keywords (and ``mode``) replace single ones of it, and the search varies it the same way.
+What a selector needs at compile time (validation query embeddings, a scoring function) is what its class
+declares (``ExemplarSelector.fit_on``), never read from its name.
+
+With a valset it can search (alpha, beta, M, or any other setting), per predictor. Compiling must stay
+affordable when an LM call takes 10-30 s, so the search is staged: every configuration is first scored by
+**model-free proxies** on the validation subset (attribute match, budget coverage, program similarity of the
+chosen exemplars to the query's gold program), and only the best ``max_lm_configs`` are evaluated with the LM
+(``dspy.Evaluate`` on ``val_size`` examples). The compile report (per predictor: configs tried, proxy and LM
+scores, the choice, attribute-predictor accuracy; and what the compile cost in LM calls, tokens and seconds)
+is kept on the program (``program.compile_report``) and saved with it.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import dspy
@@ -39,17 +49,28 @@ import numpy as np
 from dspy.teleprompt import Teleprompter
 from tqdm.auto import tqdm
 
+from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.call_counter import call_counts
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.metrics.selection_proxies import selection_proxies
-from knapsack_dspy.modules.prompt_cost import PromptCostModel
-from knapsack_dspy.modules.select_exemplars import SelectExemplars
+from knapsack_dspy.modules.compiled_programs import install_selecting_predictor, load_compiled, predictor_at
+from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
+from knapsack_dspy.modules.select_exemplars import query_text
+from knapsack_dspy.modules.selecting_predict import SelectingPredict
+from knapsack_dspy.modules.shared_fields import group_demos, referring_demo
 from knapsack_dspy.selection.config import SelectionConfig
 from knapsack_dspy.selection.selectors import (
     FIT_ON_SCORING_FUNCTION,
     FIT_ON_VALIDATION_QUERIES,
     MODES,
     selector_for_mode,
+)
+from knapsack_dspy.teleprompt.predictor_pools import (
+    PoolError,
+    PredictorPool,
+    pools_from_teacher,
+    pools_from_trainset,
+    query_inputs,
 )
 
 logger = logging.getLogger(__name__)
@@ -67,32 +88,54 @@ def _progress(iterable, total: int, desc: str, enabled: bool):
     return tqdm(iterable, total=total, desc=desc, leave=False) if enabled else iterable
 
 
+@dataclasses.dataclass
+class _ValQuery:
+    """A validation example as one predictor sees it: its inputs, its prompt size without selected demos, and
+    its fields for the proxies (gold attributes, gold program)."""
+
+    example: Any
+    inputs: dict
+    base_tokens: int
+
+
 class KnapsackFewShot(Teleprompter):
-    """Compile few-shot exemplar selection by knapsack ILP.
+    """Compile per-query few-shot exemplar selection (knapsack ILP) into any DSPy program.
 
     Parameters
     ----------
-    metric: ``metric(example, prediction, trace=None) -> float | bool`` for LM evaluation in the search
-        (None: proxies only, no LM calls during compile).
-    mode: "per_query" (SEER: a knapsack per query at inference), "static" (one set for every query,
-        chosen at compile time by a knapsack over summed similarity to the validation queries) or
-        "hybrid" (a static core of ``core_size`` plus per-query slots); it chooses the selector
-        (``knapsack_dspy.selection.selectors.selector_for_mode``). None: the student's (or ``selector``'s).
-    **settings: ``SelectionConfig`` settings replacing the student's (``selector``, ``max_exemplars``,
+    metric: ``metric(example, prediction, trace=None) -> float | bool``: LM evaluation in the search (None:
+        proxies only, no LM calls during compile) and, with ``teacher=``, which teacher runs give demos.
+    config: a ``SelectionConfig`` for every compiled predictor, or ``{predictor name: SelectionConfig}``.
+    predictors: the names of the predictors to compile (default: every predictor with a non-empty pool).
+    mode: "per_query" (SEER: a knapsack per query at inference), "static" (one set for every query, chosen at
+        compile time by a knapsack over summed similarity to the validation queries) or "hybrid" (a static core
+        of ``core_size`` plus per-query slots); it chooses the selector
+        (``knapsack_dspy.selection.selectors.selector_for_mode``). None: the config's selector.
+    **settings: ``SelectionConfig`` settings replacing the config's (``selector``, ``max_exemplars``,
         ``budget``, ``reserve_output_tokens``, ``alpha``, ``beta``, ``attributes``, ``attribute_source``,
-        ``knn_k``, ``max_per_doc``, ``core_size``, ``val_size``, ``seed``, ``selector_params``, ...).
-        ``budget=None`` takes the model's context window (or 4096 when unknown).
+        ``knn_k``, ``max_per_doc``, ``core_size``, ``val_size``, ``seed``, ``embed_fields``,
+        ``selector_params``, ...). ``budget=None`` takes the model's context window (or 4096 when unknown).
+        ``attributes`` may map names to functions, ``{"label": lambda ex: ex.label}``: the attributes with a
+        template, their pool values computed by your functions (default: the example's field of that name).
     search_space: e.g. ``{"alpha": [0.5, 0.75], "beta": [0, 0.25], "max_exemplars": [4, 8]}`` (any
         ``SelectionConfig`` setting); every combination is scored by proxies; the best ``max_lm_configs`` are
         LM-evaluated if ``metric``.
+    value: ``value(query, demo) -> float`` in place of the embeddings' cosine similarity (both arguments are
+        mappings of the predictor's fields); code is not saved: pass it again to ``load``.
     num_threads: threads of the LM evaluations (``dspy.Evaluate``).
     token_counter: a ``TokenCounter`` (default: ``get_token_counter(lm.model)``).
     lm_model: the model name whose tokenizer is used (default: the configured ``dspy.settings.lm``).
+    embedder: embeds queries and exemplars (default: the student's ``embedder``, else all-MiniLM-L6-v2).
+    adapter: the adapter prompts are formatted and measured with (default: the configured one, else a
+        ``ChatAdapter``; a ChatAdapter's JSON fallback is switched off).
     """
 
-    def __init__(self, metric: Callable | None = None, *, mode: str | None = None,
+    def __init__(self, metric: Callable | None = None, *, config: SelectionConfig | Mapping | None = None,
+                 predictors: Sequence[str] | None = None, mode: str | None = None,
                  search_space: Mapping[str, Sequence] | None = None, max_lm_configs: int = 2, num_threads: int = 1,
-                 token_counter: Any = None, lm_model: str | None = None, progress: bool = True, **settings):
+                 value: Callable | None = None,
+                 token_counter: Any = None, lm_model: str | None = None, embedder: Any = None, adapter: Any = None,
+                 progress: bool = True, **settings):
         super().__init__()
         unknown = sorted(set(settings) - set(_SETTINGS))
         if unknown:
@@ -100,7 +143,26 @@ class KnapsackFewShot(Teleprompter):
                                f"selection settings: {', '.join(_SETTINGS)}")
         if mode is not None and mode not in MODES:
             raise CompileError(f"mode must be one of {MODES}, got {mode!r}")
+        if config is not None and not isinstance(config, (SelectionConfig, Mapping)):
+            raise CompileError(f"config must be a SelectionConfig or {{predictor name: SelectionConfig}}, got "
+                               f"{type(config).__name__}")
+        if isinstance(config, Mapping):
+            bad = [k for k, v in config.items() if not isinstance(v, SelectionConfig)]
+            if bad:
+                raise CompileError(f"config[{bad[0]!r}] must be a SelectionConfig")
+        if predictors is not None and (isinstance(predictors, str) or not all(isinstance(p, str) for p in predictors)):
+            raise CompileError(f"predictors must be a list of predictor names, got {predictors!r}")
+        if value is not None and not callable(value):
+            raise CompileError("value must be a function value(query, demo) -> float")
+        functions = {}
+        if isinstance(settings.get("attributes"), Mapping):  # {name: f(example) -> value}: names and their values
+            functions = dict(settings["attributes"])
+            if not all(isinstance(k, str) and callable(f) for k, f in functions.items()):
+                raise CompileError("attributes must be a list of names or map names to functions f(example) -> value")
+            settings["attributes"] = tuple(functions)
         self.metric = metric
+        self.config = config
+        self.predictors = list(predictors) if predictors is not None else None
         self.mode = mode
         self.settings = dict(settings)
         self.search_space = {k: list(v) for k, v in dict(search_space or {}).items() if v}
@@ -110,14 +172,17 @@ class KnapsackFewShot(Teleprompter):
                                f"got {unknown}")
         self.max_lm_configs = max_lm_configs
         self.num_threads = num_threads
+        self.attributes = functions
+        self.value = value
         self.token_counter = token_counter
         self.lm_model = lm_model
+        self.embedder = embedder
+        self.adapter = adapter
         self.progress = progress
 
     # ------------------------------------------------------------------------------------------------
     def selection_config(self, student_config: SelectionConfig) -> SelectionConfig:
-        """The config this teleprompter compiles with: the student's, with this teleprompter's settings (and
-        the selector its ``mode`` names) in place of the student's."""
+        """``student_config`` with this teleprompter's settings (and the selector its ``mode`` names) in place."""
         settings = dict(self.settings)
         try:
             if self.mode is not None:
@@ -125,6 +190,17 @@ class KnapsackFewShot(Teleprompter):
             return student_config.with_settings(**settings)
         except ValueError as exc:
             raise CompileError(str(exc)) from None
+
+    def config_for(self, program: dspy.Module, name: str) -> SelectionConfig:
+        """The settings predictor ``name`` is compiled with (see the class docstring for the order)."""
+        config = self.config.get(name) if isinstance(self.config, Mapping) else self.config
+        if config is None:
+            hook = getattr(program, "selection_config", None)
+            config = hook(name) if callable(hook) else None
+            if config is not None and not isinstance(config, SelectionConfig):
+                raise CompileError(f"the student's selection_config({name!r}) returned {type(config).__name__}, "
+                                   "not a SelectionConfig")
+        return self.selection_config(config if config is not None else SelectionConfig())
 
     def _counter(self):
         if self.token_counter is not None:
@@ -134,59 +210,150 @@ class KnapsackFewShot(Teleprompter):
             raise CompileError("no LM configured: call dspy.configure(lm=...) or pass lm_model / token_counter")
         return get_token_counter(model), model
 
-    @staticmethod
-    def _find_selector(program) -> SelectExemplars:
-        found = [m for _, m in program.named_sub_modules() if isinstance(m, SelectExemplars)]
-        if len(found) != 1:
-            raise CompileError(f"the student must contain exactly one SelectExemplars module, found {len(found)}")
-        for hook in ("render_demo", "prompt_inputs", "demo_signature"):
-            if not hasattr(program, hook):
-                raise CompileError(f"the student {type(program).__name__} lacks {hook!r} "
-                                   "(see knapsack_dspy.modules.pipeline.DocumentQA)")
-        return found[0]
+    def _embedder(self, program):
+        if self.embedder is not None:
+            return self.embedder
+        own = getattr(program, "embedder", None)
+        return own if callable(getattr(own, "encode", None)) else TextEmbedder()
+
+    def _targets(self, program) -> dict[str, dspy.Predict]:
+        available = dict(program.named_predictors())
+        if not available:
+            raise CompileError(f"the student {type(program).__name__} has no dspy.Predict to compile "
+                               "(KnapsackFewShot selects the demos of a program's predictors)")
+        names = self.predictors if self.predictors is not None else list(available)
+        if isinstance(self.config, Mapping):
+            names = names if self.predictors is not None else [n for n in names if n in self.config] or names
+            extra = sorted(set(self.config) - set(available))
+            if extra:
+                raise CompileError(f"config names predictors the student does not have: {extra}; its predictors: "
+                                   f"{sorted(available)}")
+        unknown = [n for n in names if n not in available]
+        if unknown:
+            raise CompileError(f"the student has no predictor {unknown}; its predictors: {sorted(available)}")
+        return {name: available[name] for name in names}
 
     # ------------------------------------------------------------------------------------------------
     def compile(self, student, *, trainset, teacher=None, valset=None, **kwargs):
+        if kwargs:
+            raise CompileError(f"KnapsackFewShot.compile: unknown argument {', '.join(map(repr, sorted(kwargs)))}")
         started = time.perf_counter()
         trainset = list(trainset or [])
         if not trainset:
             raise CompileError("trainset (the exemplar pool) is empty")
-        program = student.deepcopy()
-        select = self._find_selector(program)
-        base_config = self.selection_config(select.config)
-        configs = self._configs(base_config)
-        counter, model = self._counter()
-        budget = int(base_config.budget or getattr(counter, "context_window", None) or DEFAULT_BUDGET)
-        cost_model = PromptCostModel(program.demo_signature, counter)
-
         val = list(valset or [])
+        program = student.deepcopy()
+        targets = self._targets(program)
+        counter, model = self._counter()
+        embedder = self._embedder(program)
+        adapter = pinned_adapter(self.adapter)
+        lm_before = call_counts()
+        summary: dict[str, Any] = {}
+
         prefetch = getattr(program, "prefetch_embeddings", None)  # optional: one batch instead of many calls
         if callable(prefetch):
             prefetch([*trainset, *val], progress=self.progress)
-        demos = [program.render_demo(ex) for ex in _progress(trainset, len(trainset), "rendering pool", self.progress)]
-        costs = [cost_model.demo_cost(d) for d in _progress(demos, len(demos), "measuring token costs", self.progress)]
+        fitted = self._fit_modules(program, trainset, embedder)
+        try:
+            if teacher is not None:
+                if dspy.settings.lm is None and not all(p.lm for _, p in teacher.named_predictors()):
+                    raise CompileError("teacher=: the teacher runs on the trainset, which needs an LM "
+                                       "(dspy.configure(lm=...))")
+                pools, summary["teacher"] = pools_from_teacher(teacher, targets, trainset, metric=self.metric,
+                                                               progress=self.progress)
+            else:
+                pools = pools_from_trainset(program, targets, trainset, progress=self.progress)
+        except PoolError as exc:
+            raise CompileError(str(exc)) from None
+        empty = {name: pool for name, pool in pools.items() if not pool.demos}
+        named = [name for name in empty if self.predictors is not None or isinstance(self.config, Mapping)]
+        if named or len(empty) == len(pools):
+            why = ("no teacher run succeeded" + (f" (first error: {summary['teacher']['first_error']})"
+                                                 if summary.get("teacher", {}).get("first_error") else "")
+                   if teacher is not None else
+                   "no trainset example has all of its input fields and an output field (or the student's "
+                   "demo_for hook returned None for every example)")
+            raise CompileError(f"empty exemplar pool for {named or sorted(empty)}: {why}")
+        skipped = {name: "no trainset example fits its signature" for name in empty}
+
+        reports = {}
+        for name in targets:
+            if name in empty:
+                continue
+            program = install_selecting_predictor(program, name, embedder=embedder, token_counter=counter,
+                                                  value=self.value)
+            reports[name] = self._compile_predictor(program, name, pools[name], val, counter, model, adapter)
+        cost = {**_lm_cost(lm_before), "seconds": round(time.perf_counter() - started, 2),
+                "pool_tokens_measured": int(sum(r.pop("_pool_tokens") for r in reports.values()))}
+        shared = {"cost": cost, "skipped": skipped, "fitted_modules": fitted, **summary}
+        for name in reports:
+            predictor_at(program, name).selection.compile_report = {**reports[name], "compile": shared}
+        program.compile_report = {**shared, "predictors": reports}
+        program._compiled = True
+        return program
+
+    @staticmethod
+    def load(student, path, **kwargs):
+        """Load a program compiled by ``KnapsackFewShot`` (``program.save("p.json")``) into a fresh ``student`` of
+        the same class (in place; returned). ``kwargs``: see ``knapsack_dspy.modules.compiled_programs.load_compiled``
+        (``value=`` must be given again when the program was compiled with one)."""
+        return load_compiled(student, Path(path) if isinstance(path, str) else path, **kwargs)
+
+    # ------------------------------------------------------------------------------------------------
+    def _fit_modules(self, program, trainset, embedder) -> list[str]:
+        """Sub-modules that learn from the trainset at compile time (``fit_on_trainset(trainset, embedder)``,
+        e.g. a router choosing a predictor by answer type) are fitted before the pools are built."""
+        fitted = []
+        for name, module in program.named_sub_modules():
+            fit = getattr(module, "fit_on_trainset", None)
+            if callable(fit):
+                fit(trainset, embedder)
+                fitted.append(name)
+        return fitted
+
+    def _compile_predictor(self, program, name: str, pool: PredictorPool, val, counter, model, adapter) -> dict:
+        selecting = predictor_at(program, name)
+        selecting.adapter = adapter
+        select = selecting.selection
+        signature = selecting.signature
+        base_config = self.config_for(program, name)
+        if base_config.embed_fields is None:  # the predictor's inputs
+            base_config = base_config.with_settings(embed_fields=tuple(signature.input_fields))
+        configs = self._configs(base_config)
+        budget = int(base_config.budget or getattr(counter, "context_window", None) or DEFAULT_BUDGET)
+        cost_model = PromptCostModel(signature, counter, adapter)
+        fixed = [dict(d.toDict() if hasattr(d, "toDict") else d) for d in selecting.demos]
+        costs = [cost_model.demo_cost(d) for d in _progress(pool.demos, len(pool.demos),
+                                                            f"measuring token costs ({name})", self.progress)]
+        costs, groups, group_costs = shared_costs(pool.demos, costs, base_config.shared_fields or (), cost_model)
 
         rng = np.random.default_rng(base_config.seed)
-        val_subset = ([val[i] for i in sorted(rng.choice(len(val), base_config.val_size, replace=False))]
-                      if len(val) > base_config.val_size else val)
-        val_base = [cost_model.base_tokens(program.prompt_inputs(ex)) for ex in val_subset]
+        queries = [(ex, query_inputs(program, name, selecting, ex)) for ex in val]
+        queries = [(ex, inputs) for ex, inputs in queries if inputs is not None]
+        subset = ([queries[i] for i in sorted(rng.choice(len(queries), base_config.val_size, replace=False))]
+                  if len(queries) > base_config.val_size else queries)
+        val_subset = [_ValQuery(ex, inputs, cost_model.prompt_tokens(inputs, fixed)) for ex, inputs in subset]
 
         report: dict[str, Any] = {"mode": base_config.selector_class.mode, "selector": base_config.selector,
-                                  "budget": budget, "token_model": model, "pool_size": len(trainset),
-                                  "valset_size": len(val), "val_subset_size": len(val_subset), "configs": []}
-        lm_before = call_counts()
+                                  "budget": budget, "token_model": model, "pool_size": len(pool.demos),
+                                  "pool_skipped": pool.skipped, "valset_size": len(val),
+                                  "val_subset_size": len(val_subset), "configs": [],
+                                  "_pool_tokens": int(sum(costs) + sum(group_costs)),
+                                  **({"shared_groups": len(group_costs)} if groups else {})}
 
         # Stage 1: fit every configuration once (no LM calls unless a fixed set is LM-scored) and score it
         # with model-free proxies; keep each fitted state to restore later instead of refitting.
+        fit_queries = val_subset or [_ValQuery(ex, d, 0) for ex, d in zip(pool.examples, pool.demos, strict=True)]
         snapshots = []
         for point, config in configs:
-            fit_inputs = self._fit_inputs(select, config, program, val_subset or trainset, val_base, budget)
-            select.fit(trainset, demos, costs, budget=budget, token_model=model, config=config,
-                       fit_inputs=fit_inputs)
+            select.fit(pool.examples, pool.demos, costs, budget=budget, token_model=model, config=config,
+                       fit_inputs=self._fit_inputs(program, name, select, config, fit_queries, budget),
+                       signature_fields=list(signature.fields), attributes=self.attributes, ids=pool.ids,
+                       groups=groups or None, group_costs=group_costs or None)
             snapshots.append(select.dump_state())
             entry = {"config": point}
             if val_subset:
-                entry["proxies"] = self._proxy(select, program, val_subset, val_base)
+                entry["proxies"] = self._proxy(select, val_subset)
             report["configs"].append(entry)
 
         # Stage 2: LM evaluation of the best configurations by proxy.
@@ -194,20 +361,15 @@ class KnapsackFewShot(Teleprompter):
         if self.metric is not None and val_subset and len(configs) > 1:
             for i in ranked[: self.max_lm_configs]:
                 select.load_state(snapshots[i])
-                report["configs"][i]["lm_score"] = self._lm_score(program, val_subset)
+                report["configs"][i]["lm_score"] = self._lm_score(program, [q.example for q in val_subset])
         chosen_index = max(ranked, key=lambda i: (report["configs"][i].get("lm_score", -math.inf),
                                                   report["configs"][i].get("proxies", {}).get("score", 0.0),
                                                   -ranked.index(i)))
         select.load_state(snapshots[chosen_index])
         report["chosen"] = dict(configs[chosen_index][0])
         if val_subset:
-            report["attribute_accuracy"] = self._attribute_accuracy(select, program, val_subset)
-        report["cost"] = {**_lm_cost(lm_before), "seconds": round(time.perf_counter() - started, 2),
-                          "pool_tokens_measured": int(sum(costs))}
-        select.compile_report = report
-        program.compile_report = report
-        program._compiled = True
-        return program
+            report["attribute_accuracy"] = self._attribute_accuracy(select, val_subset)
+        return report
 
     def _configs(self, base: SelectionConfig) -> list[tuple[dict, SelectionConfig]]:
         """(the point as the report shows it, its config) for every combination of the search space."""
@@ -222,52 +384,63 @@ class KnapsackFewShot(Teleprompter):
                 raise CompileError(f"search_space point {point}: {exc}") from None
         return out
 
-    def _fit_inputs(self, select, config: SelectionConfig, program, val_examples, val_base, budget) -> dict:
+    def _fit_inputs(self, program, name, select, config: SelectionConfig, queries: list[_ValQuery],
+                    budget) -> dict:
         """What the selector's ``fit`` needs besides the pool, as its class declares (``fit_on``)."""
         fit_on = config.selector_class.fit_on
         if fit_on is None:
             return {}
         # A compile-time set must fit typical queries: size it for the 90th percentile of the validation
         # prompts (longer queries drop its least similar exemplars at inference).
-        capacity = budget - (float(np.percentile(val_base, 90)) if val_base else 0) - config.reserve_output_tokens
+        bases = [q.base_tokens for q in queries]
+        capacity = budget - (float(np.percentile(bases, 90)) if any(bases) else 0) - config.reserve_output_tokens
         if fit_on == FIT_ON_VALIDATION_QUERIES:
-            texts = [select.query_text(program.prompt_inputs(ex) | dict(ex)) for ex in val_examples]
+            texts = [query_text(q.inputs, config.embed_fields) for q in queries]
             return {"val_embeddings": select.embedder.encode(texts), "capacity": capacity}
         if fit_on == FIT_ON_SCORING_FUNCTION:
             if self.metric is None:
                 def score(indices):
-                    return _fixed_set_proxy(select, indices, val_examples)
+                    return _fixed_set_proxy(select, indices, queries)
             else:  # SEER's Fixed set baseline: the best of N random sets by validation accuracy
                 def score(indices):
                     probe = program.deepcopy()
-                    self._find_selector(probe).show_fixed_set([select.pool_ids[i] for i in indices])
-                    return self._lm_score(probe, val_examples)
+                    predictor_at(probe, name).selection.show_fixed_set([select.pool_ids[i] for i in indices])
+                    return self._lm_score(probe, [q.example for q in queries])
             return {"score_fn": score, "capacity": capacity}
         raise CompileError(f"selector {config.selector!r} declares fit_on={fit_on!r}, which compile cannot provide")
 
-    def _proxy(self, select, program, val_subset, val_base) -> dict:
+    def _gold(self, select, example) -> dict:
+        """The query's gold attribute values (what oracle selectors aim at)."""
+        out = {}
+        for attr in select.config.attributes:
+            get = self.attributes.get(attr)
+            out[attr] = get(example) if get is not None else example.get(attr)
+        return {k: v for k, v in out.items() if v is not None}
+
+    def _proxy(self, select, val_subset: list[_ValQuery]) -> dict:
         rows = []
-        for ex, base in zip(val_subset, val_base, strict=True):
-            pred = select(base_tokens=base, id=ex.get("id"), doc_id=ex.get("doc_id"), **_query_fields(ex))
-            rows.append((ex, pred.selection))
+        for q in val_subset:
+            pred = select(base_tokens=q.base_tokens, id=q.example.get("id"), doc_id=q.example.get("doc_id"),
+                          attribute_fields=_query_fields(q.example), **q.inputs, **self._gold(select, q.example))
+            rows.append((q.example, pred.selection))
         return selection_proxies(rows, select, attributes=select.config.attributes)
 
-    def _lm_score(self, program, val_subset) -> float:
-        evaluate = dspy.Evaluate(devset=val_subset, metric=self.metric, num_threads=self.num_threads,
+    def _lm_score(self, program, examples) -> float:
+        evaluate = dspy.Evaluate(devset=examples, metric=self.metric, num_threads=self.num_threads,
                                  display_progress=self.progress, provide_traceback=False)
         return float(evaluate(program).score)
 
-    def _attribute_accuracy(self, select, program, val_subset) -> dict:
+    def _attribute_accuracy(self, select, val_subset: list[_ValQuery]) -> dict:
         out = {}
         if select.attribute_source in ("none", "gold"):
             return out
         for attr in select.config.attributes:
-            golds = [ex.get(attr) for ex in val_subset]
+            golds = [self._gold(select, q.example).get(attr) for q in val_subset]
             if not any(golds):
                 continue
-            fields = [_query_fields(ex) for ex in val_subset]
-            embeddings = select.embedder.encode([select.query_text(f) for f in fields])
-            preds = [select.predict_attributes(e, f).get(attr) for e, f in zip(embeddings, fields, strict=True)]
+            embeddings = select.embedder.encode([select.query_text(q.inputs) for q in val_subset])
+            preds = [select.predict_attributes(e, q.inputs, _query_fields(q.example)).get(attr)
+                     for e, q in zip(embeddings, val_subset, strict=True)]
             pairs = [(p, g) for p, g in zip(preds, golds, strict=True) if g]
             out[attr] = {"source": select.attribute_source, "accuracy": sum(p == g for p, g in pairs) / len(pairs),
                          "n": len(pairs)}
@@ -275,17 +448,16 @@ class KnapsackFewShot(Teleprompter):
 
 
 def _query_fields(example) -> dict:
-    """A validation example's fields as the selector sees them (inputs plus gold attributes)."""
+    """A validation example's fields as LM attribute prediction sees them (its raw fields)."""
     return {k: v for k, v in dict(example).items() if k not in ("id", "doc_id")}
 
 
-def _fixed_set_proxy(select, indices, val_examples) -> float:
+def _fixed_set_proxy(select, indices, queries: list[_ValQuery]) -> float:
     """Mean similarity of a candidate fixed set to the validation queries (model-free)."""
     if not indices:
         return 0.0
     pool = select.pool()
-    texts = [select.query_text(_query_fields(ex)) for ex in val_examples]
-    q = select.embedder.encode(texts)
+    q = select.embedder.encode([select.query_text(v.inputs) for v in queries])
     return float((pool.embeddings[list(indices)] @ q.T).mean())
 
 
@@ -297,3 +469,23 @@ def _lm_cost(before) -> dict[str, Any]:
     return {"lm_calls": spent.calls, "lm_cache_hits": spent.cache_hits, "lm_failed_attempts": spent.failures,
             "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
             "cost_usd": round(spent.cost, 6)}
+
+
+__all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict"]
+
+
+def shared_costs(demos, costs: list, fields, cost_model) -> tuple[list[float], list[int], list[float]]:
+    """``(costs, groups, group_costs)`` for demos sharing the values of ``fields``
+    (``knapsack_dspy.modules.shared_fields``): a grouped demo's cost is its cost without the shared value (its
+    referring form), and its group's cost the most the value adds to a member (the same text in the same
+    place: equal for all). Without ``fields``, or when no two demos share a value: ``(costs, [], [])``."""
+    groups = group_demos(demos, fields) if fields else []
+    if not any(g >= 0 for g in groups):
+        return list(costs), [], []
+    own_costs, group_costs = [], [0.0] * (max(groups) + 1)
+    for demo, cost, g in zip(demos, costs, groups, strict=True):
+        own = float(cost_model.demo_cost(referring_demo(demo, fields))) if g >= 0 else float(cost)
+        own_costs.append(own)
+        if g >= 0:
+            group_costs[g] = max(group_costs[g], float(cost) - own)
+    return own_costs, groups, group_costs

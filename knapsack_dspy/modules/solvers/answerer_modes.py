@@ -6,8 +6,9 @@
 - ``zero_shot_cot``: ``dspy.ChainOfThought`` without demos.
 
 Demos are passed per call (``predictor(**inputs, demos=...)``); nothing is stored on the predictor, so
-one module can serve threads that each use their own demos. ``demos=None`` in a demo-using mode falls
-back to the predictor's own ``demos`` (what a DSPy optimizer such as ``LabeledFewShot`` sets).
+one module can serve threads that each use their own demos. ``demos=None`` in a demo-using mode lets the
+predictor decide: its own ``demos`` (what a DSPy optimizer such as ``LabeledFewShot`` sets), or, for a
+``SelectingPredict`` (``KnapsackFewShot``), those plus the exemplars it selects for the query.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Iterable
 
 import dspy
 
-__all__ = ["MODES", "build_predictor", "check_mode", "demos_for_call", "inner_predict", "uses_reasoning"]
+__all__ = ["MODES", "build_predictor", "call_with_demos", "check_mode", "demos_for_call", "inner_predict",
+           "uses_reasoning"]
 
 MODES = ("zero_shot", "few_shot", "cot", "zero_shot_cot")
 
@@ -56,11 +58,17 @@ class DemoPredictorAccess:
         return self.predictor.signature
 
 
-def demos_for_call(mode: str, demos: Iterable | None, predictor: dspy.Predict) -> list:
-    """The demos one call sends: none for the zero-shot modes; ``demos`` (mappings become
-    ``dspy.Example``) or, when ``None``, the predictor's own demos."""
+def demos_for_call(mode: str, demos: Iterable | None) -> list | None:
+    """The demos one call sends: none for the zero-shot modes; ``demos`` (mappings become ``dspy.Example``);
+    ``None`` (when ``demos`` is ``None``): the predictor decides (its own demos, or a ``SelectingPredict``'s
+    per-query selection)."""
     if check_mode(mode) in ("zero_shot", "zero_shot_cot"):
         return []
     if demos is None:
-        return list(predictor.demos)
+        return None
     return [d if isinstance(d, dspy.Example) else dspy.Example(**dict(d)) for d in demos]
+
+
+def call_with_demos(module: dspy.Module, inputs: dict, demos: list | None):
+    """``module(**inputs, demos=demos)``, or without ``demos`` when ``None`` (the predictor decides)."""
+    return module(**inputs) if demos is None else module(**inputs, demos=demos)

@@ -16,6 +16,7 @@ from knapsack_dspy.modules.solvers.answer_parsing import normalise_scale, parse_
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
+    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
@@ -55,9 +56,9 @@ class ChainOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
     def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
                 demos: Iterable | None = None) -> dspy.Prediction:
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
-        call_demos = demos_for_call(self.mode, demos, self.predictor)
+        call_demos = demos_for_call(self.mode, demos)
         try:
-            prediction = self.answer(**inputs, demos=call_demos)
+            prediction = call_with_demos(self.answer, inputs, call_demos)
         except AdapterParseError as exc:
             return dspy.Prediction(answer=None, scale="", raw_answer=exc.lm_response, reasoning=None,
                                    error="the reply did not follow the required output format")

@@ -27,6 +27,7 @@ from knapsack_dspy.data.gold_programs import (
     synthesise_finqa_program,
     synthesise_python_program,
 )
+from knapsack_dspy.data.program_style import as_literal_program
 from knapsack_dspy.data.rendering import render_paragraphs, render_table
 from knapsack_dspy.table_layout import render_layout, table_layout
 
@@ -250,15 +251,18 @@ def answer_demo(source, *, reasoning: bool = False, paragraphs: str = "all"):
 
 
 def program_demo(source, *, language: str = "python", reasoning: bool = False, paragraphs: str = "all",
-                 execute=None):
-    """Demo for ``WritePythonProgram`` (a verified synthesised gold program, else the literal answer) or
-    ``WriteFinqaProgram`` (the gold DSL program, or the converted TAT-QA derivation)."""
+                 program_style: str = "literal", execute=None):
+    """Demo for ``WritePythonProgram`` (a verified synthesised gold program, else the literal answer; with
+    ``program_style="literal"`` its table look-ups written as the numbers they read, see
+    ``knapsack_dspy.data.program_style``) or ``WriteFinqaProgram`` (the gold DSL program, or the converted
+    TAT-QA derivation)."""
     fields = as_mapping(source)
     demo = document_inputs(fields, paragraphs, layout=language != "finqa")
     if fields.get("answer") in (None, "", []) and fields.get("answer_value") is None:
         raise ValueError(f"answer{_where(fields)}: the record has no gold answer to show in a demo")
     if language == "python":
-        demo["program"] = synthesise_python_program(fields, execute).code
+        code = synthesise_python_program(fields, execute).code
+        demo["program"] = as_literal_program(code, fields.get("table") or []) if program_style == "literal" else code
     elif language == "finqa":
         program = synthesise_finqa_program(fields, execute)
         if program is None:

@@ -24,12 +24,15 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from knapsack_dspy.data.answer_scale import decide_scale
+from knapsack_dspy.data.program_style import PROGRAM_STYLES
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.llm.local_models import is_local_model
+from knapsack_dspy.modules.selection_context import selection_log
 from knapsack_dspy.modules.solvers.answer_vote import majority_vote
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
+    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
@@ -39,6 +42,7 @@ from knapsack_dspy.signatures import (
     RepairFinqaProgram,
     RepairPythonProgram,
     WriteFinqaProgram,
+    WritePythonLookupProgram,
     WritePythonProgram,
 )
 
@@ -49,7 +53,10 @@ LANGUAGES = ("python", "finqa")
 DEFAULT_SAMPLE_TEMPERATURE = 0.7  # self-consistency's sampling temperature unless told otherwise
 SCALE_SOURCES = ("document", "program")
 _TIMES_100 = re.compile(r"\*\s*100(?:\.0*)?\b")
-_SIGNATURES = {"python": (WritePythonProgram, RepairPythonProgram), "finqa": (WriteFinqaProgram, RepairFinqaProgram)}
+_SIGNATURES = {("python", "literal"): (WritePythonProgram, RepairPythonProgram),
+               ("python", "lookup"): (WritePythonLookupProgram, RepairPythonProgram),
+               ("finqa", "literal"): (WriteFinqaProgram, RepairFinqaProgram),
+               ("finqa", "lookup"): (WriteFinqaProgram, RepairFinqaProgram)}
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _LABEL = re.compile(r"^\s*(?:program|answer|code)\s*:\s*", re.IGNORECASE)
 _FORMAT_ERROR = "the reply did not follow the required output format: no program field could be read"
@@ -111,6 +118,9 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
     retry: give the LM one more attempt, showing the failed program and the error. Off by default: with the
         embedded 1.5B model, 62 repairs in the recorded TAT-QA run gave 3 programs that ran and 0 right answers.
     retry_with_demos: send the call's demos with the retry too.
+    program_style: how the Python demos (and so the LM) bind numbers: ``"literal"`` (default: copied into named
+        variables with their cell in a comment, ``knapsack_dspy.data.program_style``) or ``"lookup"``
+        (``table["row", "col"]`` by the labels shown). The sandbox runs both either way.
     scale_from: ``"document"`` (Python programs): the answer's scale is decided from the document's units,
         the question and the numbers the program used (``knapsack_dspy.data.answer_scale.decide_scale``);
         the program's own ``scale`` is one signal, used where the document is silent. ``"program"``: the
@@ -139,8 +149,8 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
 
     def __init__(self, language: str = "python", mode: str = "few_shot", *, demo_paragraphs: str = "all",
                  retry: bool = False, retry_with_demos: bool = True, execute: Callable | None = None,
-                 time_limit: float = 1.0, scale_from: str = "document", samples: int = 1,
-                 temperature: float | None = None):
+                 time_limit: float = 1.0, scale_from: str = "document", program_style: str = "literal",
+                 samples: int = 1, temperature: float | None = None):
         super().__init__()
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
@@ -153,17 +163,20 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
         if demo_paragraphs not in PARAGRAPH_MODES:
             raise ValueError(f"demo_paragraphs must be one of {PARAGRAPH_MODES}, got {demo_paragraphs!r}")
+        if program_style not in PROGRAM_STYLES:
+            raise ValueError(f"program_style must be one of {PROGRAM_STYLES}, got {program_style!r}")
         if scale_from not in SCALE_SOURCES:
             raise ValueError(f"scale_from must be one of {SCALE_SOURCES}, got {scale_from!r}")
         self.language = language
         self.scale_from = scale_from
+        self.program_style = program_style
         self.mode = check_mode(mode)
         self.demo_paragraphs = demo_paragraphs
         self.retry = bool(retry)
         self.retry_with_demos = bool(retry_with_demos)
         self.time_limit = float(time_limit)
         self._execute = execute
-        write_signature, repair_signature = _SIGNATURES[language]
+        write_signature, repair_signature = _SIGNATURES[language, program_style]
         self.write = build_predictor(write_signature, mode)
         self.repair = build_predictor(repair_signature, mode)
 
@@ -176,6 +189,7 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
     def as_demo(self, example) -> dspy.Example:
         """A pool record as a demo of this solver's signature (deterministic, no LM call)."""
         return program_demo(example, language=self.language, reasoning=uses_reasoning(self.mode),
+                            program_style=self.program_style,
                             paragraphs=self.demo_paragraphs, execute=self._executor())
 
     # -- inference ----------------------------------------------------------------------------------------
@@ -199,15 +213,18 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
                 demos: Iterable | None = None, answer_type: str | None = None) -> dspy.Prediction:
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         rows = [list(row) for row in table] if isinstance(table, (list, tuple)) else None
-        call_demos = demos_for_call(self.mode, demos, self.predictor)
+        call_demos = demos_for_call(self.mode, demos)
 
-        voting: dict = {}
-        if self.samples > 1:
-            program, reasoning, result, error, voting = self._sample_and_vote(inputs, rows, call_demos)
-            errors: list[str] = voting.pop("errors")
-        else:
-            program, reasoning, result, error = self._call_and_run(self.write, inputs, rows, call_demos)
-            errors = [] if result is not None else [error]
+        with selection_log() as selected:  # what a selecting writer chose, for the retry
+            voting: dict = {}
+            if self.samples > 1:
+                program, reasoning, result, error, voting = self._sample_and_vote(inputs, rows, call_demos)
+                errors: list[str] = voting.pop("errors")
+            else:
+                program, reasoning, result, error = self._call_and_run(self.write, inputs, rows, call_demos)
+                errors = [] if result is not None else [error]
+        if call_demos is None:  # the writer chose: its own demos, or (SelectingPredict) its per-query selection
+            call_demos = selected[-1].demos if selected else list(self.predictor.demos)
         attempts = self.samples
         if result is None and self.retry:  # SEER-style fallback: show the LM its (first) failed program, once
             attempts += 1
@@ -256,7 +273,7 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
 
     def _call_and_run(self, module, inputs, rows, demos, config: dict | None = None):
         try:
-            prediction = module(**inputs, demos=demos, **({"config": config} if config else {}))
+            prediction = call_with_demos(module, {**inputs, **({"config": config} if config else {})}, demos)
         except AdapterParseError as exc:
             return (clean_program_text(exc.lm_response or "", self.language), None, None, _FORMAT_ERROR)
         program = clean_program_text(prediction.get("program"), self.language)

@@ -11,6 +11,7 @@ from knapsack_dspy.modules.solvers.answer_parsing import parse_statute_answer
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
+    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
@@ -63,9 +64,9 @@ class StatuteAnswerer(DemoPredictorAccess, dspy.Module):
         kind = kind or infer_kind(question)
         inputs = self.prompt_inputs({"question": question, "statute": statute, "facts": facts,
                                      "paragraphs": paragraphs, "text": text})
-        call_demos = demos_for_call(self.mode, demos, self.predictor)
+        call_demos = demos_for_call(self.mode, demos)
         try:
-            prediction = self.answer(**inputs, demos=call_demos)
+            prediction = call_with_demos(self.answer, inputs, call_demos)
         except AdapterParseError as exc:
             return dspy.Prediction(answer=None, kind=kind, raw_answer=exc.lm_response, reasoning=None,
                                    error="the reply did not follow the required output format")

@@ -20,6 +20,7 @@ from knapsack_dspy.selection.exemplar_pool import (
     eligible,
     eligible_mask,
     make_selection,
+    query_values,
 )
 
 #: How a query's target attributes can be obtained (``SelectionConfig.attribute_source``): a classifier on the
@@ -150,7 +151,7 @@ def request_rng(request: SelectionRequest, salt: str = "") -> np.random.Generato
 
 def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None):
     """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest."""
-    sims = pool.similarities(request.embedding)
+    sims = query_values(pool, request)
     idx = np.flatnonzero(eligible_mask(pool, request))
     if knn_k is not None and idx.size > knn_k:
         top = np.argpartition(-sims[idx], knn_k - 1)[:knn_k]
@@ -177,4 +178,4 @@ def greedy_fill(order, pool: ExemplarPool, capacity: float, limit: int, paid_gro
 
 __all__ = ["ATTRIBUTE_SOURCES", "FIT_ON", "FIT_ON_SCORING_FUNCTION", "FIT_ON_VALIDATION_QUERIES", "MODES",
            "ExemplarSelector", "NotFittedError", "RankingSelector", "candidates", "eligible", "greedy_fill",
-           "make_selection", "request_rng"]
+           "make_selection", "query_values", "request_rng"]

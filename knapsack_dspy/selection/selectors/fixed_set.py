@@ -13,6 +13,7 @@ from knapsack_dspy.selection.selectors.base import (
     eligible,
     greedy_fill,
     make_selection,
+    query_values,
 )
 
 
@@ -61,7 +62,7 @@ class FixedSetSelector(ExemplarSelector):
     def select(self, pool, request):
         if not hasattr(self, "fixed_ids_"):
             raise NotFittedError(f"{self.name} selector: call fit() (or compile) first")
-        sims = pool.similarities(request.embedding)
+        sims = query_values(pool, request)
         idx = eligible(pool, request, pool.index_of(self.fixed_ids_))  # never the query or its own document
         if self.respect_budget:
             idx = greedy_fill(idx, pool, request.capacity, self.max_exemplars)

@@ -4,6 +4,7 @@ which is the name of a *pipeline* with its own direct-answer signature.)"""
 
 from __future__ import annotations
 
+from knapsack_dspy.selection.exemplar_pool import query_values
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, make_selection
 
 
@@ -11,4 +12,4 @@ class NoDemosSelector(ExemplarSelector):
     name = "no_demos"
 
     def select(self, pool, request):
-        return make_selection(pool, request, [], pool.similarities(request.embedding))
+        return make_selection(pool, request, [], query_values(pool, request))

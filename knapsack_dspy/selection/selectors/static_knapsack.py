@@ -22,6 +22,7 @@ from knapsack_dspy.selection.selectors.base import (
     eligible,
     greedy_fill,
     make_selection,
+    query_values,
 )
 from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
@@ -78,7 +79,7 @@ class StaticKnapsackSelector(KnapsackSelector):
         return eligible(pool, request, pool.index_of(self.fixed_ids_))
 
     def select(self, pool, request):
-        sims = pool.similarities(request.embedding)
+        sims = query_values(pool, request)
         # a query longer than the compile-time worst case: drop the least similar until it fits
         core = sorted(self._core(pool, request), key=lambda i: -sims[i])
         return make_selection(pool, request, greedy_fill(core, pool, request.capacity, self.max_exemplars),
@@ -115,7 +116,7 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
         return self
 
     def select(self, pool, request):
-        sims = pool.similarities(request.embedding)
+        sims = query_values(pool, request)
         core = greedy_fill(sorted(self._core(pool, request), key=lambda i: -sims[i]), pool, request.capacity,
                            self.max_exemplars)
         core_cost = pool.cost_of(core)
