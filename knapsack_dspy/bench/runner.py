@@ -44,9 +44,22 @@ def _progress(total: int, desc: str, enabled: bool):
 def load_split(spec: RunSpec, which: str, data_dir):
     path = spec.pool_path if which == "pool" else spec.eval_path
     split = spec.pool_split if which == "pool" else spec.eval_split
+    dataset = (spec.pool_dataset or spec.dataset) if which == "pool" else spec.dataset
     if path:
-        return load_examples(spec.dataset, path=path, data_dir=data_dir)
-    return load_examples(spec.dataset, split=split, data_dir=data_dir)
+        return load_examples(dataset, path=path, data_dir=data_dir)
+    return load_examples(dataset, split=split, data_dir=data_dir)
+
+
+def _question_text(question) -> str:
+    return " ".join(str(question or "").casefold().split())
+
+
+def without_eval_questions(pool, evalset) -> list:
+    """The pool without the examples that ask one of the eval questions (same text, case and spacing aside): a
+    pool from another data set (FinQA cases for FinQA documents) may hold the very questions asked, under other
+    ids and document ids, so selection's own-id / own-document exclusion would not catch them."""
+    asked = {_question_text(example.get("question")) for example in evalset}
+    return [example for example in pool if _question_text(example.get("question")) not in asked]
 
 
 def program_path(out_dir: Path, spec: RunSpec) -> Path:
@@ -63,9 +76,10 @@ def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, t
         return program, json.loads(path.with_suffix(".report.json").read_text()) if path.with_suffix(
             ".report.json").exists() else {}
     routing = {"route": spec.route} if spec.route else {}
+    sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
     student = build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                              top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                             embedder=embedder, token_counter=token_counter, model=spec.model, **routing)
+                             embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
     tele = KnapsackFewShot(token_counter=student.token_counter, lm_model=spec.model, progress=progress)
     program = tele.compile(student, trainset=pool, valset=valset)
     save_program(program, path)
@@ -102,10 +116,15 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 overrides["selection_only"] = selection_only
             if overrides:
                 spec = RunSpec(**{**asdict(spec), **overrides})
-            key = (spec.dataset, spec.pool_split, spec.pool_path, spec.eval_split, spec.eval_path)
+            key = (spec.dataset, spec.pool_dataset, spec.pool_split, spec.pool_path, spec.eval_split, spec.eval_path)
             if key not in cache:
                 pool = load_split(spec, "pool", data_dir)
                 evalset = load_split(spec, "eval", data_dir)
+                if spec.pool_dataset and spec.pool_dataset != spec.dataset:
+                    kept = without_eval_questions(pool, evalset)
+                    log(f"pool {spec.pool_dataset}: {len(pool) - len(kept)} examples ask an eval question "
+                        f"and are left out")
+                    pool = kept
                 cache = {key: (pool, evalset)}
             pool, evalset = cache[key]
             examples = _chosen_examples(evalset, spec)
