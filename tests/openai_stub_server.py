@@ -63,12 +63,33 @@ def _words(messages: list[dict]) -> int:
     return sum(len(str(m.get("content", "")).split()) for m in messages or [])
 
 
+def _message_words(messages: list[dict]) -> list[str]:
+    """The words of a prompt in order, each message opened by its role (a prefix match stops at a new role)."""
+    out: list[str] = []
+    for message in messages or []:
+        out.append(f"<{message.get('role')}>")
+        out += str(message.get("content", "")).split()
+    return out
+
+
+def _block_texts(content) -> list[tuple[str, bool]]:
+    """(text, marked with cache_control) of each block of an Anthropic content (a string is one block)."""
+    if isinstance(content, str):
+        return [(content, False)]
+    return [(str(block.get("text", "")), bool(block.get("cache_control"))) for block in content or []
+            if isinstance(block, dict)]
+
+
 class StubOpenAIServer:
     """See the module docstring. ``reply`` is a string or ``callable(request_body) -> str``."""
 
-    def __init__(self, reply: str | Callable[[dict], str] = "stub answer", model_name: str | None = None):
+    def __init__(self, reply: str | Callable[[dict], str] = "stub answer", model_name: str | None = None,
+                 prefix_cache: bool = False):
         self.reply = reply
         self.model_name = model_name
+        self.prefix_cache = prefix_cache
+        self._previous_words: list[str] = []
+        self._anthropic_cache: set[str] = set()
         self.requests: list[LoggedRequest] = []
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
@@ -169,6 +190,50 @@ class StubOpenAIServer:
     def completion_count(self) -> int:
         return len(self.completion_requests())
 
+    # -- prompt caches ---------------------------------------------------------------------------------
+    def _cached_words(self, messages: list[dict]) -> int:
+        """Words this prompt shares from the start with the previous one (automatic prefix caching)."""
+        words = _message_words(messages)
+        with self._lock:
+            shared = 0
+            for a, b in zip(words, self._previous_words, strict=False):
+                if a != b:
+                    break
+                shared += 1
+            self._previous_words = words
+        return shared
+
+    def _anthropic_reply(self, body: Any) -> dict:
+        """An Anthropic ``/v1/messages`` reply; the prompt up to its last ``cache_control`` block is cached."""
+        body = body if isinstance(body, dict) else {}
+        system = body.get("system") or []
+        parts = [("system", text, marked) for text, marked in _block_texts(system)]
+        for message in body.get("messages") or []:
+            parts += [(message.get("role"), text, marked) for text, marked in _block_texts(message.get("content"))]
+        words = [len(text.split()) for _, text, _ in parts]
+        last_mark = max((k for k, (_, _, marked) in enumerate(parts) if marked), default=-1)
+        read = written = 0
+        if last_mark >= 0:
+            key = json.dumps(parts[: last_mark + 1])
+            cached = sum(words[: last_mark + 1])
+            with self._lock:
+                if key in self._anthropic_cache:
+                    read = cached
+                else:
+                    written = cached
+                    self._anthropic_cache.add(key)
+        content = self.reply(body) if callable(self.reply) else str(self.reply)
+        return {"id": f"msg_stub_{len(self.requests)}", "type": "message", "role": "assistant",
+                "model": body.get("model", "stub-model"), "content": [{"type": "text", "text": content}],
+                "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": sum(words) - read - written, "output_tokens": len(content.split()),
+                          "cache_read_input_tokens": read, "cache_creation_input_tokens": written}}
+
+    def message_requests(self) -> list[LoggedRequest]:
+        """The Anthropic-format requests received."""
+        with self._lock:
+            return [r for r in self.requests if r.path.split("?", 1)[0].rstrip("/").endswith("/messages")]
+
     # -- handling --------------------------------------------------------------------------------------
     def _send(self, handler: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict | None = None,
               content_type: str = "application/json") -> None:
@@ -196,6 +261,9 @@ class StubOpenAIServer:
             entry.outcome = "models"
             data = {"object": "list", "data": [{"id": self.model_name or "stub-model", "object": "model"}]}
             return self._send(handler, 200, json.dumps(data).encode())
+        if method == "POST" and path.endswith("/messages"):
+            entry.outcome = "ok"
+            return self._send(handler, 200, json.dumps(self._anthropic_reply(body)).encode())
         if not (method == "POST" and path.endswith("/chat/completions")):
             entry.outcome = "404"
             return self._send(handler, 404, json.dumps({"error": {"message": f"no route {path}"}}).encode())
@@ -234,6 +302,8 @@ class StubOpenAIServer:
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         }
+        if self.prefix_cache:
+            data["usage"]["prompt_tokens_details"] = {"cached_tokens": self._cached_words(messages)}
         if fault is not None and fault.kind == "empty":
             entry.outcome = "empty"
             data["choices"] = []

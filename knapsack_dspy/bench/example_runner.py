@@ -2,7 +2,10 @@
 
 A row holds the inputs' ids, the selected exemplar ids, prompt tokens, within-budget flag, the output
 (program / reasoning), the executed answer, correctness (EM / F1 where the dataset defines them),
-latency, usage, the error if any and its kind (``error_kind``, see ``row_outcomes``).
+latency, usage, the error if any and its kind (``error_kind``, see ``row_outcomes``). What the provider's prompt
+cache served: ``cached_prompt_tokens`` (of the example's real calls; 0 when the provider does not say),
+``cache_write_tokens`` (Anthropic cache writes, when any), and for the embedded models the LM time split into
+``prefill_s`` (prompt processing) and ``decode_s`` (generation), from llama.cpp's timings.
 
 :func:`run_example` is the per-example guard: answering, scoring and writing the row all happen inside it,
 and nothing an example does -- an LM failure, an answer no metric can read, a value JSON cannot carry --
@@ -36,6 +39,9 @@ def _selection_fields(program, selection: dict, example) -> dict:
         "predicted_attributes": selection.get("predicted_attributes", {}),
         "relaxed": selection.get("relaxed", []),
     }
+    for key in ("new_prompt_tokens", "predicted_latency_s", "latency_budget"):  # a latency model's prediction
+        if selection.get(key) is not None:
+            row[key] = selection[key]
     row.update(selection_quality(program.select, example, row["exemplar_ids"]))
     return row
 
@@ -116,8 +122,7 @@ def answer_example(program, example, lm) -> dict:
             kind = lm_error_kind(exc)
             row.update({"output": None, "answer": None, "error_kind": kind or INTERNAL,
                         "error": _describe(exc) if kind else _exception_line(exc),
-                        "lm_seconds": time.perf_counter() - started, "lm_calls": calls.calls,
-                        "cache_hits": calls.cache_hits, "cost_usd": calls.cost,
+                        "lm_seconds": time.perf_counter() - started, **_call_fields(calls),
                         "traceback": traceback.format_exc(limit=3), **prompts.row_fields()})
             return row
     try:
@@ -125,9 +130,20 @@ def answer_example(program, example, lm) -> dict:
     except Exception as exc:  # noqa: BLE001 - the answer is kept as far as it can be; the run goes on
         row = _internal_failure(exc, "could not record the answer: ")
         row.update(output=_jsonable(getattr(prediction, "program", None)), correct=False,
-                   answer=_jsonable(getattr(prediction, "answer", None)), lm_calls=calls.calls,
-                   cache_hits=calls.cache_hits, cost_usd=calls.cost)
+                   answer=_jsonable(getattr(prediction, "answer", None)), **_call_fields(calls))
         return row
+
+
+def _call_fields(calls) -> dict:
+    """The example's LM traffic (``CallCounts``): real calls, DSPy cache hits, cost, prompt-cache use and, when
+    the provider timed its calls, the prefill / decode split."""
+    fields = {"lm_calls": calls.calls, "cache_hits": calls.cache_hits, "cost_usd": calls.cost,
+              "cached_prompt_tokens": calls.cached_prompt_tokens}
+    if calls.cache_write_tokens:
+        fields["cache_write_tokens"] = calls.cache_write_tokens
+    if calls.timed_calls:
+        fields.update(prefill_s=round(calls.prefill_seconds, 3), decode_s=round(calls.decode_seconds, 3))
+    return fields
 
 
 def _answered_row(program, example, prediction, calls, prompts: PromptRecorder) -> dict:
@@ -140,9 +156,7 @@ def _answered_row(program, example, prediction, calls, prompts: PromptRecorder) 
         "scale": getattr(prediction, "scale", None),
         "error": error,
         "attempts": getattr(prediction, "attempts", None),
-        "lm_calls": calls.calls,
-        "cache_hits": calls.cache_hits,
-        "cost_usd": calls.cost,
+        **_call_fields(calls),
     })
     if error:
         row["error_kind"] = ANSWER

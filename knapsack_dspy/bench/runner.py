@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from knapsack_dspy.bench.example_runner import run_example
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, run_provenance
+from knapsack_dspy.bench.question_order import cache_friendly_order
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore, results_write_error
@@ -164,20 +165,6 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             return write_report(list(store.rows()), out_dir, suite.name)
         except OSError as exc:
             raise results_write_error(Path(exc.filename or out_dir), exc) from None
-
-
-def cache_friendly_order(program, examples: list) -> list:
-    """The examples in an order whose consecutive prompts share long prefixes (a server's prompt cache -- the
-    embedded model's llama.cpp slot, a provider's automatic prefix caching -- reuses them): grouped by the
-    program's ``prompt_group(example)`` (a routed pipeline: the route, whose instructions open the prompt),
-    the eval split's order kept within a group (questions of one document are adjacent there and select
-    similar demos). Rows are still written and reported per question; only the time changes. Programs without
-    ``prompt_group``: the order as given."""
-    group = getattr(program, "prompt_group", None)
-    if not callable(group):
-        return list(examples)
-    keys = {id(ex): group(ex) for ex in examples}
-    return sorted(examples, key=lambda ex: keys[id(ex)])  # stable: the split's order within a group
 
 
 def _adapter_name() -> str:

@@ -21,7 +21,9 @@ Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``
 run's key: changing them continues the same run); ``pool_dataset = "finqa_cases"`` draws the exemplar pool
 from another data set than the questions (FinQA questions with documents, answered with case-based exemplars
 that have none); ``samples = 5`` (with ``temperature``) turns on self-consistency in the program pipelines;
-``route = "extract_compute"`` routes span questions to extraction.
+``route = "extract_compute"`` routes span questions to extraction; ``demo_order = "canonical"`` shows per-query
+exemplars in one order over the pool (prompt-prefix reuse) and ``latency_budget`` (seconds) bounds the predicted
+time of a prompt (``SelectionConfig``; docs/throughput.md).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from knapsack_dspy.file_limits import FileLimitError, read_file_text
-from knapsack_dspy.selection.config import SelectionConfig
+from knapsack_dspy.selection.config import DEMO_ORDERS, SelectionConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -84,13 +86,16 @@ class RunSpec:
     route: str = ""  # "extract_compute": span questions extracted, the rest answered by the program; "": one solver
     samples: int = 1  # self-consistency: programs sampled per question, majority vote (program pipelines)
     temperature: float = 0.7  # their sampling temperature (used when samples > 1)
+    demo_order: str = "similarity"  # per-query exemplars: "similarity" (SEER's) or "canonical" (prefix reuse)
+    latency_budget: float | None = None  # seconds a prompt may take (predicted; opt-in), SelectionConfig's
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set)."""
         return SelectionConfig(selector=self.selector, max_exemplars=self.max_exemplars, budget=self.budget,
                                reserve_output_tokens=self.reserve_output_tokens, alpha=self.alpha, beta=self.beta,
                                attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
-                               val_size=self.val_size, seed=self.seed)
+                               val_size=self.val_size, seed=self.seed, demo_order=self.demo_order,
+                               latency_budget=self.latency_budget)
 
     @property
     def key(self) -> str:
@@ -111,7 +116,8 @@ class RunSpec:
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
 #: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
-_LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature")
+_LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature", "demo_order",
+                   "latency_budget")
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:
@@ -130,10 +136,12 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         return tuple(value)
     if name in ("limit", "top_n_paragraphs") and value is None:
         return None
-    if name == "timeout":
+    if name in ("timeout", "latency_budget"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise SuiteError(f"{source}: 'timeout' must be a positive number of seconds, got {value!r}")
+            raise SuiteError(f"{source}: {name!r} must be a positive number of seconds, got {value!r}")
         return float(value)
+    if name == "demo_order" and value not in DEMO_ORDERS:
+        raise SuiteError(f"{source}: 'demo_order' must be one of {', '.join(DEMO_ORDERS)}, got {value!r}")
     if name == "num_retries":
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise SuiteError(f"{source}: 'num_retries' must be a non-negative integer, got {value!r}")

@@ -7,7 +7,11 @@ Two taps, both installed idempotently:
   raises is a *failed attempt* (DSPy retries it). A reply with an empty ``choices`` list is turned into a
   failed attempt here (``empty_reply.check_reply``), so it is retried and never cached. Nested calls
   (LiteLLM's own retry helpers re-entering ``completion``) are counted once, at the outermost level. Token
-  usage and LiteLLM's ``response_cost`` of real calls are summed too.
+  usage and LiteLLM's ``response_cost`` of real calls are summed too, with the prompt tokens a provider's
+  prompt cache served (``usage.prompt_tokens_details.cached_tokens``: OpenAI, LiteLLM's Anthropic mapping,
+  llama.cpp; Anthropic's own ``cache_read_input_tokens`` when the details are missing), the tokens an
+  Anthropic cache breakpoint wrote (``cache_creation_input_tokens``) and, for the embedded models, llama.cpp's
+  prefill / decode time (``_hidden_params["timings"]``, set by ``local_provider``).
 - ``install_cache_hit_counter()`` wraps the ``get`` of DSPy's response cache object (``dspy.cache``) and counts
   the LM requests it answers (requests whose cache key names a DSPy LM function).
 
@@ -37,7 +41,10 @@ from knapsack_dspy.llm.empty_reply import check_reply
 @dataclass
 class CallCounts:
     """Tallies of LM traffic. ``calls``: completed provider calls; ``failures``: attempts that raised;
-    ``cache_hits``: LM requests answered by DSPy's cache; tokens and cost of the completed calls."""
+    ``cache_hits``: LM requests answered by DSPy's cache; tokens and cost of the completed calls;
+    ``cached_prompt_tokens``: their prompt tokens the provider's prompt cache served (KV reuse);
+    ``cache_write_tokens``: prompt tokens written to a provider cache (Anthropic breakpoints);
+    ``timed_calls``: calls that reported their timings, ``prefill_seconds`` / ``decode_seconds`` their sums."""
 
     calls: int = 0
     failures: int = 0
@@ -45,6 +52,11 @@ class CallCounts:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0
+    timed_calls: int = 0
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
 
     def __sub__(self, other: CallCounts) -> CallCounts:
         return CallCounts(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
@@ -75,21 +87,48 @@ def _add(**deltas: Any) -> None:
                 setattr(target, name, getattr(target, name) + delta)
 
 
-def _usage_of(response: Any) -> tuple[int, int, float]:
-    usage = getattr(response, "usage", None)
-    if usage is None and isinstance(response, dict):
-        usage = response.get("usage")
-    get = usage.get if isinstance(usage, dict) else (lambda k, d=None: getattr(usage, k, d))
-    prompt = int(get("prompt_tokens", 0) or 0) if usage is not None else 0
-    completion = int(get("completion_tokens", 0) or 0) if usage is not None else 0
+def _field(obj: Any, key: str) -> Any:
+    """``obj[key]`` of a dict, else the attribute (LiteLLM's usage objects); None when absent."""
+    if obj is None:
+        return None
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _seconds(milliseconds: Any) -> float:
+    try:
+        return max(0.0, float(milliseconds or 0.0)) / 1000.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def usage_deltas(response: Any) -> dict[str, Any]:
+    """What one completed call adds to ``CallCounts`` (its usage, cost, prompt-cache use and timings)."""
+    usage = _field(response, "usage")
     hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    return prompt, completion, float(cost or 0.0)
+    hidden = hidden if isinstance(hidden, dict) else {}
+    cached = _field(_field(usage, "prompt_tokens_details"), "cached_tokens")
+    if cached is None:  # Anthropic's own name (LiteLLM usually maps it into the details too)
+        cached = _field(usage, "cache_read_input_tokens")
+    deltas = {"calls": 1, "prompt_tokens": _count(_field(usage, "prompt_tokens")),
+              "completion_tokens": _count(_field(usage, "completion_tokens")),
+              "cost": float(hidden.get("response_cost") or 0.0), "cached_prompt_tokens": _count(cached),
+              "cache_write_tokens": _count(_field(usage, "cache_creation_input_tokens"))}
+    timings = hidden.get("timings")
+    if isinstance(timings, dict):
+        deltas.update(timed_calls=1, prefill_seconds=_seconds(timings.get("prompt_ms")),
+                      decode_seconds=_seconds(timings.get("predicted_ms")))
+    return deltas
 
 
 def _record_success(response: Any) -> None:
-    prompt, completion, cost = _usage_of(response)
-    _add(calls=1, prompt_tokens=prompt, completion_tokens=completion, cost=cost)
+    _add(**usage_deltas(response))
 
 
 def _wrap_sync(fn):

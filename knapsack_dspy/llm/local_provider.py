@@ -5,7 +5,10 @@
 once per process on first use (see ``local_server.get_local_server``); calls from several threads are
 serialised. ``max_tokens``, ``temperature``, ``stop``, ``top_p``, ``seed`` and a few other sampling options are
 passed to llama.cpp; ``n > 1`` runs the request ``n`` times. The returned ``ModelResponse`` carries the
-server's token usage.
+server's token usage: prompt and completion tokens, and how many prompt tokens llama.cpp took from its prompt
+cache (``usage.prompt_tokens_details.cached_tokens``, its ``cache_n``: the prefix the previous prompt of the slot
+shared with this one); its timings (prefill and decode milliseconds, tokens processed) ride along in
+``response._hidden_params["timings"]`` (``call_counter`` sums them per example).
 
 ``timeout`` bounds the *generation* of each attempt: it is passed to llama.cpp as ``t_max_predict_ms``, which
 stops decoding once that much time has passed since the first generated token (llama.cpp checks it after a
@@ -24,6 +27,7 @@ from typing import Any
 
 import litellm
 from litellm import CustomLLM
+from litellm.types.utils import PromptTokensDetailsWrapper
 from litellm.utils import custom_llm_setup
 
 from knapsack_dspy.llm import local_server
@@ -91,9 +95,26 @@ def _raise_server_error(result: dict, model: str) -> None:
     raise litellm.InternalServerError(message=text, model=model, llm_provider=LOCAL_PROVIDER)
 
 
+#: llama.cpp's per-call timings kept in ``_hidden_params["timings"]`` (summed over the ``n`` samples).
+TIMING_KEYS = ("prompt_n", "cache_n", "prompt_ms", "predicted_n", "predicted_ms")
+
+
+def _timings(results: list[dict]) -> dict:
+    totals = dict.fromkeys(TIMING_KEYS, 0)
+    for result in results:
+        timings = result.get("timings") or {}
+        for key in TIMING_KEYS:
+            value = timings.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[key] += value
+    return totals
+
+
 def _fill_response(model_response, results: list[dict], model: str):
     choices = []
     prompt_tokens = completion_tokens = 0
+    cached = int(((results[0].get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+                 or 0) if results else 0  # the first sample's: the same prompt is counted once
     for index, result in enumerate(results):
         choice = (result.get("choices") or [{}])[0]
         message = choice.get("message") or {}
@@ -106,7 +127,9 @@ def _fill_response(model_response, results: list[dict], model: str):
     model_response.model = f"{LOCAL_PROVIDER}/{model}"
     model_response.created = int(time.time())
     model_response.usage = litellm.Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                                         total_tokens=prompt_tokens + completion_tokens)
+                                         total_tokens=prompt_tokens + completion_tokens,
+                                         prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=cached))
+    model_response._hidden_params["timings"] = _timings(results)
     return model_response
 
 

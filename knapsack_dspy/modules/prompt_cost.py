@@ -96,6 +96,18 @@ class PromptCostModel:
     def _count_prompt(self, inputs: Mapping, demos: list[dict]) -> int:
         return int(self.counter.count_messages(self.adapter.format(self.signature, demos, dict(inputs))))
 
+    def prefix_tokens(self, demos: Sequence[Mapping] = ()) -> int:
+        """Tokens every prompt of this signature opening with ``demos`` shares: the system message and those
+        demos (a prompt cache's reusable prefix; counted with the chat template's framing of one prompt)."""
+        demos = [dict(d) for d in demos]
+        key = self._memo_key("prefix", demos)
+        return self._count_prefix(demos) if key is None else \
+            _counts.get_or_compute(key, lambda: self._count_prefix(demos))
+
+    def _count_prefix(self, demos: list[dict]) -> int:
+        system = {"role": "system", "content": self.adapter.format_system_message(self.signature)}
+        return int(self.counter.count_messages([system, *self.adapter.format_demos(self.signature, demos)]))
+
     def base_tokens(self, inputs: Mapping) -> int:
         """Tokens of the query's own prompt (no demos)."""
         return self.prompt_tokens(inputs, ())

@@ -29,15 +29,22 @@ import numpy as np
 from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.embeddings import TextEmbedder
+from knapsack_dspy.llm.latency_rates import latency_rates
 from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
 from knapsack_dspy.modules.shared_fields import referring_demo
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
-from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+from knapsack_dspy.selection.exemplar_pool import (
+    ExemplarPool,
+    SelectionRequest,
+    canonical_keys,
+    in_canonical_order,
+)
+from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
 STATE_VERSION = 3  # 3: the texts to embed come from the demos; signature fields and a value function's name
-_UNPICKLED = ("_lock", "_pool_obj", "_selector_obj")  # rebuilt lazily (a lock cannot be pickled)
+_UNPICKLED = ("_lock", "_pool_obj", "_selector_obj", "_canonical")  # rebuilt lazily (a lock cannot be pickled)
 
 
 class NotCompiledError(RuntimeError):
@@ -89,6 +96,7 @@ class SelectExemplars(dspy.Module, Parameter):
         self.lm_attribute_predictor = None  # set by fit / load when attribute_source == "lm"
         self._selector_obj = None
         self._pool_obj = None
+        self._canonical = None  # the pool's canonical demo order, computed when first needed
 
     @property
     def is_fitted(self) -> bool:
@@ -193,6 +201,20 @@ class SelectExemplars(dspy.Module, Parameter):
             self.config = self.config.with_settings(selector=FixedSetSelector.name, selector_params={})
             self.selector_state = {"fixed_ids": list(ids)}
             self._selector_obj = None
+    def latency_model(self) -> LatencyModel | None:
+        """How long a call is predicted to take (``SelectionConfig.latency_rates``, else the measured rates of
+        the model the pool was compiled for; None when neither is known)."""
+        rates = self.config.latency_rates or latency_rates(self.token_model)
+        return None if rates is None else LatencyModel.from_dict(rates)
+
+    def _canonical_keys(self, pool: ExemplarPool) -> np.ndarray:
+        """The pool's canonical demo order (``demo_order="canonical"``), computed once per loaded pool."""
+        with self._lock:
+            keys = self.__dict__.get("_canonical")
+            if keys is None or keys.shape != (len(pool),):
+                keys = self._canonical = canonical_keys(pool)
+            return keys
+
     def pool(self) -> ExemplarPool:
         """The exemplar pool (embedding it on first use)."""
         with self._lock:
@@ -219,11 +241,17 @@ class SelectExemplars(dspy.Module, Parameter):
 
     # -- inference -----------------------------------------------------------------------------------
     def forward(self, base_tokens: int = 0, id: str | None = None, doc_id: str | None = None, *,
-                exclude_ids: Sequence[str] = (), attribute_fields: Mapping[str, Any] | None = None, **fields):
+                exclude_ids: Sequence[str] = (), attribute_fields: Mapping[str, Any] | None = None,
+                shared_tokens: int = 0, **fields):
         """Return ``dspy.Prediction(demos, ids, selection)`` for the query described by ``fields`` (at least the
         ``embed_fields``; gold attribute values for oracle selectors); ``base_tokens`` is the query prompt's own
-        size. ``id`` / ``doc_id``: the query's own exemplar and its document's are never chosen; nor are
-        ``exclude_ids``. ``attribute_fields``: what LM attribute prediction reads (default: ``fields``)."""
+        size, of which ``shared_tokens`` open every prompt (the system message: the declared shared prefix a
+        latency budget does not price). ``id`` / ``doc_id``: the query's own exemplar and its document's are
+        never chosen; nor are ``exclude_ids``. ``attribute_fields``: what LM attribute prediction reads (default:
+        ``fields``).
+
+        The selection info has ``predicted_latency_s`` (and ``new_prompt_tokens``, the tokens after the declared
+        shared prefix) when latency rates are known for the model (``latency_model``)."""
         if not self.is_fitted:
             raise NotCompiledError("SelectExemplars is not compiled: run KnapsackFewShot.compile or load a program")
         if self.value_name is not None and self.value is None:
@@ -243,15 +271,34 @@ class SelectExemplars(dspy.Module, Parameter):
         excluded = {str(i) for i in exclude_ids} | ({str(id)} if id is not None else set())
         values = (None if self.value is None else
                   np.asarray([float(self.value(fields, demo)) for demo in self.demos], dtype=float))
+        latency = self.latency_model()
+        new_capacity = float("inf")
+        if self.config.latency_budget is not None:
+            if latency is None:
+                raise ValueError(f"latency_budget={self.config.latency_budget:g} s but no latency rates are known "
+                                 f"for {self.token_model or 'the model'}: give SelectionConfig(latency_rates=...)")
+            new_capacity = latency.new_tokens_within(self.config.latency_budget) - (int(base_tokens)
+                                                                                     - int(shared_tokens))
+            if selector.mode == "per_query":  # none of its exemplars is a declared shared prefix
+                capacity = min(capacity, new_capacity)
         request = SelectionRequest(embedding=embedding, capacity=float(capacity), target_attributes=targets,
                                    exclude_ids=frozenset(excluded),
                                    doc_id=str(doc_id) if (doc_id is not None and self.config.exclude_same_doc)
-                                   else None, seed=self.config.seed, key=text, values=values)
+                                   else None, seed=self.config.seed, key=text, values=values,
+                                   new_token_capacity=new_capacity)
         selection = selector.select(pool, request)
+        if self.config.demo_order == "canonical":
+            selection = in_canonical_order(pool, selection, self._canonical_keys(pool))
         info = selection.as_dict(pool)
         info.update(capacity=capacity, base_tokens=int(base_tokens), budget=self.resolved_budget,
                     predicted_attributes=targets, selection_ms=(time.perf_counter() - start) * 1e3,
                     prompt_tokens=int(base_tokens) + int(selection.total_cost))
+        if latency is not None:
+            shared = int(shared_tokens) + pool.cost_of(selection.indices[: selection.shared_prefix])
+            info["new_prompt_tokens"] = int(info["prompt_tokens"] - shared)
+            info["predicted_latency_s"] = round(latency.seconds(info["new_prompt_tokens"]), 3)
+        if self.config.latency_budget is not None:
+            info["latency_budget"] = self.config.latency_budget
         shared = self.config.shared_fields or ()
         demos = [dspy.Example(**(referring_demo(self.demos[i], shared) if refers else self.demos[i]))
                  for i, refers in zip(selection.indices, selection.shared or [False] * len(selection.indices),

@@ -8,8 +8,10 @@ At call time, ``forward(**inputs)``:
 
 - with ``demos=`` given explicitly: sends exactly those (no selection);
 - otherwise sends the predictor's own ``demos`` (set by another optimizer: a shared prefix, counted in the
-  budget) followed by the exemplars its ``SelectExemplars`` (``self.selection``) chooses for this query,
-  least similar first. The capacity is ``budget - tokens of this prompt without the selected demos
+  budget) followed by the exemplars its ``SelectExemplars`` (``self.selection``) chooses for this query (a
+  static set or hybrid core first, in one order; the per-query ones least similar first). For a provider whose
+  prompt cache needs an explicit breakpoint (Anthropic), one is put after the shared prefix
+  (``llm.prompt_cache``). The capacity is ``budget - tokens of this prompt without the selected demos
   (measured now, with the current signature, so changed instructions keep the budget exact) - reserve``.
 
 The demos go to that one call; nothing shared is mutated, so threaded ``dspy.Evaluate`` is safe. Hints about
@@ -32,6 +34,7 @@ from typing import Any
 import dspy
 from dspy.signatures.signature import ensure_signature
 
+from knapsack_dspy.llm.prompt_cache import cache_breakpoint
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars
@@ -117,10 +120,12 @@ class SelectingPredict(dspy.Predict):
         inputs = {k: v for k, v in kwargs.items() if k in signature.input_fields}
         fixed = list(self.demos)
         hints = current_hints()
-        base = self.cost_model(signature).prompt_tokens(inputs, [_fields(d) for d in fixed])
+        costs = self.cost_model(signature)
+        base = costs.prompt_tokens(inputs, [_fields(d) for d in fixed])
+        shared = costs.prefix_tokens([_fields(d) for d in fixed]) if self.selection.latency_model() else 0
         chosen = self.selection(base_tokens=base, id=hints.id, doc_id=hints.doc_id,
                                 exclude_ids=self._fixed_ids(fixed), attribute_fields=hints.fields or None,
-                                **inputs, **hints.attributes)
+                                shared_tokens=shared, **inputs, **hints.attributes)
         info = dict(chosen.selection, predictor=self.predictor_name, fixed_demos=len(fixed))
         return SelectionRecord(self.predictor_name, [*fixed, *chosen.demos], info)
 
@@ -150,6 +155,12 @@ class SelectingPredict(dspy.Predict):
             return kwargs
         record = self.select_demos(**kwargs)
         record_selection(record)
+        # the demos every prompt opens with: this predictor's own, then a static set / hybrid core
+        shared = record.info.get("fixed_demos", 0) + record.info.get("shared_prefix", 0)
+        lm = self.lm or dspy.settings.lm
+        breakpoint_settings = cache_breakpoint(getattr(lm, "model", None), shared)
+        if breakpoint_settings:
+            kwargs = {**kwargs, "config": {**breakpoint_settings, **dict(kwargs.get("config") or {})}}
         return {**kwargs, "demos": record.demos}
 
     def forward(self, **kwargs):

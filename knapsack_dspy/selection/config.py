@@ -19,10 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, ExemplarSelector
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, make_selector, selector_class
 
-__all__ = ["SELECTOR_SETTINGS", "SelectionConfig", "SelectionConfigError"]
+__all__ = ["DEMO_ORDERS", "SELECTOR_SETTINGS", "SelectionConfig", "SelectionConfigError"]
+
+#: How the per-query exemplars are ordered in the prompt (``SelectionConfig.demo_order``).
+DEMO_ORDERS = ("similarity", "canonical")
 
 #: Settings handed to the selector when its ``__init__`` takes them (a selector ignores the ones it has no
 #: use for: KATE has no ``alpha``).
@@ -78,6 +82,18 @@ class SelectionConfig:
         once). ``()``: none; ``None``: the program decides (the document pipelines share the table).
     selector_params: further parameters of the chosen selector (e.g. ``{"respect_budget": True}`` for kate,
         ``{"n_candidates": 5}`` for fixed); each must be one the selector declares.
+    demo_order: the order of the per-query exemplars in the prompt: ``"similarity"`` (SEER's: least similar
+        first, the most similar next to the question) or ``"canonical"`` (one order over the pool for every
+        query, ``exemplar_pool.canonical_keys``: consecutive prompts sharing exemplars share a longer prefix,
+        which a server's prompt cache reuses). A static set or a hybrid core always opens the prompt in its
+        one fixed order.
+    latency_budget: seconds a prompt may take (opt-in; ``None``: no latency budget): the exemplars must also
+        keep the predicted call time (``selection.latency.LatencyModel``) within it, where the declared shared
+        prefix (the system message, a static set, a hybrid core) costs no prefill and every other token its
+        prefill time. The token ``budget`` still holds.
+    latency_rates: the rates that prediction uses (``{"prefill_tokens_per_s", "decode_tokens_per_s",
+        "overhead_s", "output_tokens"}``); ``None``: the measured ones of the target model
+        (``knapsack_dspy.llm.latency_rates``; needed for models without an entry).
     """
 
     selector: str = DEFAULT_SELECTOR
@@ -97,6 +113,9 @@ class SelectionConfig:
     exclude_same_doc: bool = True
     shared_fields: tuple[str, ...] | None = None
     selector_params: Mapping[str, Any] = field(default_factory=dict)
+    demo_order: str = "similarity"
+    latency_budget: float | None = None
+    latency_rates: Mapping[str, Any] | None = None
 
     def __post_init__(self):
         def fail(message: str):
@@ -137,6 +156,15 @@ class SelectionConfig:
             object.__setattr__(self, "shared_fields", _names(self.shared_fields, "shared_fields"))
         if not isinstance(self.exclude_same_doc, bool):
             fail(f"exclude_same_doc must be true or false, got {self.exclude_same_doc!r}")
+        if self.demo_order not in DEMO_ORDERS:
+            fail(f"demo_order must be one of {DEMO_ORDERS}, got {self.demo_order!r}")
+        if self.latency_budget is not None and (not _is_number(self.latency_budget) or self.latency_budget <= 0):
+            fail(f"latency_budget must be a positive number of seconds or None, got {self.latency_budget!r}")
+        if self.latency_rates is not None:
+            try:
+                object.__setattr__(self, "latency_rates", LatencyModel.from_dict(self.latency_rates).to_dict())
+            except ValueError as exc:
+                fail(str(exc))
         if not isinstance(self.selector_params, Mapping):
             fail(f"selector_params must be a mapping of parameter names to values, got {self.selector_params!r}")
         params = dict(self.selector_params)
@@ -188,7 +216,8 @@ class SelectionConfig:
         out.update(attributes=list(self.attributes),
                    embed_fields=None if self.embed_fields is None else list(self.embed_fields),
                    shared_fields=None if self.shared_fields is None else list(self.shared_fields),
-                   selector_params=dict(self.selector_params))
+                   selector_params=dict(self.selector_params),
+                   latency_rates=None if self.latency_rates is None else dict(self.latency_rates))
         return out
 
     @classmethod

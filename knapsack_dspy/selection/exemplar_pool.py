@@ -6,16 +6,23 @@ for exemplars and the attribute values to aim for.
 
 Shared costs: exemplars of one *group* (e.g. questions about one document, which show the same table) can
 share part of their cost: in a prompt, the first of them shows the shared part (the table) and the ones
-right after it refer to it. ``costs[i]`` is then what exemplar i adds without the shared part and
+after it refer to it. ``costs[i]`` is then what exemplar i adds without the shared part and
 ``group_costs[g]`` the shared part, paid once per group in a prompt. Every selector counts a selection's
 cost so (:meth:`ExemplarPool.cost_of`), and prompt order keeps a group's exemplars together
-(:func:`prompt_order`), so the count is the prompt's.
+(:func:`prompt_order`); an exemplar whose group was shown earlier in the prompt refers to it
+(``Selection.shared``), so the count is the prompt's in any order.
+
+Prompt order and prefix reuse: a server's prompt cache (llama.cpp's slot, a provider's prefix caching) reuses
+the longest prefix a prompt shares with the one before. Exemplars every query gets (a static set, a hybrid
+core) therefore open the prompt in one fixed order (``make_selection(..., prefix=...)``;
+``Selection.shared_prefix`` says how many), and the per-query ones follow, least similar first (SEER's order)
+or, optionally, in one canonical order over the pool (:func:`canonical_keys`, :func:`in_canonical_order`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -108,6 +115,10 @@ class SelectionRequest:
     seed: int = 0  # for randomised selectors: the same request gives the same selection
     key: str = ""  # what identifies the query for seeded randomness (its text); "" = its embedding's bytes
     values: np.ndarray | None = None  # (n,) each exemplar's value for this query; None: embedding similarity
+    # tokens the exemplars outside the declared shared prefix may add (a latency budget; static sets and hybrid
+    # cores are that prefix and cost no prefill): hybrid's per-query part honours it, SelectExemplars applies it
+    # to per-query selectors through ``capacity``
+    new_token_capacity: float = float("inf")
 
 
 def query_values(pool: ExemplarPool, request: SelectionRequest) -> np.ndarray:
@@ -126,8 +137,10 @@ def query_values(pool: ExemplarPool, request: SelectionRequest) -> np.ndarray:
 @dataclass(frozen=True)
 class Selection:
     """Chosen pool indices in prompt order (most similar last, closest to the question). ``shared[k]``: the
-    k-th exemplar belongs to the same group as the one before it, so its prompt refers to the shared part
-    instead of repeating it (all False without groups)."""
+    k-th exemplar belongs to a group an earlier exemplar of this prompt showed, so its prompt refers to the
+    shared part instead of repeating it (all False without groups). ``shared_prefix``: how many of the first
+    exemplars are the declared shared prefix (the same for every query, in one order: a static set, a hybrid
+    core; 0 for per-query selections)."""
 
     indices: tuple[int, ...]
     total_cost: float
@@ -136,11 +149,12 @@ class Selection:
     relaxed: tuple[str, ...] = ()
     reason: str = ""
     shared: tuple[bool, ...] = ()
+    shared_prefix: int = 0
 
     def as_dict(self, pool: ExemplarPool) -> dict:
         out = {"ids": [pool.ids[i] for i in self.indices], "total_cost": self.total_cost,
                "within_budget": self.within_budget, "status": self.status, "relaxed": list(self.relaxed),
-               "reason": self.reason}
+               "reason": self.reason, "shared_prefix": self.shared_prefix}
         if any(self.shared):
             out["shared"] = list(self.shared)
         return out
@@ -179,11 +193,56 @@ def prompt_order(indices, similarities: np.ndarray, groups: np.ndarray | None = 
     return tuple(i for members in ordered_blocks for i in sorted(members, key=key))
 
 
+def shown_before(ordered, groups: np.ndarray) -> tuple[bool, ...]:
+    """For each exemplar of a prompt (in order): whether an earlier one showed its group's shared part."""
+    seen: set[int] = set()
+    out = []
+    for i in ordered:
+        g = int(groups[int(i)])
+        out.append(g >= 0 and g in seen)
+        if g >= 0:
+            seen.add(g)
+    return tuple(out)
+
+
 def make_selection(pool: ExemplarPool, request: SelectionRequest, indices, similarities, status="ok",
-                   relaxed=(), reason="") -> Selection:
-    ordered = prompt_order(indices, similarities, pool.groups if pool.has_groups else None)
+                   relaxed=(), reason="", *, prefix=()) -> Selection:
+    """The selection of ``prefix`` (exemplars every query gets: they open the prompt, in the order given) and
+    ``indices`` (the rest, in :func:`prompt_order`: least similar first)."""
+    prefix = tuple(int(i) for i in prefix)
+    first = set(prefix)
+    rest = [int(i) for i in indices if int(i) not in first]
+    ordered = prefix + prompt_order(rest, similarities, pool.groups if pool.has_groups else None)
     total = pool.cost_of(ordered)
-    shared = tuple(k > 0 and pool.groups[i] >= 0 and pool.groups[i] == pool.groups[ordered[k - 1]]
-                   for k, i in enumerate(ordered))
+    shared = shown_before(ordered, pool.groups)
     return Selection(ordered, total, total <= request.capacity + 1e-9, status, tuple(relaxed), reason,
-                     shared if any(shared) else ())
+                     shared if any(shared) else (), shared_prefix=len(prefix))
+
+
+def canonical_keys(pool: ExemplarPool) -> np.ndarray:
+    """One order over the whole pool, the same for every query (ascending keys open the prompt): the exemplars
+    most similar to the pool as a whole (its mean embedding) first. Two per-query selections sharing some
+    exemplars then show them in the same order, and the most central ones, which many queries share, first:
+    consecutive prompts share a longer prefix than in similarity order (``benchmarks/prefix_reuse.py``)."""
+    if not len(pool):
+        return np.zeros(0)
+    centre = pool.embeddings.mean(axis=0)
+    return -(pool.embeddings @ centre).astype(float)
+
+
+def in_canonical_order(pool: ExemplarPool, selection: Selection, keys: np.ndarray) -> Selection:
+    """``selection`` with its exemplars after the shared prefix in ascending ``keys`` (a group's exemplars kept
+    together, the group placed by its first member); nothing else changes."""
+    keys = np.asarray(keys, dtype=float)
+    blocks: dict = {}
+    for i in selection.indices[selection.shared_prefix:]:
+        g = int(pool.groups[i])
+        blocks.setdefault(("g", g) if g >= 0 else ("i", int(i)), []).append(int(i))
+
+    def key(i):
+        return (keys[i], i)
+
+    ordered_blocks = sorted((sorted(members, key=key) for members in blocks.values()), key=lambda m: key(m[0]))
+    ordered = tuple(selection.indices[: selection.shared_prefix]) + tuple(i for m in ordered_blocks for i in m)
+    shared = shown_before(ordered, pool.groups)
+    return replace(selection, indices=ordered, shared=shared if any(shared) else ())

@@ -66,4 +66,5 @@ class FixedSetSelector(ExemplarSelector):
         idx = eligible(pool, request, pool.index_of(self.fixed_ids_))  # never the query or its own document
         if self.respect_budget:
             idx = greedy_fill(idx, pool, request.capacity, self.max_exemplars)
-        return make_selection(pool, request, idx, sims)
+        # one set, one order for every query (its drawn order): consecutive prompts share it as a prefix
+        return make_selection(pool, request, [], sims, prefix=idx)

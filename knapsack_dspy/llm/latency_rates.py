@@ -1,0 +1,39 @@
+"""Measured prefill / decode rates of the embedded models: what a latency budget (``SelectionConfig.latency_budget``)
+prices a prompt with, and what bench rows' ``predicted_latency_s`` is computed from.
+
+One entry per model: ``prefill_tokens_per_s`` (new prompt tokens, after the prefix the server's prompt cache holds),
+``decode_tokens_per_s``, ``overhead_s`` (a call's fixed cost: the prefill time's intercept and the rest of the
+call) and ``output_tokens`` (the completion a prediction assumes: the median program-of-thought reply of the
+recorded 1.5B runs is 53-57 tokens). ``measured`` says where the numbers come from and ``command`` how to measure
+them again (``benchmarks/latency_rates.py`` prints an entry in this form); re-measure on the machine you run on
+and pass the entry as ``SelectionConfig(latency_rates={...})`` (a suite: not settable; a Python run: yes) --
+they are a property of the machine as much as of the model. Models without an entry (API models) need
+``latency_rates`` to use a latency budget.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MEASURED_RATES", "latency_rates"]
+
+_COMMAND = "python benchmarks/latency_rates.py --model {model} (on an idle machine)"
+
+MEASURED_RATES: dict[str, dict] = {
+    "local/qwen2.5-coder-1.5b-instruct": {
+        "prefill_tokens_per_s": 32.0, "decode_tokens_per_s": 6.1, "overhead_s": 1.4, "output_tokens": 60,
+        "measured": "issue 13's measurements (2 cores, OMP_WAIT_POLICY=PASSIVE; decode beside one busy process: "
+                    "a conservative rate); to measure again on an idle machine",
+        "command": _COMMAND.format(model="local/qwen2.5-coder-1.5b-instruct"),
+    },
+    "local/qwen2.5-coder-0.5b-instruct": {
+        "prefill_tokens_per_s": 76.0, "decode_tokens_per_s": 13.0, "overhead_s": 0.5, "output_tokens": 60,
+        "measured": "docs/llm.md's local_benchmark runs (2 cores: prefill 76-137 tok/s at load avg ~2, decode "
+                    "13-15 tok/s beside a busy-loop with passive waits: the low ends); to measure again",
+        "command": _COMMAND.format(model="local/qwen2.5-coder-0.5b-instruct"),
+    },
+}
+
+
+def latency_rates(model: str | None) -> dict | None:
+    """The measured rates of ``model`` (None for models without an entry)."""
+    entry = MEASURED_RATES.get(str(model or ""))
+    return dict(entry) if entry is not None else None
