@@ -170,3 +170,36 @@ def test_user_errors_are_one_clean_line(env, capsys, argv, message, monkeypatch)
     assert code == 2
     assert message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_ask_interactive_answers_each_line_with_the_program_loaded_once(env, capsys, monkeypatch):
+    import io
+
+    from knapsack_dspy.modules import pipeline
+
+    out = env / "prog.json"
+    assert main(["compile", "--dataset", "tatqa", "--selector", "seer", "--budget", "3000", "-M", "2",
+                 "--lm", "openai/stub-model", "-o", str(out), "--quiet"]) == 0
+    (env / "t.csv").write_text("Item,2019,2018\nRevenue,120,100\n")
+    loads = []
+    real_load = pipeline.load_program
+    monkeypatch.setattr(pipeline, "load_program", lambda *a, **k: loads.append(1) or real_load(*a, **k))
+    lines = ["What was the revenue in 2019?", "", '{"question": "And the costs?", "table": [["Item", "2019"], '
+             '["Costs", "80"]]}', '{"question": ', "What was the revenue in 2018?"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
+    with StubOpenAIServer(reply=chat_adapter_reply(program='ans = 120\nscale = ""')) as server:
+        capsys.readouterr()
+        code = main(["ask", str(out), "--table", str(env / "t.csv"), "--interactive", "--json", "--lm",
+                     "openai/stub-model", "--api-base", server.base_url])
+        prompts = [r.body["messages"][-1]["content"] for r in server.completion_requests()]
+    captured = capsys.readouterr()
+    results = [json.loads(line) for line in captured.out.splitlines()]
+    assert code == 2 and len(loads) == 1  # one bad line; the program was loaded once for all
+    assert [r["question"] for r in results] == ["What was the revenue in 2019?", "And the costs?",
+                                               "What was the revenue in 2018?"]
+    assert all(r["answer"] == 120 for r in results) and len(prompts) == 3
+    assert "| Revenue | 120 | 100 |" in prompts[0] and "Costs" in prompts[1] and "Revenue" not in prompts[1]
+    errors = captured.err.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("kdspy ask: line 4: not a JSON object")
+    assert main(["ask", str(out), "--interactive", "--question", "q?"]) == 2
+    assert "leave out --question" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """Answer-type routing: extraction for span questions, a program for the rest, each with its own exemplar selection."""
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -137,7 +138,7 @@ def test_the_bench_groups_questions_by_route_keeping_the_split_order(routed, dat
     ordered = cache_friendly_order(routed, tune, key=lambda example: ())  # no shared demos: the split's order
     routes = [routed.prompt_group(ex) for ex in ordered]
     assert sorted(ex.id for ex in ordered) == sorted(ex.id for ex in tune)
-    assert sum(a != b for a, b in zip(routes, routes[1:])) == len(set(routes)) - 1  # one block per route
+    assert sum(a != b for a, b in itertools.pairwise(routes)) == len(set(routes)) - 1  # one block per route
     for route in set(routes):
         block = [ex.id for ex in ordered if routed.prompt_group(ex) == route]
         assert block == [ex.id for ex in tune if routed.prompt_group(ex) == route]

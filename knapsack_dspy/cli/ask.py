@@ -1,4 +1,5 @@
-"""``kdspy ask``: answer one question with a compiled program, showing how the answer came about."""
+"""``kdspy ask``: answer one question with a compiled program, showing how the answer came about; with
+``--interactive``, answer one question per line of standard input with the program and model loaded once."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import csv
 import io
 import json
+import sys
 from pathlib import Path
 
 from knapsack_dspy.cli.common import add_data_options, add_lm_options, build_lm, setup_caches
@@ -15,8 +17,17 @@ EPILOG = """examples:
   kdspy ask prog.json --table report.csv --text notes.txt --question "What was the change in revenue?"
   kdspy ask prog.json --input question.json      # {"question": ..., "table": [[...], ...], "paragraphs": [...]}
 
+  kdspy ask prog.json --table report.csv --interactive      # one question per line; Ctrl-D ends
+  printf '%s\n' '{"question": "...", "table": [["a", "b"]]}' | kdspy ask prog.json --interactive --json
+
 Prints the selected exemplars (id, question, tokens), the model's program or reasoning, and the
 executed answer with its scale. --json prints one JSON object instead.
+
+--interactive reads standard input line by line: a line is a question (asked about the --table / --text /
+--input document) or a JSON object with its own question, table and paragraphs. Each answer is printed as
+soon as it is known (--json: one JSON object per line); a bad line gets a one-line error on standard error
+and the next line is read. The program, the embedder and the model are loaded once, so a second question
+costs its LM time and little more.
 """
 
 
@@ -29,6 +40,8 @@ def register(subparsers) -> None:
     p.add_argument("--text", metavar="TXT", help="the text: paragraphs separated by blank lines")
     p.add_argument("--input", metavar="JSON", help="question, table and paragraphs as one JSON object")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--interactive", action="store_true",
+                   help="answer one question per line of standard input (text, or a JSON object) until it ends")
     add_lm_options(p, default=None)
     add_data_options(p)
     p.set_defaults(func=run)
@@ -50,8 +63,8 @@ def _input_text(path: str, what: str) -> str:
         raise UserError(f"{what} {path}: cannot read ({exc})") from None
 
 
-def read_inputs(args) -> dict:
-    from knapsack_dspy.file_limits import FileLimitError, check_text_values, parse_json
+def read_inputs(args, need_question: bool = True) -> dict:
+    from knapsack_dspy.file_limits import FileLimitError, parse_json
 
     inputs = {"question": None, "table": [], "paragraphs": []}
     if args.input:
@@ -65,20 +78,30 @@ def read_inputs(args) -> dict:
             raise UserError(f"{args.input}: expected a JSON object with question, table, paragraphs")
         inputs.update({k: data[k] for k in ("question", "table", "paragraphs") if k in data})
     if args.table:
-        text = _input_text(args.table, "table file")
-        try:
-            check_text_values(text)
-            inputs["table"] = list(csv.reader(io.StringIO(text, newline="")))
-        except FileLimitError as exc:
-            raise UserError(f"table file {args.table}: {exc}") from None
-        except csv.Error as exc:
-            raise UserError(f"{args.table}: invalid CSV ({exc})") from None
+        inputs["table"] = _csv_rows(_input_text(args.table, "table file"), f"table file {args.table}")
     if args.text:
         text = _input_text(args.text, "text file")
         inputs["paragraphs"] = [p.strip() for p in text.split("\n\n") if p.strip()]
     if args.question:
         inputs["question"] = args.question
-    if not inputs["question"] or not str(inputs["question"]).strip():
+    return checked_inputs(inputs, need_question=need_question)
+
+
+def _csv_rows(text: str, where: str) -> list:
+    from knapsack_dspy.file_limits import FileLimitError, check_text_values
+
+    try:
+        check_text_values(text)
+        return list(csv.reader(io.StringIO(text, newline="")))
+    except FileLimitError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    except csv.Error as exc:
+        raise UserError(f"{where}: invalid CSV ({exc})") from None
+
+
+def checked_inputs(inputs: dict, need_question: bool = True) -> dict:
+    """``inputs`` (question, table, paragraphs) if they can be asked; a one-line ``UserError`` otherwise."""
+    if need_question and (not inputs["question"] or not str(inputs["question"]).strip()):
         raise UserError("no question: pass --question or an --input JSON with a 'question'")
     if not isinstance(inputs["table"], list) or any(not isinstance(r, list) for r in inputs["table"]):
         raise UserError("the table must be a list of rows (lists of cells)")
@@ -87,12 +110,31 @@ def read_inputs(args) -> dict:
         raise UserError("table cells must be strings, numbers or null")
     if not isinstance(inputs["paragraphs"], list) or any(not isinstance(p, str) for p in inputs["paragraphs"]):
         raise UserError("paragraphs must be a list of strings")
-    texts = [str(inputs["question"]), *inputs["paragraphs"],
+    texts = [str(inputs["question"] or ""), *inputs["paragraphs"],
              *(str(cell) for row in inputs["table"] for cell in row)]
     if any(not _encodable(text) for text in texts):
         raise UserError("the question, table or text holds a lone surrogate (\\ud800-\\udfff), which is not "
                         "a character; no LM can be sent it")
     return inputs
+
+
+def line_inputs(line: str, document: dict) -> dict:
+    """One line of ``--interactive`` input: a JSON object (its question, table and paragraphs; the document's
+    where it has none) or the text of a question about ``document``."""
+    from knapsack_dspy.file_limits import FileLimitError, parse_json
+
+    text = line.strip()
+    if text.startswith("{"):
+        try:
+            data = parse_json(text)
+        except (json.JSONDecodeError, FileLimitError) as exc:
+            raise UserError(f"not a JSON object ({exc})") from None
+        if not isinstance(data, dict):
+            raise UserError("expected a JSON object with question, table, paragraphs")
+        inputs = {**document, **{k: data[k] for k in ("question", "table", "paragraphs") if k in data}}
+    else:
+        inputs = {**document, "question": text}
+    return checked_inputs(inputs)
 
 
 def _encodable(text: str) -> bool:
@@ -108,8 +150,10 @@ def run(args) -> int:
 
     from knapsack_dspy.modules.pipeline import load_program
 
+    if args.interactive and args.question:
+        raise UserError("--interactive reads the questions from standard input: leave out --question")
     setup_caches(args)
-    inputs = read_inputs(args)
+    inputs = read_inputs(args, need_question=not args.interactive)
     path = Path(args.program)
     if not path.exists():
         raise UserError(f"program file {str(path)!r} not found (write one with 'kdspy compile')")
@@ -120,18 +164,53 @@ def run(args) -> int:
     args.lm = args.lm or program.model
     lm = build_lm(args)
     with dspy.context(lm=lm):
-        pred = program(**inputs)
+        if args.interactive:
+            return _interactive(program, inputs, args.json)
+        _print(answer(program, inputs), args.json)
+    return 0
+
+
+def answer(program, inputs: dict) -> dict:
+    """Answer ``inputs`` with ``program`` (the LM configured): what ``kdspy ask`` prints."""
+    pred = program(**inputs)
     pool = {pid: i for i, pid in enumerate(program.select.pool_ids)}
     exemplars = [{"id": i, "question": program.select.demos[pool[i]].get("question"),
                   "tokens": program.select.costs[pool[i]]} for i in pred.selection.get("ids", [])]
-    result = {"question": inputs["question"], "answer": pred.answer, "scale": getattr(pred, "scale", None),
-              "program": getattr(pred, "program", None), "reasoning": getattr(pred, "reasoning", None),
-              "error": getattr(pred, "error", None), "exemplars": exemplars,
-              "prompt_tokens": pred.selection.get("prompt_tokens"), "budget": pred.selection.get("budget")}
-    if args.json:
-        print(json.dumps(result, indent=2, default=str))
-        return 0
-    print(f"Question: {inputs['question']}\n")
+    return {"question": inputs["question"], "answer": pred.answer, "scale": getattr(pred, "scale", None),
+            "program": getattr(pred, "program", None), "reasoning": getattr(pred, "reasoning", None),
+            "error": getattr(pred, "error", None), "exemplars": exemplars,
+            "prompt_tokens": pred.selection.get("prompt_tokens"), "budget": pred.selection.get("budget")}
+
+
+def _interactive(program, document: dict, as_json: bool) -> int:
+    """Answer each line of standard input; a bad line or a failed LM call is one line on stderr, then the next
+    line is read. Exit 0 when the input ends (2 if any line failed)."""
+    from knapsack_dspy.llm import describe_lm_error, lm_error_kind
+    from knapsack_dspy.messages import one_line
+
+    failed = 0
+    for number, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            _print(answer(program, line_inputs(line, document)), as_json, json_lines=True)
+        except UserError as exc:
+            failed += 1
+            print(f"kdspy ask: line {number}: {exc}", file=sys.stderr, flush=True)
+        except Exception as exc:  # an LM fault ends this question, not the session
+            if lm_error_kind(exc) is None:
+                raise
+            failed += 1
+            print(f"kdspy ask: line {number}: {one_line(describe_lm_error(exc))}", file=sys.stderr, flush=True)
+    return 2 if failed else 0
+
+
+def _print(result: dict, as_json: bool, json_lines: bool = False) -> None:
+    if as_json:
+        print(json.dumps(result, default=str, indent=None if json_lines else 2), flush=True)
+        return
+    print(f"Question: {result['question']}\n")
+    exemplars = result["exemplars"]
     print(f"Selected exemplars ({len(exemplars)}, prompt ~{result['prompt_tokens']} of {result['budget']} tokens):")
     for ex in exemplars:
         print(f"  - [{ex['id']}] ({ex['tokens']:.0f} tok) {ex['question']}")
@@ -142,5 +221,4 @@ def run(args) -> int:
     if result["error"]:
         print(f"\nExecution error: {result['error']}")
     scale = f" ({result['scale']})" if result["scale"] not in (None, "", "none") else ""
-    print(f"\nAnswer: {result['answer']}{scale}")
-    return 0
+    print(f"\nAnswer: {result['answer']}{scale}", flush=True)

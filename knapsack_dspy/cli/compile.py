@@ -72,7 +72,8 @@ def run(args) -> int:
     from knapsack_dspy.selection.selectors import selector_for_mode
     from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
-    setup_caches(args)
+    uses_lm = bool(args.search and args.lm_configs > 0)  # otherwise compiling calls no LM: LiteLLM stays unloaded
+    setup_caches(args, lm=uses_lm)
     data_dir = resolve_data_dir(args)
     pool_split, val_split = DEFAULT_SPLITS.get(args.dataset, ("train", "dev"))
     try:
@@ -95,7 +96,7 @@ def run(args) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     metric = None
-    if args.search and args.lm_configs > 0:
+    if uses_lm:
         import dspy
 
         from knapsack_dspy.bench.scoring import correctness_metric

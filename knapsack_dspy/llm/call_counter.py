@@ -33,7 +33,6 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import dspy
-import litellm
 
 from knapsack_dspy.llm.empty_reply import check_reply
 
@@ -174,7 +173,10 @@ def _wrap_async(fn):
 
 
 def install_call_counter() -> None:
-    """Wrap ``litellm.completion`` and ``litellm.acompletion`` (once per process)."""
+    """Wrap ``litellm.completion`` and ``litellm.acompletion`` (once per process; imports LiteLLM, which reading
+    the counts does not need)."""
+    import litellm
+
     with _install_lock:
         if not getattr(litellm.completion, _MARK, False):
             litellm.completion = _wrap_sync(litellm.completion)

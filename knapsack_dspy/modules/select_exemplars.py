@@ -41,6 +41,7 @@ from knapsack_dspy.selection.exemplar_pool import (
     in_canonical_order,
 )
 from knapsack_dspy.selection.latency import LatencyModel
+from knapsack_dspy.selection.selectors.base import within_new_tokens
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
 STATE_VERSION = 3  # 3: the texts to embed come from the demos; signature fields and a value function's name
@@ -279,14 +280,12 @@ class SelectExemplars(dspy.Module, Parameter):
                                  f"for {self.token_model or 'the model'}: give SelectionConfig(latency_rates=...)")
             new_capacity = latency.new_tokens_within(self.config.latency_budget) - (int(base_tokens)
                                                                                      - int(shared_tokens))
-            if selector.mode == "per_query":  # none of its exemplars is a declared shared prefix
-                capacity = min(capacity, new_capacity)
         request = SelectionRequest(embedding=embedding, capacity=float(capacity), target_attributes=targets,
                                    exclude_ids=frozenset(excluded),
                                    doc_id=str(doc_id) if (doc_id is not None and self.config.exclude_same_doc)
                                    else None, seed=self.config.seed, key=text, values=values,
                                    new_token_capacity=new_capacity)
-        selection = selector.select(pool, request)
+        selection = selector.select(pool, within_new_tokens(selector, request))
         if self.config.demo_order == "canonical":
             selection = in_canonical_order(pool, selection, self._canonical_keys(pool))
         info = selection.as_dict(pool)

@@ -38,8 +38,6 @@ class AttributeClassifier:
         self.max_iter = max_iter
 
     def fit(self, embeddings: np.ndarray, labels: Sequence[str]) -> AttributeClassifier:
-        from sklearn.linear_model import LogisticRegression  # heavy (~1 s); most fits come from the cache
-
         labels = np.asarray([str(x) for x in labels])
         classes = np.unique(labels)
         if classes.size == 0:
@@ -58,6 +56,8 @@ class AttributeClassifier:
         if cached is None and disk is not None:
             cached = disk.get(key)
         if cached is None:
+            from sklearn.linear_model import LogisticRegression  # heavy (~1 s): only when a fit is not cached
+
             model = LogisticRegression(C=self.C, max_iter=self.max_iter)
             model.fit(x, labels)
             cached = (model.classes_.astype(str), model.coef_.copy(), model.intercept_.copy())

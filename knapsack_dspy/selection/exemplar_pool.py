@@ -116,8 +116,8 @@ class SelectionRequest:
     key: str = ""  # what identifies the query for seeded randomness (its text); "" = its embedding's bytes
     values: np.ndarray | None = None  # (n,) each exemplar's value for this query; None: embedding similarity
     # tokens the exemplars outside the declared shared prefix may add (a latency budget; static sets and hybrid
-    # cores are that prefix and cost no prefill): hybrid's per-query part honours it, SelectExemplars applies it
-    # to per-query selectors through ``capacity``
+    # cores are that prefix and cost no prefill): hybrid's per-query part honours it; per-query selectors get it
+    # as their ``capacity`` (selectors.base.within_new_tokens)
     new_token_capacity: float = float("inf")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import zlib
+from dataclasses import replace
 
 import numpy as np
 
@@ -32,6 +33,9 @@ MODES = ("per_query", "static", "hybrid")
 FIT_ON_VALIDATION_QUERIES = "validation_queries"  # fit(pool, val_embeddings=(n, d) array, capacity=tokens)
 FIT_ON_SCORING_FUNCTION = "scoring_function"  # fit(pool, score_fn=f(pool indices) -> float, capacity=tokens)
 FIT_ON = (None, FIT_ON_VALIDATION_QUERIES, FIT_ON_SCORING_FUNCTION)
+
+
+_PARAM_NAMES: dict[type, tuple[str, ...]] = {}  # ExemplarSelector.param_names, per class
 
 
 class NotFittedError(RuntimeError):
@@ -71,7 +75,15 @@ class ExemplarSelector:
     # -- scikit-learn style parameters -------------------------------------------------------------
     @classmethod
     def param_names(cls) -> list[str]:
-        """The selector's parameters: the ``__init__`` arguments of its class and its bases."""
+        """The selector's parameters: the ``__init__`` arguments of its class and its bases (read once per class:
+        every ``SelectionConfig`` checks its settings against them)."""
+        known = _PARAM_NAMES.get(cls)
+        if known is None:
+            known = _PARAM_NAMES[cls] = tuple(cls._init_parameters())
+        return list(known)
+
+    @classmethod
+    def _init_parameters(cls) -> list[str]:
         names = []
         for klass in cls.__mro__:
             if klass is object:
@@ -149,6 +161,15 @@ def request_rng(request: SelectionRequest, salt: str = "") -> np.random.Generato
     return np.random.default_rng([int(request.seed), zlib.crc32(identity + b"\x00" + salt.encode())])
 
 
+def within_new_tokens(selector: ExemplarSelector, request: SelectionRequest) -> SelectionRequest:
+    """The request a selector answers under a latency budget: a per-query selector's exemplars are all new
+    tokens, so its capacity is also capped by ``request.new_token_capacity``; static sets and hybrid cores are the
+    declared shared prefix, and those selectors apply the cap themselves (hybrid: to its per-query part)."""
+    if selector.mode != "per_query" or request.new_token_capacity >= request.capacity:
+        return request
+    return replace(request, capacity=request.new_token_capacity)
+
+
 def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None):
     """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest."""
     sims = query_values(pool, request)
@@ -178,4 +199,4 @@ def greedy_fill(order, pool: ExemplarPool, capacity: float, limit: int, paid_gro
 
 __all__ = ["ATTRIBUTE_SOURCES", "FIT_ON", "FIT_ON_SCORING_FUNCTION", "FIT_ON_VALIDATION_QUERIES", "MODES",
            "ExemplarSelector", "NotFittedError", "RankingSelector", "candidates", "eligible", "greedy_fill",
-           "make_selection", "query_values", "request_rng"]
+           "make_selection", "query_values", "request_rng", "within_new_tokens"]
