@@ -12,9 +12,9 @@ import pytest
 
 from knapsack_dspy import disk_memo
 from knapsack_dspy.llm import local_server, token_counter
-from knapsack_dspy.llm.local_weights import LocalWeightsError
 from knapsack_dspy.llm.gguf_tokenizer import GGUFError, read_tokenizer_metadata, tokenizer_fingerprint
 from knapsack_dspy.llm.local_models import LOCAL_MODELS, same_tokenizer
+from knapsack_dspy.llm.local_weights import LocalWeightsError
 from knapsack_dspy.llm.token_counter import LocalTokenCounter
 
 BIG, SMALL = "local/qwen2.5-coder-1.5b-instruct", "local/qwen2.5-coder-0.5b-instruct"
@@ -61,7 +61,8 @@ def test_gguf_tokenizer_metadata_and_fingerprints(tmp_path):
 
 
 def test_the_two_embedded_models_share_one_tokenizer_smallest_first():
-    assert LOCAL_MODELS["qwen2.5-coder-1.5b-instruct"].tokenizer == LOCAL_MODELS["qwen2.5-coder-0.5b-instruct"].tokenizer
+    big, small = LOCAL_MODELS["qwen2.5-coder-1.5b-instruct"], LOCAL_MODELS["qwen2.5-coder-0.5b-instruct"]
+    assert big.tokenizer == small.tokenizer and len(big.tokenizer) == 64
     assert [spec.model for spec in same_tokenizer(BIG)] == [SMALL, BIG]
 
 

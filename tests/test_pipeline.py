@@ -59,6 +59,20 @@ def test_pipeline_answers_with_selected_demos(data, embedder):
     assert all("ans =" in m["content"] for m in messages if m["role"] == "assistant")
 
 
+def test_a_repair_keeps_the_writers_prompt_as_its_prefix(data, embedder):
+    program = compiled(data, embedder)
+    program.solve.retry = True  # off by default
+    query = data[1][0]
+    lm = DummyLM([{"program": "ans = table['nowhere', 'x']"}, {"program": "ans = 42\nscale = \"\""}])
+    with dspy.context(lm=lm):
+        pred = program(**program.example_inputs(query))
+    assert pred.answer == 42 and pred.attempts == 2
+    first, repair = lm.history[0]["messages"], lm.history[1]["messages"]
+    assert len(pred.exemplar_ids) >= 1 and sum(m["role"] == "assistant" for m in first) == len(pred.exemplar_ids)
+    # the selected demos, the writer's system message and the question, then the failed reply and the error
+    assert repair[: len(first)] == first and [m["role"] for m in repair[len(first):]] == ["assistant", "user"]
+
+
 def test_save_load_program_round_trip(tmp_path, data, embedder):
     program = compiled(data, embedder)
     path = save_program(program, tmp_path / "prog.json")
@@ -74,7 +88,7 @@ def test_a_saved_program_holds_the_selection_settings_once(tmp_path, data, embed
     saved = json.loads(path.read_text())
     assert saved["spec"] == {"version": 3, "kind": "document", "pipeline": "pot", "top_n_paragraphs": 3,
                              "model": None}
-    assert "select" not in saved and "selection" not in saved["solve.repair"]  # the writer alone selects
+    assert "select" not in saved and "solve.repair" not in saved  # the writer alone selects (a repair reuses it)
     selection = saved["solve.write"]["selection"]
     assert selection["config"]["max_exemplars"] == 3
     assert selection["config"]["attributes"] == ["modality", "answer_type"]

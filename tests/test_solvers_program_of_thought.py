@@ -77,10 +77,12 @@ def test_a_failing_program_is_retried_with_its_error_shown():
     pred = ProgramOfThoughtAnswerer(retry=True)(question="What is the change in revenue?", table=TABLE)
     assert pred.answer == pytest.approx(200.5) and pred.attempts == 2 and pred.error is None
     assert len(pred.errors) == 1 and "no table column '2020'" in pred.errors[0]
-    retry_prompt = user_messages(lm, 1)[-1]
-    assert "[[ ## failed_program ## ]]\n" + BAD in retry_prompt
-    assert "[[ ## error ## ]]\n" + pred.errors[0] in retry_prompt
-    assert "failed_program" not in user_messages(lm, 0)[-1]
+    first, repair = lm.history[0]["messages"], lm.history[1]["messages"]
+    # the repair continues the writer's conversation: its prompt, the failed reply, then the error
+    assert repair[: len(first)] == first and len(repair) == len(first) + 2
+    assert repair[-2]["role"] == "assistant" and "[[ ## program ## ]]\n" + BAD in repair[-2]["content"]
+    assert repair[-1]["role"] == "user" and pred.errors[0] in repair[-1]["content"]
+    assert "`[[ ## program ## ]]`" in repair[-1]["content"]  # the output format, reminded
 
 
 def test_two_failures_are_recorded_not_raised():
@@ -110,7 +112,7 @@ def test_an_empty_program_is_a_failure_the_retry_sees():
     pred = ProgramOfThoughtAnswerer(retry=True)(question="q", table=TABLE)
     assert pred.answer == pytest.approx(200.5)
     assert "no program" in pred.errors[0]
-    assert "[[ ## failed_program ## ]]\n(empty)" in user_messages(lm, 1)[-1]
+    assert "[[ ## program ## ]]\n(empty)" in lm.history[1]["messages"][-2]["content"]
 
 
 class BrokenTransportLM(DummyLM):
@@ -130,7 +132,7 @@ def test_finqa_dsl_programs():
     pred = ProgramOfThoughtAnswerer(language="finqa", retry=True)(question="q", table=TABLE)
     assert pred.answer == pytest.approx(0.2005) and pred.scale == "" and pred.attempts == 2
     assert "divid" in pred.errors[0]
-    assert "FinQA" in lm.history[1]["messages"][0]["content"]  # the repair prompt's instructions
+    assert lm.history[1]["messages"][0] == lm.history[0]["messages"][0]  # the writer's FinQA instructions
 
 
 def test_demos_are_passed_per_call_and_never_stored(pool):
@@ -139,7 +141,7 @@ def test_demos_are_passed_per_call_and_never_stored(pool):
     lm = configure([{"program": GOOD}, {"program": GOOD}])
     solver(question="first?", table=TABLE, demos=[demo_a])
     solver(question="second?", table=TABLE, demos=[demo_b])
-    assert solver.predictor.demos == [] and solver.repair.demos == []
+    assert solver.predictor.demos == []
     first, second = user_messages(lm, 0), user_messages(lm, 1)
     assert len(first) == 2 and len(second) == 2  # one demo + the query each
     assert pool[0].question in first[0] and pool[5].question not in "".join(first)
@@ -186,7 +188,10 @@ def test_retry_demos_can_be_left_out(pool):
     solver = ProgramOfThoughtAnswerer(retry=True, retry_with_demos=False)
     lm = configure([{"program": BAD}, {"program": GOOD}])
     solver(question="q", table=TABLE, demos=[solver.as_demo(pool[0])])
-    assert len(user_messages(lm, 0)) == 2 and len(user_messages(lm, 1)) == 1
+    first, repair = lm.history[0]["messages"], lm.history[1]["messages"]
+    assert len(user_messages(lm, 0)) == 2  # the demo and the question
+    assert [m["role"] for m in repair] == ["system", "user", "assistant", "user"]  # no demo: question, reply, error
+    assert repair[0] == first[0] and repair[1] == first[-1]
 
 
 def test_as_demo_matches_the_signature_and_the_query_rendering(pool):

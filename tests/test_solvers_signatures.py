@@ -12,8 +12,6 @@ from knapsack_dspy.signatures import (
     AnswerStatuteQuestion,
     PredictAnswerType,
     PredictModality,
-    RepairFinqaProgram,
-    RepairPythonProgram,
     WriteFinqaProgram,
     WritePythonLookupProgram,
     WritePythonProgram,
@@ -29,8 +27,6 @@ from knapsack_dspy.signatures.program_conventions import (
     (AnswerFromTableText, ["table", "text", "question"], ["answer", "scale"]),
     (WritePythonProgram, ["table", "text", "question"], ["program"]),
     (WriteFinqaProgram, ["table", "text", "question"], ["program"]),
-    (RepairPythonProgram, ["table", "text", "question", "failed_program", "error"], ["program"]),
-    (RepairFinqaProgram, ["table", "text", "question", "failed_program", "error"], ["program"]),
     (AnswerStatuteQuestion, ["statute", "facts", "question"], ["answer"]),
     (PredictModality, ["question", "table", "text"], ["modality"]),
     (PredictAnswerType, ["question", "table", "text"], ["answer_type"]),
@@ -55,8 +51,6 @@ def test_the_python_instructions_teach_their_conventions():
     for name in ("table_query_0", "text_variable_0", "ans", 'table["row label", "column label"]'):
         assert name in lookup
     assert "scale" not in WritePythonProgram.output_fields["program"].json_schema_extra.get("desc", "")
-    assert PYTHON_CONVENTIONS in RepairPythonProgram.instructions
-    assert "failed_program" in RepairPythonProgram.instructions
     assert FINQA_DSL_CONVENTIONS in WriteFinqaProgram.instructions
 
 

@@ -8,12 +8,8 @@ from knapsack_dspy.signatures.answer_statute_question import AnswerStatuteQuesti
 from knapsack_dspy.signatures.extract_answer import ExtractAnswer
 from knapsack_dspy.signatures.predict_answer_type import PredictAnswerType
 from knapsack_dspy.signatures.predict_modality import PredictModality
-from knapsack_dspy.signatures.write_finqa_program import RepairFinqaProgram, WriteFinqaProgram
-from knapsack_dspy.signatures.write_python_program import (
-    RepairPythonProgram,
-    WritePythonLookupProgram,
-    WritePythonProgram,
-)
+from knapsack_dspy.signatures.write_finqa_program import WriteFinqaProgram
+from knapsack_dspy.signatures.write_python_program import WritePythonLookupProgram, WritePythonProgram
 
 __all__ = [
     "AnswerFromTableText",
@@ -21,8 +17,6 @@ __all__ = [
     "ExtractAnswer",
     "PredictAnswerType",
     "PredictModality",
-    "RepairFinqaProgram",
-    "RepairPythonProgram",
     "WriteFinqaProgram",
     "WritePythonLookupProgram",
     "WritePythonProgram",

@@ -11,7 +11,7 @@ the language of the FinQA data set (Chen et al., 2021) as run by ``execute_progr
 
 from __future__ import annotations
 
-__all__ = ["FINQA_DSL_CONVENTIONS", "PYTHON_CONVENTIONS", "PYTHON_LOOKUP_CONVENTIONS", "REPAIR_INSTRUCTIONS"]
+__all__ = ["FINQA_DSL_CONVENTIONS", "PYTHON_CONVENTIONS", "PYTHON_LOOKUP_CONVENTIONS"]
 
 PYTHON_CONVENTIONS = """\
 Conventions for the program:
@@ -57,6 +57,3 @@ The program is a comma-separated list of steps `operation(argument1, argument2)`
 
 Example: subtract(5829, 5735), divide(#0, 5735)"""
 
-REPAIR_INSTRUCTIONS = """\
-Your previous program for this question failed; `failed_program` is that program and `error` what went
-wrong when it ran. Write a corrected program that answers the question."""

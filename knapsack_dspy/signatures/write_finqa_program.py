@@ -1,12 +1,12 @@
-"""``WriteFinqaProgram`` / ``RepairFinqaProgram``: program-of-thought in the FinQA DSL."""
+"""``WriteFinqaProgram``: program-of-thought in the FinQA DSL (a repair continues its conversation)."""
 
 from __future__ import annotations
 
 import dspy
 
-from knapsack_dspy.signatures.program_conventions import FINQA_DSL_CONVENTIONS, REPAIR_INSTRUCTIONS
+from knapsack_dspy.signatures.program_conventions import FINQA_DSL_CONVENTIONS
 
-__all__ = ["RepairFinqaProgram", "WriteFinqaProgram"]
+__all__ = ["WriteFinqaProgram"]
 
 
 class WriteFinqaProgram(dspy.Signature):
@@ -18,9 +18,3 @@ class WriteFinqaProgram(dspy.Signature):
     question: str = dspy.InputField()
     program: str = dspy.OutputField(desc="FinQA program, e.g. subtract(5829, 5735), divide(#0, 5735)")
 
-
-class RepairFinqaProgram(WriteFinqaProgram):
-    __doc__ = (REPAIR_INSTRUCTIONS + "\n\n" + "The program is in the FinQA language.\n\n" + FINQA_DSL_CONVENTIONS)
-
-    failed_program: str = dspy.InputField(desc="your previous program, which failed")
-    error: str = dspy.InputField(desc="why it failed")

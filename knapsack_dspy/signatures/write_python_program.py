@@ -1,17 +1,14 @@
-"""``WritePythonProgram`` / ``WritePythonLookupProgram`` / ``RepairPythonProgram``: program of thought in Python
-(numbers copied into named variables, or read with ``table[...]`` look-ups)."""
+"""``WritePythonProgram`` / ``WritePythonLookupProgram``: program of thought in Python (numbers copied into named
+variables, or read with ``table[...]`` look-ups). A repair continues the writer's conversation
+(``modules/solvers/repair_turn.py``): it has no signature of its own."""
 
 from __future__ import annotations
 
 import dspy
 
-from knapsack_dspy.signatures.program_conventions import (
-    PYTHON_CONVENTIONS,
-    PYTHON_LOOKUP_CONVENTIONS,
-    REPAIR_INSTRUCTIONS,
-)
+from knapsack_dspy.signatures.program_conventions import PYTHON_CONVENTIONS, PYTHON_LOOKUP_CONVENTIONS
 
-__all__ = ["RepairPythonProgram", "WritePythonLookupProgram", "WritePythonProgram"]
+__all__ = ["WritePythonLookupProgram", "WritePythonProgram"]
 
 
 class WritePythonProgram(dspy.Signature):
@@ -28,9 +25,3 @@ class WritePythonLookupProgram(WritePythonProgram):
     __doc__ = ("You are a financial analyst. Read the table and the text, then write a short Python program "
                "that computes the answer to the question.\n\n" + PYTHON_LOOKUP_CONVENTIONS)
 
-
-class RepairPythonProgram(WritePythonProgram):
-    __doc__ = (REPAIR_INSTRUCTIONS + "\n\n" + "The program is Python.\n\n" + PYTHON_CONVENTIONS)
-
-    failed_program: str = dspy.InputField(desc="your previous program, which failed")
-    error: str = dspy.InputField(desc="why it failed")

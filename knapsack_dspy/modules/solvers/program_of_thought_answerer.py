@@ -2,8 +2,10 @@
 
 One call: the LM writes a program (SEER-style Python or the FinQA DSL) from the table, the text and
 the question; :func:`knapsack_dspy.execution.execute_program` runs it. When the program fails (or the
-LM's reply cannot be parsed), the LM gets ONE retry that shows it its failed program and the error
-message; a second failure is recorded in the prediction (``answer=None``, ``error=...``). Problems with
+LM's reply cannot be parsed) and ``retry`` is on, the LM gets ONE repair call that continues the writer's
+conversation -- the writer's own prompt, its failed reply, then the error (``repair_turn``) -- so the repair
+keeps the writer's system message and demos as its prompt prefix and does not evict a server's prompt cache;
+a second failure is recorded in the prediction (``answer=None``, ``error=...``). Problems with
 what the LM wrote never raise out of ``forward``; LM transport errors (connection, rate limit,
 authentication, context overflow) do, unchanged, so that the caller can record them.
 
@@ -38,13 +40,8 @@ from knapsack_dspy.modules.solvers.answerer_modes import (
     uses_reasoning,
 )
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, document_inputs, program_demo
-from knapsack_dspy.signatures import (
-    RepairFinqaProgram,
-    RepairPythonProgram,
-    WriteFinqaProgram,
-    WritePythonLookupProgram,
-    WritePythonProgram,
-)
+from knapsack_dspy.modules.solvers.repair_turn import repair_with_writer
+from knapsack_dspy.signatures import WriteFinqaProgram, WritePythonLookupProgram, WritePythonProgram
 
 __all__ = ["LANGUAGES", "SCALE_SOURCES", "ProgramOfThoughtAnswerer", "answer_type_of", "clean_program_text",
            "numbers_used"]
@@ -53,10 +50,8 @@ LANGUAGES = ("python", "finqa")
 DEFAULT_SAMPLE_TEMPERATURE = 0.7  # self-consistency's sampling temperature unless told otherwise
 SCALE_SOURCES = ("document", "program")
 _TIMES_100 = re.compile(r"\*\s*100(?:\.0*)?\b")
-_SIGNATURES = {("python", "literal"): (WritePythonProgram, RepairPythonProgram),
-               ("python", "lookup"): (WritePythonLookupProgram, RepairPythonProgram),
-               ("finqa", "literal"): (WriteFinqaProgram, RepairFinqaProgram),
-               ("finqa", "lookup"): (WriteFinqaProgram, RepairFinqaProgram)}
+_SIGNATURES = {("python", "literal"): WritePythonProgram, ("python", "lookup"): WritePythonLookupProgram,
+               ("finqa", "literal"): WriteFinqaProgram, ("finqa", "lookup"): WriteFinqaProgram}
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _LABEL = re.compile(r"^\s*(?:program|answer|code)\s*:\s*", re.IGNORECASE)
 _FORMAT_ERROR = "the reply did not follow the required output format: no program field could be read"
@@ -115,9 +110,11 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
         (``dspy.ChainOfThought`` + demos) or ``"zero_shot_cot"``.
     demo_paragraphs: ``"all"`` (demos show their whole text, as queries do) or ``"gold"`` (only the gold
         evidence paragraphs, as SEER's prompts).
-    retry: give the LM one more attempt, showing the failed program and the error. Off by default: with the
-        embedded 1.5B model, 62 repairs in the recorded TAT-QA run gave 3 programs that ran and 0 right answers.
-    retry_with_demos: send the call's demos with the retry too.
+    retry: give the LM one more attempt, continuing the writer's conversation with its failed program and the
+        error. Off by default: with the embedded 1.5B model, 62 repairs (of the former separate repair prompt)
+        in the recorded TAT-QA run gave 3 programs that ran and 0 right answers.
+    retry_with_demos: the repair continues the writer's prompt with the call's demos (True: the same prefix a
+        prompt cache holds) or without them (a shorter prompt that shares only the system message).
     program_style: how the Python demos (and so the LM) bind numbers: ``"literal"`` (default: copied into named
         variables with their cell in a comment, ``knapsack_dspy.data.program_style``) or ``"lookup"``
         (``table["row", "col"]`` by the labels shown). The sandbox runs both either way.
@@ -176,9 +173,7 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
         self.retry_with_demos = bool(retry_with_demos)
         self.time_limit = float(time_limit)
         self._execute = execute
-        write_signature, repair_signature = _SIGNATURES[language, program_style]
-        self.write = build_predictor(write_signature, mode)
-        self.repair = build_predictor(repair_signature, mode)
+        self.write = build_predictor(_SIGNATURES[language, program_style], mode)
 
     # -- the compile contract -----------------------------------------------------------------------------
     def prompt_inputs(self, source) -> dict[str, str]:
@@ -231,9 +226,9 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             shown = program if len(program) <= MAX_SHOWN_PROGRAM else program[:MAX_SHOWN_PROGRAM] + "\n..."
             # text no provider can receive (a lone surrogate the model wrote) goes back escaped
             shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
-            repair_inputs = {**inputs, "failed_program": shown or "(empty)", "error": error}
-            retry_demos = call_demos if self.retry_with_demos else []
-            program, reasoning, result, error = self._call_and_run(self.repair, repair_inputs, rows, retry_demos)
+            failed = {"program": shown or "(empty)", "reasoning": reasoning or ""}
+            program, reasoning, result, error = self._repair(inputs, rows, call_demos if self.retry_with_demos
+                                                             else [], failed, error)
             if result is None:
                 errors.append(error)
         if result is None:
@@ -273,9 +268,18 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
         program, reasoning, result, error = runs[0 if winner is None else winner]
         return program, reasoning, result, error, voting
 
+    def _repair(self, inputs, rows, demos, failed: dict, error: str):
+        """The repair call (the writer's conversation continued with its failed reply and the error), run."""
+        return self._run_reply(lambda: repair_with_writer(self.predictor, inputs, demos, failed, error), rows)
+
     def _call_and_run(self, module, inputs, rows, demos, config: dict | None = None):
+        return self._run_reply(
+            lambda: call_with_demos(module, {**inputs, **({"config": config} if config else {})}, demos), rows)
+
+    def _run_reply(self, call, rows):
+        """(program, reasoning, execution result or None, error) of the LM call ``call()``, its program run."""
         try:
-            prediction = call_with_demos(module, {**inputs, **({"config": config} if config else {})}, demos)
+            prediction = call()
         except AdapterParseError as exc:
             return (clean_program_text(exc.lm_response or "", self.language), None, None, _FORMAT_ERROR)
         program = clean_program_text(prediction.get("program"), self.language)
