@@ -219,6 +219,19 @@ def test_the_provider_registers_at_once_when_litellm_was_imported_first():
     assert _run_python(code) == "['local'] True"
 
 
+def test_the_provider_registers_when_its_own_module_imports_litellm_first():
+    """The provider module is what first imports LiteLLM (through the LM factory): the hook cannot import it
+    mid-import, so it registers when that module has finished; nothing is logged."""
+    code = ("import sys, logging, knapsack_dspy\n"
+            "logging.basicConfig(level=logging.WARNING, stream=sys.stdout)\n"
+            "from knapsack_dspy.llm import lm_factory\n"
+            "import litellm\n"
+            "print([e['provider'] for e in litellm.custom_provider_map])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=600).stdout
+    assert out.strip() == "['local']" and "could not register" not in out
+
+
 # -- the real 0.5B model -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def real_small_model():

@@ -33,6 +33,7 @@ from litellm.utils import custom_llm_setup
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.errors import LLMError
 from knapsack_dspy.llm.local_models import LOCAL_PROVIDER
+from knapsack_dspy.llm.provider_hook import finish_deferred_registration
 from knapsack_dspy.llm.local_server import text_messages
 
 logger = logging.getLogger(__name__)
@@ -195,3 +196,7 @@ def register_local_provider() -> None:
 
 def is_local_provider_registered() -> bool:
     return any(e.get("provider") == LOCAL_PROVIDER for e in litellm.custom_provider_map)
+
+
+# LiteLLM may have been imported for the first time by this module (above): the import hook then waited for it.
+finish_deferred_registration(register_local_provider)

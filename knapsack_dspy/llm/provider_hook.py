@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import threading
 
-__all__ = ["register_local_provider_when_litellm_loads"]
+__all__ = ["finish_deferred_registration", "register_local_provider_when_litellm_loads"]
 
 # Standard-library imports that cost milliseconds (logging, importlib.util / abc) happen in the functions that
 # need them, when LiteLLM is being imported anyway: ``import knapsack_dspy`` stays at ~1-2 ms.
@@ -22,11 +22,28 @@ _LITELLM = "litellm"
 _lock = threading.Lock()
 
 
+_PROVIDER_MODULE = "knapsack_dspy.llm.local_provider"
+_deferred = threading.Event()  # LiteLLM was first imported by the provider module itself, mid-import
+
+
 def _register() -> None:
+    partial = sys.modules.get(_PROVIDER_MODULE)
+    if partial is not None and not hasattr(partial, "register_local_provider"):
+        # the provider module is importing LiteLLM (its first import): it cannot be imported again now, so it
+        # registers the provider itself when it has finished (finish_deferred_registration)
+        _deferred.set()
+        return
     # Imported here, not at the top: the provider module imports LiteLLM, which this module must not do.
     from knapsack_dspy.llm.local_provider import register_local_provider
 
     register_local_provider()
+
+
+def finish_deferred_registration(register) -> None:
+    """Called at the end of the provider module: ``register()`` if the hook had to wait for it."""
+    if _deferred.is_set():
+        _deferred.clear()
+        register()
 
 
 def _register_quietly() -> None:
