@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import sys
 import time
@@ -59,7 +60,7 @@ def resorted_fixed_sets():
 
 def reuse(prompts: list[list[int]]) -> dict:
     """Tokens each prompt shares from the start with the one before it (the first prompt reuses nothing)."""
-    shared = [0] + [shared_prefix_length(a, b) for a, b in zip(prompts, prompts[1:], strict=False)]
+    shared = [0, *(shared_prefix_length(a, b) for a, b in itertools.pairwise(prompts))]
     total = sum(len(p) for p in prompts)
     new = [len(p) - s for p, s in zip(prompts, shared, strict=True)]
     return {"questions": len(prompts), "prompt_tokens": total, "reused_tokens": sum(shared),

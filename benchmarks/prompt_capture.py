@@ -20,6 +20,9 @@ from knapsack_dspy.bench.suite import RunSpec
 from knapsack_dspy.llm.local_server import get_local_server
 from knapsack_dspy.llm.token_counter import get_token_counter
 
+# DSPy 3.4 notes that BaseLM.forward subclasses are its old interface (CaptureLM is one): not news here
+warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*BaseLM.forward.*")
+
 MODEL = "local/qwen2.5-coder-1.5b-instruct"
 #: The issue's comparison: TAT-QA dev_pool -> dev_tune, program of thought, budget 2,048, M = 4.
 BASE_SPEC = RunSpec(dataset="tatqa", pipeline="pot", budget=2048, max_exemplars=4,
@@ -28,7 +31,9 @@ BASE_SPEC = RunSpec(dataset="tatqa", pipeline="pot", budget=2048, max_exemplars=
 MODE_SELECTORS = {"seer": "seer", "hybrid": "hybrid", "static": "static"}
 
 
-class Captured(Exception):  # noqa: N818 - not an error: how the first call's messages leave the program
+class Captured(Exception):
+    """Not an error: how the first call's messages leave the program."""
+
     def __init__(self, messages):
         super().__init__("prompt captured")
         self.messages = messages
@@ -59,13 +64,11 @@ def compiled(spec: RunSpec, out_dir: str | Path, data_dir=None):
 
 def first_prompt(program, example) -> list[dict]:
     """The messages of the first LM call ``program`` makes for ``example`` (rendered, not sent)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # DSPy 3.4's note on BaseLM.forward subclasses
-        try:
-            with dspy.context(lm=CaptureLM()):
-                program(**program.example_inputs(example))
-        except Captured as captured:
-            return [{"role": m.get("role"), "content": m.get("content")} for m in captured.messages]
+    try:
+        with dspy.context(lm=CaptureLM()):
+            program(**program.example_inputs(example))
+    except Captured as captured:
+        return [{"role": m.get("role"), "content": m.get("content")} for m in captured.messages]
     raise RuntimeError(f"{example.id}: the program made no LM call")
 
 

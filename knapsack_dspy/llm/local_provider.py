@@ -33,8 +33,8 @@ from litellm.utils import custom_llm_setup
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.errors import LLMError
 from knapsack_dspy.llm.local_models import LOCAL_PROVIDER
-from knapsack_dspy.llm.provider_hook import finish_deferred_registration
 from knapsack_dspy.llm.local_server import text_messages
+from knapsack_dspy.llm.provider_hook import finish_deferred_registration
 
 logger = logging.getLogger(__name__)
 

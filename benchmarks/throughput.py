@@ -1,0 +1,311 @@
+"""Embedded-model throughput, before and after (issue 13): questions per hour and EM on the same questions.
+
+Cells: variant x mode x load, each a ``kdspy bench`` results directory under ``--out``:
+
+- variants: ``baseline`` (commit d74d4f8, run from an export of it: ``git archive d74d4f8``), ``after`` (this
+  checkout), ``after-omp-active`` (this checkout with ``OMP_WAIT_POLICY=ACTIVE``: the passive-waits fix alone);
+- modes: ``seer`` (per-query SEER), ``seer-canonical`` (SEER with ``demo_order = "canonical"``; after only),
+  ``hybrid``, ``static`` -- TAT-QA dev_pool -> the first ``--limit`` dev_tune questions, program of thought,
+  the 1.5B model, budget 2,048, M = 4, attributes modality + answer type, the LM cache off (``--no-cache``: every
+  answer is computed);
+- loads: ``quiet`` (nothing else running: check before you start) and ``busy`` (one busy-loop process beside the
+  run, started and stopped by this script).
+
+Runs are interleaved: in rounds of ``--chunk`` questions, every cell answers its next questions before any
+cell goes on, variants of one mode back to back, so a drift in the machine's state hits every cell alike.
+Resumable: every cell is a bench results directory (rows are never asked twice) and a round a cell has
+finished is skipped; interrupt at any time and run the same command again. Each bench process runs through
+``throughput_tap.py``, which logs every LM call's llama.cpp timings (``lm_calls.jsonl`` in the cell) for any
+version of the code and loads the model before the first question.
+
+    python benchmarks/throughput.py plan                     # the steps and an estimate of their LM time
+    python benchmarks/throughput.py run [--limit 100] [--chunk 25] [--modes seer,hybrid,static]
+                                        [--variants baseline,after] [--loads quiet,busy]
+    python benchmarks/throughput.py report [--json t.json]   # the README table (from whatever is done)
+
+The report gives per cell: questions, questions per hour (3,600 / mean seconds per question, from the rows'
+``latency_s``), EM, the prompt-cache hit rate (prompt tokens reused / all prompt tokens, from the calls'
+``cache_n`` / ``prompt_n``), prefill and decode seconds per question; then each mode's speed-up over the
+baseline's same mode and load, and each after-mode's paired EM difference against baseline per-query SEER
+(90 % paired bootstrap; non-inferior when the lower bound is >= -5 EM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE_COMMIT = "d74d4f8"
+MODEL = "local/qwen2.5-coder-1.5b-instruct"
+VARIANTS = ("baseline", "after", "after-omp-active")
+MODES = ("seer", "seer-canonical", "hybrid", "static")
+LOADS = ("quiet", "busy")
+NON_INFERIORITY_MARGIN = -5.0  # EM points: the lower 90 % bound of (after - baseline SEER) must not be below
+#: assumed seconds per question (1.5B, 2 cores) for ``plan``'s estimate: baseline from the recorded runs and
+#: issue 13's loaded measurements, after from the reuse counted by benchmarks/prefix_reuse.py
+ASSUMED_SECONDS = {("baseline", "quiet"): 35, ("baseline", "busy"): 90, ("after", "quiet"): 18,
+                   ("after", "busy"): 30, ("after-omp-active", "quiet"): 18, ("after-omp-active", "busy"): 70}
+
+
+@dataclass(frozen=True)
+class Cell:
+    variant: str
+    mode: str
+    load: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.variant}-{self.mode}-{self.load}"
+
+
+def parse_cell(name: str) -> Cell | None:
+    """The cell a results directory's name stands for (None: not one of this script's)."""
+    for variant in sorted(VARIANTS, key=len, reverse=True):
+        if name.startswith(variant + "-"):
+            mode, _, load = name[len(variant) + 1:].rpartition("-")
+            return Cell(variant, mode, load) if mode in MODES and load in LOADS else None
+    return None
+
+
+def suite_text(cell: Cell, model: str) -> str:
+    """The cell's suite: the issue's comparison, valid for the baseline's RunSpec and the current one."""
+    lines = [f'name = "{cell.name}"', 'dataset = "tatqa"', 'pool_split = "dev_pool"', 'eval_split = "dev_tune"',
+             'pipeline = "pot"', f'selector = "{cell.mode.split("-")[0]}"', "budget = 2048", "max_exemplars = 4",
+             'attributes = ["modality", "answer_type"]', f'model = "{model}"']
+    if cell.mode == "seer-canonical":
+        lines.append('demo_order = "canonical"')
+    return "\n".join(lines) + "\n"
+
+
+def cells(args) -> list[Cell]:
+    out = []
+    for load, mode, variant in itertools.product(args.loads, args.modes, args.variants):
+        if variant == "baseline" and mode == "seer-canonical":
+            continue  # the baseline has no demo_order setting
+        out.append(Cell(variant, mode, load))
+    return out
+
+
+def baseline_tree(path: Path) -> Path:
+    """An export of the baseline commit (``git archive``; ``knapsack_dspy/_commit.py`` records the commit)."""
+    if (path / "knapsack_dspy" / "__init__.py").exists():
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile() as archive:
+        subprocess.run(["git", "archive", BASELINE_COMMIT], cwd=ROOT, stdout=archive, check=True)
+        archive.seek(0)
+        with tarfile.open(fileobj=archive) as tar:
+            tar.extractall(path, filter="data")
+    return path
+
+
+def rows_of(directory: Path) -> list[dict]:
+    path = directory / "predictions.jsonl"
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        with contextlib.suppress(ValueError):
+            rows.append(json.loads(line))
+    return rows
+
+
+def calls_of(directory: Path) -> list[dict]:
+    path = directory / "lm_calls.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@contextlib.contextmanager
+def load_for(load: str):
+    """``busy``: one busy-loop process beside the run (this script's own child, stopped by its pid)."""
+    if load != "busy":
+        yield
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.terminate()
+        spinner.wait(timeout=30)
+
+
+def run_cell(cell: Cell, upto: int, args) -> int:
+    directory = Path(args.out) / cell.name
+    directory.mkdir(parents=True, exist_ok=True)
+    suite = directory / "suite.toml"
+    suite.write_text(suite_text(cell, args.model))
+    tree = baseline_tree(Path(args.baseline_dir)) if cell.variant == "baseline" else ROOT
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    if cell.variant == "after-omp-active":
+        env["OMP_WAIT_POLICY"] = "ACTIVE"
+    else:
+        env.pop("OMP_WAIT_POLICY", None)  # the tree's own default (d74d4f8: OpenMP's; after: passive)
+    if args.data_dir:
+        env["KDSPY_DATA_DIR"] = args.data_dir
+    command = [sys.executable, str(ROOT / "benchmarks" / "throughput_tap.py"), "--log",
+               str(directory / "lm_calls.jsonl"), "--preload", args.model, "--", str(suite), "--out",
+               str(directory), "--limit", str(upto), "--no-cache", "--quiet"]
+    print(f"[{cell.name}] questions 1-{upto}", flush=True)
+    with load_for(cell.load):
+        return subprocess.run(command, cwd=tree, env=env).returncode
+
+
+def rounds(args) -> list[int]:
+    """How many questions every cell has answered after each round."""
+    return [*range(args.chunk, args.limit, args.chunk), args.limit]
+
+
+def run(args) -> int:
+    failed = 0
+    for upto in rounds(args):
+        for cell in cells(args):
+            done = len({r.get("example_id") for r in rows_of(Path(args.out) / cell.name)
+                        if r.get("error_kind") != "transient"})
+            if done >= upto:
+                continue
+            code = run_cell(cell, upto, args)
+            if code not in (0, 2):  # 2: some questions could not be asked (recorded in rows; asked again later)
+                print(f"[{cell.name}] bench exited with {code}; stopping", file=sys.stderr)
+                return code
+            failed += code == 2
+    print(report_markdown(collect(args)))
+    return 2 if failed else 0
+
+
+def plan(args) -> int:
+    total = 0.0
+    print(f"{len(rounds(args))} rounds of up to {args.chunk} questions over {len(cells(args))} cells:")
+    for cell in cells(args):
+        seconds = ASSUMED_SECONDS.get((cell.variant, cell.load), 40) * args.limit
+        total += seconds
+        print(f"  {cell.name}: {args.limit} questions, ~{seconds / 3600:.1f} LM hours "
+              f"(assumed {ASSUMED_SECONDS.get((cell.variant, cell.load), 40)} s / question)")
+    print(f"total ~{total / 3600:.1f} LM hours; resumable: interrupt and rerun the same command")
+    return 0
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def cell_stats(directory: Path) -> dict | None:
+    rows = [r for r in rows_of(directory) if r.get("error_kind") != "transient"]
+    if not rows:
+        return None
+    calls = [c for c in calls_of(directory) if c.get("prompt_n") is not None]
+    reused = sum(c.get("cache_n") or 0 for c in calls)
+    processed = sum(c.get("prompt_n") or 0 for c in calls)
+    seconds = _mean([r.get("latency_s") for r in rows])
+    return {"questions": len(rows), "seconds_per_question": seconds,
+            "questions_per_hour": 3600 / seconds if seconds else None,
+            "em": 100 * _mean([float(r.get("em") or 0) for r in rows]),
+            "cache_hit_rate": 100 * reused / (reused + processed) if reused + processed else None,
+            "prefill_s": sum(c.get("prompt_ms") or 0 for c in calls) / 1000 / len(rows) if calls else None,
+            "decode_s": sum(c.get("predicted_ms") or 0 for c in calls) / 1000 / len(rows) if calls else None,
+            "lm_calls": len(calls), "em_by_question": {r["example_id"]: 100 * float(r.get("em") or 0) for r in rows}}
+
+
+def collect(args) -> dict:
+    found = {}
+    for directory in sorted(Path(args.out).glob("*-*-*")):
+        stats = cell_stats(directory) if parse_cell(directory.name) else None
+        if stats:
+            found[directory.name] = stats
+    return found
+
+
+def comparisons(found: dict) -> list[dict]:
+    from knapsack_dspy.metrics.paired import paired_comparison
+
+    out = []
+    for name, stats in found.items():
+        cell = parse_cell(name)
+        if cell.variant == "baseline":
+            continue
+        same = found.get(Cell("baseline", cell.mode.split("-")[0], cell.load).name)
+        seer = found.get(Cell("baseline", "seer", cell.load).name)
+        row = {"cell": name, "speedup": None, "em_vs_baseline_seer": None}
+        if same and same["seconds_per_question"] and stats["seconds_per_question"]:
+            row["speedup"] = same["seconds_per_question"] / stats["seconds_per_question"]
+        if seer:
+            paired = paired_comparison(stats["em_by_question"], seer["em_by_question"], level=0.9)
+            row["em_vs_baseline_seer"] = {"n": paired.n, "diff": paired.difference, "low": paired.low,
+                                          "high": paired.high,
+                                          "non_inferior": bool(paired.low >= NON_INFERIORITY_MARGIN)}
+        out.append(row)
+    return out
+
+
+def _f(value, digits=1, suffix=""):
+    return "–" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def report_markdown(found: dict) -> str:
+    lines = ["| cell | questions | questions / hour | s / question | EM | cache hit rate | prefill s / q "
+             "| decode s / q |", "|---|---|---|---|---|---|---|---|"]
+    for name, s in found.items():
+        lines.append(f"| {name} | {s['questions']} | {_f(s['questions_per_hour'])} | {_f(s['seconds_per_question'])} "
+                     f"| {_f(s['em'])} | {_f(s['cache_hit_rate'], 0, ' %')} | {_f(s['prefill_s'])} "
+                     f"| {_f(s['decode_s'])} |")
+    rows = comparisons(found)
+    if rows:
+        lines += ["", "| cell | speed-up vs baseline (same mode, load) | EM − baseline SEER [90 % CI] | non-inferior "
+                  "(≥ −5) |", "|---|---|---|---|"]
+        for r in rows:
+            em = r["em_vs_baseline_seer"]
+            shown = "–" if em is None else f"{em['diff']:+.1f} [{em['low']:+.1f}, {em['high']:+.1f}] (n={em['n']})"
+            verdict = "–" if em is None else ("yes" if em["non_inferior"] else "no")
+            lines.append(f"| {r['cell']} | {_f(r['speedup'], 2, '×')} | {shown} | {verdict} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("command", choices=("plan", "run", "report"))
+    parser.add_argument("--limit", type=int, default=100, help="the first N dev_tune questions")
+    parser.add_argument("--chunk", type=int, default=25, help="questions per round (interleaving)")
+    parser.add_argument("--modes", default="seer,seer-canonical,hybrid,static")
+    parser.add_argument("--variants", default="baseline,after")
+    parser.add_argument("--loads", default="quiet,busy")
+    parser.add_argument("--model", default=MODEL)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput"))
+    parser.add_argument("--baseline-dir", default=f"/tmp/kdspy-baseline-{BASELINE_COMMIT}")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--json", help="report: also write the figures here")
+    args = parser.parse_args(argv)
+    for name, allowed in (("modes", MODES), ("variants", VARIANTS), ("loads", LOADS)):
+        values = [v.strip() for v in getattr(args, name).split(",") if v.strip()]
+        unknown = sorted(set(values) - set(allowed))
+        if unknown or not values:
+            parser.error(f"--{name}: unknown {unknown or 'empty list'}; choose from {', '.join(allowed)}")
+        setattr(args, name, values)
+    if args.limit < 1 or args.chunk < 1:
+        parser.error("--limit and --chunk must be at least 1")
+    if args.command == "plan":
+        return plan(args)
+    if args.command == "run":
+        return run(args)
+    found = collect(args)
+    print(report_markdown(found))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cells": found, "comparisons": comparisons(found)}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

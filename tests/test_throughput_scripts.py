@@ -1,0 +1,110 @@
+"""benchmarks/throughput.py, throughput_tap.py and prefix_reuse.py: cells, suites, the report's arithmetic, the
+timing tap, the reuse count (no model is run)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _script(name: str):
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))  # the scripts import their helpers as siblings
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+throughput = _script("throughput")
+
+
+def test_cell_names_round_trip_and_unknown_directories_are_ignored():
+    for cell in (throughput.Cell("after-omp-active", "seer-canonical", "busy"),
+                 throughput.Cell("baseline", "static", "quiet")):
+        assert throughput.parse_cell(cell.name) == cell
+    assert throughput.parse_cell("after-kate-quiet") is None and throughput.parse_cell("notes") is None
+
+
+def test_the_cells_suites_are_the_issues_comparison():
+    from knapsack_dspy.bench.suite import suite_from_dict, tomllib
+
+    text = throughput.suite_text(throughput.Cell("after", "seer-canonical", "quiet"), throughput.MODEL)
+    (run,) = suite_from_dict(tomllib.loads(text)).runs
+    assert (run.selector, run.budget, run.max_exemplars, run.demo_order) == ("seer", 2048, 4, "canonical")
+    assert run.attributes == ("modality", "answer_type") and run.model == throughput.MODEL
+    baseline = throughput.suite_text(throughput.Cell("baseline", "hybrid", "busy"), throughput.MODEL)
+    assert "demo_order" not in baseline and 'selector = "hybrid"' in baseline  # d74d4f8's RunSpec reads it
+
+
+def test_cells_leave_out_what_the_baseline_cannot_run():
+    args = type("Args", (), {"loads": ["quiet"], "modes": ["seer", "seer-canonical"],
+                             "variants": ["baseline", "after"]})
+    assert [c.name for c in throughput.cells(args)] == ["baseline-seer-quiet", "after-seer-quiet",
+                                                        "after-seer-canonical-quiet"]
+    args.chunk, args.limit = 25, 60
+    assert throughput.rounds(args) == [25, 50, 60]
+
+
+def _cell(directory: Path, ems, seconds, calls):
+    directory.mkdir(parents=True)
+    rows = [{"example_id": f"q{i}", "em": em, "latency_s": s} for i, (em, s) in enumerate(zip(ems, seconds,
+                                                                                             strict=True))]
+    rows.append({"example_id": "q9", "em": 0, "latency_s": 999, "error_kind": "transient"})  # asked again later
+    (directory / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (directory / "lm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
+
+
+def test_the_report_computes_speed_cache_hits_and_paired_em(tmp_path):
+    call = {"cache_n": 300, "prompt_n": 100, "prompt_ms": 4000.0, "predicted_ms": 2000.0}
+    _cell(tmp_path / "baseline-seer-quiet", [1, 0, 1, 0], [40, 40, 40, 40], [{**call, "cache_n": 0}] * 4)
+    _cell(tmp_path / "after-seer-quiet", [1, 0, 1, 1], [10, 10, 10, 10], [call] * 4)
+    args = type("Args", (), {"out": str(tmp_path)})
+    found = throughput.collect(args)
+    after = found["after-seer-quiet"]
+    assert after["questions"] == 4 and after["questions_per_hour"] == pytest.approx(360)
+    assert after["em"] == 75 and after["cache_hit_rate"] == pytest.approx(75)
+    assert (after["prefill_s"], after["decode_s"]) == (4.0, 2.0)
+    assert found["baseline-seer-quiet"]["cache_hit_rate"] == 0
+    (comparison,) = throughput.comparisons(found)
+    assert comparison["speedup"] == pytest.approx(4.0)
+    em = comparison["em_vs_baseline_seer"]
+    assert em["n"] == 4 and em["diff"] == pytest.approx(25) and em["low"] <= 25 <= em["high"]
+    table = throughput.report_markdown(found)
+    assert "| after-seer-quiet | 4 | 360.0 | 10.0 | 75.0 | 75 % | 4.0 | 2.0 |" in table and "4.00×" in table
+
+
+def test_the_tap_logs_each_calls_timings(tmp_path, monkeypatch):
+    tap = _script("throughput_tap")
+    from knapsack_dspy.llm import local_server
+
+    class Spec:
+        model = "local/x"
+
+    def chat(self, request):
+        return {"choices": [], "timings": {"cache_n": 7, "prompt_n": 3, "prompt_ms": 30.0, "predicted_n": 2,
+                                           "predicted_ms": 20.0}}
+
+    monkeypatch.setattr(local_server.LocalServer, "chat", chat)
+    log = tmp_path / "calls.jsonl"
+    tap.tap(str(log))
+    tap.tap(str(log))  # once only
+    server = local_server.LocalServer.__new__(local_server.LocalServer)
+    server.spec = Spec()
+    server.chat({"messages": [], "cache_prompt": False})
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert record["cache_n"] == 7 and record["prompt_ms"] == 30.0 and record["cache_prompt"] is False
+
+
+def test_reuse_counts_the_prefix_each_prompt_shares_with_the_one_before():
+    prefix_reuse = _script("prefix_reuse")
+    stats = prefix_reuse.reuse([[1, 2, 3, 4], [1, 2, 3, 9], [1, 2, 3, 9, 5], [7]])
+    assert stats["reused_tokens"] == 3 + 4 + 0 and stats["prompt_tokens"] == 14
+    assert stats["reused_share"] == pytest.approx(7 / 14) and stats["mean_new_tokens"] == 1.8  # 7 / 4, rounded
