@@ -8,9 +8,10 @@ each demo order and question order the script reports reused / total prompt toke
 per question and the prefill time they predict (``knapsack_dspy.llm.latency_rates``, the 1.5B's rates).
 
 Demo orders: ``similarity`` (per query: SEER's, today's default), ``canonical`` (per query: one order over the
-pool), ``fixed`` (static / hybrid now: the compile-time set or core opens every prompt in one order),
-``resorted`` (static / hybrid as before: the set re-sorted by each query's similarity; emulated by folding the
-fixed prefix back into the similarity-ordered selection). Question orders: ``split`` (the split's order),
+pool), ``fixed`` (static / hybrid now: the compile-time set or core opens every prompt in one order; hybrid's
+per-query demos follow by similarity), ``fixed + canonical`` (hybrid: its per-query demos in the canonical
+order), ``resorted`` (static / hybrid as before: the set re-sorted by each query's similarity; emulated by
+folding the fixed prefix back into the similarity-ordered selection). Question orders: ``split`` (the split's order),
 ``grouped`` (``kdspy bench``: by route, then greedily by shared demo prefix and document).
 
     python benchmarks/prefix_reuse.py [--limit 504] [--modes seer,hybrid,static] [--route extract_compute]
@@ -39,7 +40,7 @@ from knapsack_dspy.selection.exemplar_pool import make_selection
 from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors import fixed_set, static_knapsack
 
-DEMO_ORDERS = {"seer": ("similarity", "canonical"), "hybrid": ("fixed", "resorted"),
+DEMO_ORDERS = {"seer": ("similarity", "canonical"), "hybrid": ("fixed", "fixed + canonical", "resorted"),
                "static": ("fixed", "resorted")}
 QUESTION_ORDERS = ("split", "grouped")
 
@@ -70,7 +71,7 @@ def reuse(prompts: list[list[int]]) -> dict:
 
 
 def measure_mode(mode: str, demo_order: str, args, log) -> list[dict]:
-    settings = {"demo_order": demo_order} if demo_order in ("similarity", "canonical") else {}
+    settings = {"demo_order": "canonical"} if demo_order.endswith("canonical") else {}
     if args.route:
         settings["route"] = args.route
     spec = spec_for(mode, **settings)
