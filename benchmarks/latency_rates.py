@@ -6,9 +6,12 @@ generates ``--max-tokens`` tokens (end-of-sequence ignored). llama.cpp's own tim
 per new token (a straight-line fit of prefill time on the tokens processed: its slope is the rate, its
 intercept part of the overhead) and decode tokens per second; the overhead is what a call's wall time adds to
 both. Prints the entry for ``knapsack_dspy/llm/latency_rates.py`` (with the load average: measure on an idle
-machine, and again beside one busy-loop process if you want the loaded rates).
+machine). ``--busy`` runs one busy-loop process beside the measurement (the loaded rates); with
+``OMP_WAIT_POLICY=ACTIVE`` in the environment the runtime spins at its barriers as before the passive-waits fix
+(docs/llm.md, "Threads"):
 
-    python benchmarks/latency_rates.py --model local/qwen2.5-coder-1.5b-instruct [--repeats 3]
+    python benchmarks/latency_rates.py --model local/qwen2.5-coder-1.5b-instruct [--repeats 3] [--busy]
+    OMP_WAIT_POLICY=ACTIVE python benchmarks/latency_rates.py --model local/qwen2.5-coder-1.5b-instruct --busy
     python benchmarks/latency_rates.py --model local/qwen2.5-coder-0.5b-instruct --new 64,256,512 --repeats 1
 
 About 2 + repeats x len(new) calls: ~3 min for the 1.5B with the defaults on 2 idle cores.
@@ -24,6 +27,7 @@ import time
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first: passive OpenMP waits)
 import numpy as np
+from busy_loop import busy_loop
 
 from knapsack_dspy.llm.local_server import get_local_server
 
@@ -89,12 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new", default="64,256,512,1024", help="new prompt tokens per call (comma-separated)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--busy", action="store_true", help="one busy-loop process beside the measurement")
     parser.add_argument("--json", help="also write the result here")
     args = parser.parse_args(argv)
     new = [int(x) for x in args.new.split(",") if x.strip()]
     if not new or min(new) < 1 or args.repeats < 1:
         parser.error("--new needs positive token counts and --repeats at least 1")
-    result = measure(args.model, args.prefix, new, args.repeats, args.max_tokens)
+    with busy_loop(args.busy):
+        result = measure(args.model, args.prefix, new, args.repeats, args.max_tokens)
+    result["entry"]["measured"] += ", beside one busy-loop process" if args.busy else ""
     print(json.dumps(result, indent=2))
     if args.json:
         with open(args.json, "w") as handle:

@@ -4,8 +4,9 @@ Cells: variant x mode x load, each a ``kdspy bench`` results directory under ``-
 
 - variants: ``baseline`` (commit d74d4f8, run from an export of it: ``git archive d74d4f8``), ``after`` (this
   checkout), ``after-omp-active`` (this checkout with ``OMP_WAIT_POLICY=ACTIVE``: the passive-waits fix alone);
-- modes: ``seer`` (per-query SEER), ``seer-canonical`` (SEER with ``demo_order = "canonical"``; after only),
-  ``hybrid``, ``static`` -- TAT-QA dev_pool -> the first ``--limit`` dev_tune questions, program of thought,
+- modes: ``seer`` (per-query SEER), ``hybrid``, ``static``, and after only ``seer-canonical`` /
+  ``hybrid-canonical`` (``demo_order = "canonical"``: the per-query demos in one order over the pool) --
+  TAT-QA dev_pool -> the first ``--limit`` dev_tune questions, program of thought,
   the 1.5B model, budget 2,048, M = 4, attributes modality + answer type, the LM cache off (``--no-cache``: every
   answer is computed);
 - loads: ``quiet`` (nothing else running: check before you start) and ``busy`` (one busy-loop process beside the
@@ -45,11 +46,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from busy_loop import busy_loop
+
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_COMMIT = "d74d4f8"
 MODEL = "local/qwen2.5-coder-1.5b-instruct"
 VARIANTS = ("baseline", "after", "after-omp-active")
-MODES = ("seer", "seer-canonical", "hybrid", "static")
+MODES = ("seer", "seer-canonical", "hybrid", "hybrid-canonical", "static")
 LOADS = ("quiet", "busy")
 NON_INFERIORITY_MARGIN = -5.0  # EM points: the lower 90 % bound of (after - baseline SEER) must not be below
 #: assumed seconds per question (1.5B, 2 cores) for ``plan``'s estimate: baseline from the recorded runs and
@@ -83,7 +86,7 @@ def suite_text(cell: Cell, model: str) -> str:
     lines = [f'name = "{cell.name}"', 'dataset = "tatqa"', 'pool_split = "dev_pool"', 'eval_split = "dev_tune"',
              'pipeline = "pot"', f'selector = "{cell.mode.split("-")[0]}"', "budget = 2048", "max_exemplars = 4",
              'attributes = ["modality", "answer_type"]', f'model = "{model}"']
-    if cell.mode == "seer-canonical":
+    if cell.mode.endswith("-canonical"):
         lines.append('demo_order = "canonical"')
     return "\n".join(lines) + "\n"
 
@@ -91,7 +94,7 @@ def suite_text(cell: Cell, model: str) -> str:
 def cells(args) -> list[Cell]:
     out = []
     for load, mode, variant in itertools.product(args.loads, args.modes, args.variants):
-        if variant == "baseline" and mode == "seer-canonical":
+        if variant == "baseline" and mode.endswith("-canonical"):
             continue  # the baseline has no demo_order setting
         out.append(Cell(variant, mode, load))
     return out
@@ -128,20 +131,6 @@ def calls_of(directory: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-@contextlib.contextmanager
-def load_for(load: str):
-    """``busy``: one busy-loop process beside the run (this script's own child, stopped by its pid)."""
-    if load != "busy":
-        yield
-        return
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield
-    finally:
-        spinner.terminate()
-        spinner.wait(timeout=30)
-
-
 def run_cell(cell: Cell, upto: int, args) -> int:
     directory = Path(args.out) / cell.name
     directory.mkdir(parents=True, exist_ok=True)
@@ -159,7 +148,7 @@ def run_cell(cell: Cell, upto: int, args) -> int:
                str(directory / "lm_calls.jsonl"), "--preload", args.model, "--", str(suite), "--out",
                str(directory), "--limit", str(upto), "--no-cache", "--quiet"]
     print(f"[{cell.name}] questions 1-{upto}", flush=True)
-    with load_for(cell.load):
+    with busy_loop(cell.load == "busy"):
         return subprocess.run(command, cwd=tree, env=env).returncode
 
 

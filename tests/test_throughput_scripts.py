@@ -42,6 +42,9 @@ def test_the_cells_suites_are_the_issues_comparison():
     assert run.attributes == ("modality", "answer_type") and run.model == throughput.MODEL
     baseline = throughput.suite_text(throughput.Cell("baseline", "hybrid", "busy"), throughput.MODEL)
     assert "demo_order" not in baseline and 'selector = "hybrid"' in baseline  # d74d4f8's RunSpec reads it
+    text = throughput.suite_text(throughput.Cell("after", "hybrid-canonical", "busy"), throughput.MODEL)
+    (run,) = suite_from_dict(tomllib.loads(text)).runs
+    assert (run.selector, run.demo_order) == ("hybrid", "canonical")
 
 
 def test_cells_leave_out_what_the_baseline_cannot_run():
@@ -51,6 +54,15 @@ def test_cells_leave_out_what_the_baseline_cannot_run():
                                                         "after-seer-canonical-quiet"]
     args.chunk, args.limit = 25, 60
     assert throughput.rounds(args) == [25, 50, 60]
+
+
+def test_the_busy_loop_runs_beside_the_block_and_is_stopped_after_it():
+    busy_loop = _script("busy_loop")
+    with busy_loop.busy_loop(False) as nothing:
+        assert nothing is None  # quiet: no process
+    with busy_loop.busy_loop(True) as spinner:
+        assert spinner.poll() is None  # running while the block runs
+    assert spinner.poll() is not None  # stopped (and reaped) when it ends
 
 
 def _cell(directory: Path, ems, seconds, calls):
