@@ -26,7 +26,10 @@ version of the code and loads the model before the first question.
 
 The report gives per cell: questions, questions per hour (3,600 / mean seconds per question, from the rows'
 ``latency_s``), EM, the prompt-cache hit rate (prompt tokens reused / all prompt tokens, from the calls'
-``cache_n`` / ``prompt_n``), prefill and decode seconds per question; then each mode's speed-up over the
+``cache_n`` / ``prompt_n``), prefill and decode seconds per question, LM seconds per question (the rows'
+``lm_seconds``) beside the latency model's prediction (the rows' ``predicted_latency_s``: the first call, the
+declared shared prefix taken as cached, ``knapsack_dspy/llm/latency_rates.py``'s rates; the baseline has none);
+then each mode's speed-up over the
 baseline's same mode and load, and each after-mode's paired EM difference against baseline per-query SEER
 (90 % paired bootstrap; non-inferior when the lower bound is >= -5 EM).
 """
@@ -205,6 +208,8 @@ def cell_stats(directory: Path) -> dict | None:
             "cache_hit_rate": 100 * reused / (reused + processed) if reused + processed else None,
             "prefill_s": sum(c.get("prompt_ms") or 0 for c in calls) / 1000 / len(rows) if calls else None,
             "decode_s": sum(c.get("predicted_ms") or 0 for c in calls) / 1000 / len(rows) if calls else None,
+            "lm_s": _mean([r.get("lm_seconds") for r in rows]),
+            "predicted_lm_s": _mean([r.get("predicted_latency_s") for r in rows]),
             "lm_calls": len(calls), "em_by_question": {r["example_id"]: 100 * float(r.get("em") or 0) for r in rows}}
 
 
@@ -245,11 +250,11 @@ def _f(value, digits=1, suffix=""):
 
 def report_markdown(found: dict) -> str:
     lines = ["| cell | questions | questions / hour | s / question | EM | cache hit rate | prefill s / q "
-             "| decode s / q |", "|---|---|---|---|---|---|---|---|"]
+             "| decode s / q | LM s / q | predicted LM s / q |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in found.items():
         lines.append(f"| {name} | {s['questions']} | {_f(s['questions_per_hour'])} | {_f(s['seconds_per_question'])} "
                      f"| {_f(s['em'])} | {_f(s['cache_hit_rate'], 0, ' %')} | {_f(s['prefill_s'])} "
-                     f"| {_f(s['decode_s'])} |")
+                     f"| {_f(s['decode_s'])} | {_f(s.get('lm_s'))} | {_f(s.get('predicted_lm_s'))} |")
     rows = comparisons(found)
     if rows:
         lines += ["", "| cell | speed-up vs baseline (same mode, load) | EM − baseline SEER [90 % CI] | non-inferior "

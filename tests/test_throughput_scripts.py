@@ -67,8 +67,8 @@ def test_the_busy_loop_runs_beside_the_block_and_is_stopped_after_it():
 
 def _cell(directory: Path, ems, seconds, calls):
     directory.mkdir(parents=True)
-    rows = [{"example_id": f"q{i}", "em": em, "latency_s": s} for i, (em, s) in enumerate(zip(ems, seconds,
-                                                                                             strict=True))]
+    rows = [{"example_id": f"q{i}", "em": em, "latency_s": s, "lm_seconds": s - 1, "predicted_latency_s": s / 2}
+            for i, (em, s) in enumerate(zip(ems, seconds, strict=True))]
     rows.append({"example_id": "q9", "em": 0, "latency_s": 999, "error_kind": "transient"})  # asked again later
     (directory / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (directory / "lm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
@@ -90,7 +90,9 @@ def test_the_report_computes_speed_cache_hits_and_paired_em(tmp_path):
     em = comparison["em_vs_baseline_seer"]
     assert em["n"] == 4 and em["diff"] == pytest.approx(25) and em["low"] <= 25 <= em["high"]
     table = throughput.report_markdown(found)
-    assert "| after-seer-quiet | 4 | 360.0 | 10.0 | 75.0 | 75 % | 4.0 | 2.0 |" in table and "4.00×" in table
+    assert (after["lm_s"], after["predicted_lm_s"]) == (9.0, 5.0)
+    assert "| after-seer-quiet | 4 | 360.0 | 10.0 | 75.0 | 75 % | 4.0 | 2.0 | 9.0 | 5.0 |" in table
+    assert "4.00×" in table
 
 
 def test_the_tap_logs_each_calls_timings(tmp_path, monkeypatch):
