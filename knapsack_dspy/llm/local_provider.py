@@ -34,7 +34,6 @@ from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.errors import LLMError
 from knapsack_dspy.llm.local_models import LOCAL_PROVIDER
 from knapsack_dspy.llm.local_server import text_messages
-from knapsack_dspy.llm.provider_hook import finish_deferred_registration
 
 logger = logging.getLogger(__name__)
 
@@ -198,5 +197,7 @@ def is_local_provider_registered() -> bool:
     return any(e.get("provider") == LOCAL_PROVIDER for e in litellm.custom_provider_map)
 
 
-# LiteLLM may have been imported for the first time by this module (above): the import hook then waited for it.
-finish_deferred_registration(register_local_provider)
+# LiteLLM may have been imported for the first time by this module (above): the import hook (provider_hook.py)
+# could not import this module mid-import, so it marked it; register now that the module is complete.
+if globals().pop("_register_when_loaded", False):
+    register_local_provider()

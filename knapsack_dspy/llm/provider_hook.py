@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import threading
 
-__all__ = ["finish_deferred_registration", "register_local_provider_when_litellm_loads"]
+__all__ = ["register_local_provider_when_litellm_loads"]
 
 # Standard-library imports that cost milliseconds (logging, importlib.util / abc) happen in the functions that
 # need them, when LiteLLM is being imported anyway: ``import knapsack_dspy`` stays at ~1-2 ms.
@@ -23,27 +23,22 @@ _lock = threading.Lock()
 
 
 _PROVIDER_MODULE = "knapsack_dspy.llm.local_provider"
-_deferred = threading.Event()  # LiteLLM was first imported by the provider module itself, mid-import
+#: set on the provider module when LiteLLM was first imported by that module itself, mid-import: the module
+#: registers the provider when it has finished (its last line)
+REGISTER_WHEN_LOADED = "_register_when_loaded"
 
 
 def _register() -> None:
     partial = sys.modules.get(_PROVIDER_MODULE)
     if partial is not None and not hasattr(partial, "register_local_provider"):
-        # the provider module is importing LiteLLM (its first import): it cannot be imported again now, so it
-        # registers the provider itself when it has finished (finish_deferred_registration)
-        _deferred.set()
+        # the provider module is importing LiteLLM (its first import): it cannot be imported again now
+        setattr(partial, REGISTER_WHEN_LOADED, True)
         return
-    # Imported here, not at the top: the provider module imports LiteLLM, which this module must not do.
+    # Imported here, not at the top: the provider module imports LiteLLM, which this module must not do. (The
+    # provider module does not import this one: it reads the REGISTER_WHEN_LOADED mark by its name.)
     from knapsack_dspy.llm.local_provider import register_local_provider
 
     register_local_provider()
-
-
-def finish_deferred_registration(register) -> None:
-    """Called at the end of the provider module: ``register()`` if the hook had to wait for it."""
-    if _deferred.is_set():
-        _deferred.clear()
-        register()
 
 
 def _register_quietly() -> None:
