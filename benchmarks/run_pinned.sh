@@ -8,12 +8,14 @@
 #
 # Each round n = STEP, 2*STEP, ... answers the first n questions of every suite (capped at its MAX), so that
 # a partial run compares the selectors on the same questions. The export goes to $PINNED_ROOT/COMMIT
-# (default /work/pinned); the venv is $PYTHON (default: this checkout's .venv). Rows record the commit
-# (git archive stamps knapsack_dspy/_commit.py).
+# (default /work/pinned); the venv is $PYTHON (default: this checkout's .venv); the data is $KDSPY_DATA_DIR
+# (default: this checkout's ../shared/data -- the export's own default would point next to the export).
+# Rows record the commit (git archive stamps knapsack_dspy/_commit.py).
 set -euo pipefail
 commit=$1; out=$(realpath -m "$2"); step=$3; shift 3
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-$here/.venv/bin/python}
+export KDSPY_DATA_DIR=${KDSPY_DATA_DIR:-$(cd "$here/.." && pwd)/shared/data}
 pinned=${PINNED_ROOT:-/work/pinned}/$commit
 if [ ! -d "$pinned" ]; then
   mkdir -p "$pinned"
