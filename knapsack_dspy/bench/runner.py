@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from knapsack_dspy.bench.example_runner import run_example
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, run_provenance
+from knapsack_dspy.bench.question_facts import facts_of
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore, results_write_error
@@ -92,6 +93,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
         except OSError as exc:
             raise results_write_error(suite_file, exc) from None
         cache: dict = {}
+        facts: dict = {}  # the questions' text and gold attributes, for the report (rows do not hold them)
         for number, spec in enumerate(suite.runs, 1):
             overrides = {}
             if limit is not None:
@@ -109,6 +111,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 cache = {key: (pool, evalset)}
             pool, evalset = cache[key]
             examples = _chosen_examples(evalset, spec)
+            facts.update(facts_of(examples, spec.dataset))
             todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
             again = sum(store.to_redo(spec.key, ex.id) for ex in todo)
             what = "errors" if retry_errors else "transient failures"
@@ -140,7 +143,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             if bar is not None:
                 bar.close()
         try:
-            return write_report(list(store.rows()), out_dir, suite.name)
+            return write_report(list(store.rows()), out_dir, suite.name, facts=facts)
         except OSError as exc:
             raise results_write_error(Path(exc.filename or out_dir), exc) from None
 
