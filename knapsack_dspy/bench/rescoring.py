@@ -25,7 +25,7 @@ from knapsack_dspy.bench.question_facts import eval_split_of, facts_of
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore
-from knapsack_dspy.bench.runner import load_split, program_path
+from knapsack_dspy.bench.runner import load_split, saved_program_path
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
 from knapsack_dspy.modules.pipeline import load_program
 
@@ -71,10 +71,7 @@ def _selection_of(out_dir: Path, row: dict, loaded: dict):
     """The compiled program's ``SelectExemplars`` of the row's run, or None when it is not saved."""
     run = row.get("run")
     if run not in loaded:
-        spec = row.get("spec") or {}
-        path = program_path(out_dir, SimpleNamespace(key=run, selector=spec.get("selector"),
-                                                     budget=spec.get("budget"),
-                                                     max_exemplars=spec.get("max_exemplars")))
+        path = saved_program_path(out_dir, run, row.get("spec") or {})
         loaded[run] = load_program(path).select if path.is_file() else None
     return loaded[run]
 

@@ -20,6 +20,7 @@ import random
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import dspy
 from tqdm.auto import tqdm
@@ -53,6 +54,13 @@ def load_split(spec: RunSpec, which: str, data_dir):
 def program_path(out_dir: Path, spec: RunSpec) -> Path:
     digest = hashlib.sha1(spec.key.encode()).hexdigest()[:12]
     return out_dir / "programs" / f"{spec.selector}-b{spec.budget}-m{spec.max_exemplars}-{digest}.json"
+
+
+def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
+    """``program_path`` of a stored row's run (its ``run`` key and ``spec``)."""
+    return program_path(Path(out_dir), SimpleNamespace(key=run, selector=spec.get("selector"),
+                                                       budget=spec.get("budget"),
+                                                       max_exemplars=spec.get("max_exemplars")))
 
 
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
@@ -127,7 +135,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 raise ProvenanceMismatchError(f"{store.path}: {conflict}; write this run elsewhere with "
                                               "--out, or pass --allow-mixed to add its rows anyway")
             counter = token_counter_factory(spec.model) if token_counter_factory else None
-            valset = _validation_slice(pool, spec)
+            valset = validation_slice(pool, spec)
             program, _ = compile_program(spec, pool, valset, out_dir, embedder=embedder, token_counter=counter,
                                          progress=progress)
             prefetch = getattr(program, "prefetch_embeddings", None)
@@ -168,7 +176,7 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
     return examples[: spec.limit] if spec.limit else examples
 
 
-def _validation_slice(pool, spec: RunSpec):
+def validation_slice(pool, spec: RunSpec):
     """Validation queries for selectors that fit on them at compile time (static, hybrid, fixed: their class
     declares ``fit_on``): a seeded slice of the pool itself (never the eval split); selection excludes each
     query's own id and document, so nothing leaks."""
