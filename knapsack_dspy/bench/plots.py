@@ -15,11 +15,13 @@ drawn; ``Plots.not_drawn`` says why, and a stale file of that name from an earli
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from knapsack_dspy.bench.report_tables import format_duration
 from knapsack_dspy.bench.run_metrics import score_key
 
 __all__ = ["PLOT_FILES", "Plots", "draw_plot", "make_plots", "score_axis_name"]
@@ -111,22 +113,27 @@ def _accuracy_vs_prompt_tokens(plt, items: list[dict]):
     colors = _colors(runs)
     fig, axes = plt.subplots(1, len(families), figsize=(6.4 * len(families), 4.0), squeeze=False)
     for ax, (family, members) in zip(axes[0], sorted(families.items(), key=lambda kv: str(kv[0])), strict=True):
-        vary = [k for k in ("budget", "max_exemplars") if len({m["spec"].get(k) for m in members}) > 1]
-        lines = defaultdict(list)
+        budgets = sorted({m["spec"].get("budget") for m in members}, key=str)
+        several_ms = len({m["spec"].get("max_exemplars") for m in members}) > 1
+        lines = defaultdict(list)  # a line per selector (and budget, when several): its points differ in M
         for m in members:
-            lines[str(m.get("label"))].append(m)
-        for label, points in sorted(lines.items()):
+            lines[str(m.get("label")), m["spec"].get("budget") if len(budgets) > 1 else None].append(m)
+        noted: set[tuple] = set()
+        for (label, budget), points in sorted(lines.items(), key=lambda kv: str(kv[0])):
             points.sort(key=lambda m: m["mean_prompt_tokens"])
             xs = [m["mean_prompt_tokens"] for m in points]
             ys = [m[key] for m in points]
             low, high = zip(*(_error(m, key) for m in points), strict=True)
-            ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=4, color=colors[label], label=label,
-                        linestyle="-" if len(points) > 1 else "none")
-            for m in points:
-                note = ", ".join(f"{'M' if k == 'max_exemplars' else 'b'}={m['spec'].get(k)}" for k in vary)
-                if note:
-                    ax.annotate(note, (m["mean_prompt_tokens"], m[key]), textcoords="offset points", xytext=(5, 5),
-                                fontsize=7)
+            style = ("-", "--", ":", "-.")[budgets.index(budget) % 4] if budget is not None else "-"
+            ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=4, color=colors[label],
+                        label=label if budget is None else f"{label} · budget {budget}",
+                        linestyle=style if len(points) > 1 else "none")
+            for m in points if several_ms else ():
+                spot = (round(m["mean_prompt_tokens"] / 40), round(m[key]))  # one note where points coincide
+                if spot not in noted:
+                    noted.add(spot)
+                    ax.annotate(f"M={m['spec'].get('max_exemplars')}", (m["mean_prompt_tokens"], m[key]),
+                                textcoords="offset points", xytext=(4, 4), fontsize=7)
         for budget in sorted({m["spec"].get("budget") for m in members if m["spec"].get("budget")}):
             ax.axvline(budget, color="grey", linestyle=":", linewidth=1)
             ax.annotate(f"budget {budget}", (budget, 0), xycoords=("data", "axes fraction"), xytext=(3, 4),
@@ -237,34 +244,36 @@ def _time_per_question(plt, items: list[dict]):
     runs = [m for m in items if m.get("time_per_question")]
     if not runs:
         return "no row records its time, or every answer came from the LM cache"
-    split = all(m["time_per_question"]["lm"] is not None for m in runs)
-    parts = ([("LM calls", "lm", "tab:blue")] if split
-             else [("LM calls + other (rows do not record lm_seconds)", None, "tab:blue")])
-    parts += [("exemplar selection", "selection", "tab:orange")]
+    times = [m["time_per_question"] for m in runs]
+    split = all(t["lm"] is not None for t in times)
+    asked = any(t["lm"] for t in times) or not split  # selection-only runs ask no LM: no LM part at all
+    parts = []
+    if asked:
+        parts.append(("LM calls", "lm", "tab:blue") if split
+                     else ("LM calls + other (rows do not record lm_seconds)", None, "tab:blue"))
+    parts.append(("exemplar selection", "selection", "tab:orange"))
     if split:
-        parts.append(("other (retrieval, running the program, scoring)", "other", "tab:grey"))
-    fig, ax = plt.subplots(figsize=(7.6, 0.45 * len(runs) + 1.9))
+        parts.append(("other (retrieval, running the program, scoring)" if asked
+                      else "other (retrieval, embedding, selection quality)", "other", "tab:grey"))
+    fig, ax = plt.subplots(figsize=(7.6, 0.32 * len(runs) + 1.6))
     short = _short_names(runs)
     names = [f"{short[m['run']]} (n={m['time_per_question']['n']})" for m in runs]
     left = [0.0] * len(runs)
     for title, key, color in parts:
-        widths = [(m["time_per_question"][key] if key else m["time_per_question"]["total"]
-                   - m["time_per_question"]["selection"]) for m in runs]
+        widths = [t[key] if key else t["total"] - t["selection"] for t in times]
         ax.barh(names, widths, left=left, color=color, label=title)
         left = [a + b for a, b in zip(left, widths, strict=True)]
-    for y, m in enumerate(runs):
-        t = m["time_per_question"]
-        text = (f"LM {t['lm']:.1f} s · " if t["lm"] is not None and split else "") + \
-            f"selection {1000 * t['selection']:.1f} ms · total {t['total']:.1f} s"
+    for y, t in enumerate(times):
+        text = (f"LM {format_duration(t['lm'])} · " if split and asked else "") + \
+            f"selection {format_duration(t['selection'])} · total {format_duration(t['total'])}"
         ax.annotate(text, (left[y], y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
     ax.set_xlim(0, max(left) * 1.8 if max(left) > 0 else 1)
     ax.invert_yaxis()  # the first run on top
     ax.set_xlabel("mean seconds per question")
-    cached = sum(m["time_per_question"].get("cached", 0) for m in runs)
-    ax.set_title("time per question" + (f" ({cached} rows answered from the LM cache left out)" if cached else ""),
+    cached = sum(t.get("cached", 0) for t in times)
+    fig.suptitle("time per question" + (f" ({cached} rows answered from the LM cache left out)" if cached else ""),
                  fontsize=10)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25 / (0.45 * len(runs) + 1.9) * 4),
-              ncol=len(parts), frameon=False)
+    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(parts), frameon=False)
     ax.grid(alpha=0.3, axis="x")
     return fig
 
@@ -285,6 +294,18 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _save_small(figure, path: Path) -> None:
+    """The figure as a PNG of at most 64 colours (flat plots look the same at a third of the size: pages embed
+    them)."""
+    from PIL import Image  # matplotlib's own dependency; only when a plot is written
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=_DPI, format="png")
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 def draw_plot(name: str, metrics: Mapping[str, dict]):
@@ -308,7 +329,7 @@ def make_plots(metrics: Mapping[str, dict], out_dir: Path) -> Plots:
             path.unlink(missing_ok=True)
             continue
         figure.tight_layout()
-        figure.savefig(path, dpi=_DPI)
+        _save_small(figure, path)
         plt.close(figure)
         plots.written.append(path)
     for name in _RETIRED_FILES:

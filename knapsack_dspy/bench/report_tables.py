@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from knapsack_dspy.bench.run_metrics import setting_of
 
-__all__ = ["Table", "report_tables"]
+__all__ = ["Table", "format_duration", "report_tables", "setting_title"]
 
 
 @dataclass
@@ -159,6 +159,11 @@ def _breakdown_table(items: list[dict], key: str, title: str, note: str) -> list
     return [Table(title, ["run", *values], rows, note=note, kind="breakdown")]
 
 
+def format_duration(seconds: float) -> str:
+    """``12.3 ms`` below a second, else ``4.5 s``."""
+    return f"{1000 * seconds:.1f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
 def _time_table(items: list[dict]) -> list[Table]:
     runs = [m for m in items if m.get("time_per_question")]
     if not runs:
@@ -167,14 +172,15 @@ def _time_table(items: list[dict]) -> list[Table]:
     rows = []
     for m in runs:
         t = m["time_per_question"]
-        rows.append([names[m["run"]], str(t["n"]),
-                     f"{t['total']:.2f}", "–" if t["lm"] is None else f"{t['lm']:.2f}",
-                     f"{1000 * t['selection']:.1f}", f"{t['other']:.2f}" if t["lm"] is not None else "–"])
-    return [Table("Time per question", ["run", "rows", "total s", "LM s", "selection ms", "other s"], rows,
+        split = t["lm"] is not None
+        rows.append([names[m["run"]], str(t["n"]), format_duration(t["total"]),
+                     format_duration(t["lm"]) if split else "–", format_duration(t["selection"]),
+                     format_duration(t["other"]) if split else "–"])
+    return [Table("Time per question", ["run", "rows", "total", "LM calls", "selection", "other"], rows,
                   note=("Means over the rows that called the LM (rows answered from the LM cache left out; every "
-                        "row of a selection-only run). LM: inside LM calls (rows record lm_seconds); other: "
-                        "retrieval, running the program, scoring. Rows written before lm_seconds existed do not "
-                        "split LM from other (–)."), kind="time")]
+                        "row of a selection-only run). LM calls: the time inside them (rows record lm_seconds); "
+                        "other: retrieval, running the program, scoring. Rows written before lm_seconds existed "
+                        "do not split LM calls from other (–)."), kind="time")]
 
 
 def report_tables(metrics: Mapping[str, dict], comparisons: list[dict] | None = None) -> list[Table]:
