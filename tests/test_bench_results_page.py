@@ -84,6 +84,7 @@ def test_page_data_holds_every_question_across_the_runs():
     assert cell["prompt"]["status"] == "not rendered" and cell["prompt"]["recorded"] == f"{1:064x}"
     assert q1["cells"][KATE]["prompt"]["status"] == "unrecorded"
     assert "cannot be re-rendered exactly" in q1["cells"][KATE]["prompt"]["detail"]
+    assert "cannot be checked" in q1["cells"][KATE]["demos_note"] and "demos_note" not in cell
     assert q3["cells"][KATE]["error_kind"] == "transient" and q3["cells"][KATE]["verdict"] is False
     assert data["answer_types"] == ["arithmetic", "span"]
     assert any(t["title"] == "Paired comparisons" for t in data["tables"])
@@ -199,9 +200,18 @@ def test_report_rebuilds_the_report_and_checks_every_prompt_against_its_fingerpr
     checks = _page(out, prompts=[rows[0]["example_id"]]).prompts
     assert checks == {"mismatch": 1, "verified": 1}
 
+    # a row from before fingerprints is not re-rendered (and no program is compiled for it): it says so
+    old = {k: v for k, v in rows[0].items() if k not in ("prompt_sha256", "prompt_format")}
+    (out / "predictions.jsonl").write_text("\n".join([json.dumps(old), *before.decode().splitlines()[1:]]) + "\n")
+    outcome = _page(out, prompts=[rows[0]["example_id"]])
+    assert outcome.prompts == {"verified": 1}
+    assert any("1 of the 2 rows asked for were written before rows fingerprinted" in n for n in outcome.notes)
+    cell = next(q for q in _page_json(outcome.page)["questions"] if q["id"] == rows[0]["example_id"])["cells"]
+    assert cell[rows[0]["run"]]["prompt"]["status"] == "unrecorded"
+
 
 @needs_data
-def test_report_command_errors_are_one_line(tmp_path, splits, monkeypatch, capsys):
+def test_report_command_writes_the_page_and_its_errors_are_one_line(tmp_path, splits, monkeypatch, capsys):
     assert main(["report", str(tmp_path / "nope")]) == 2
     assert "is not a directory" in capsys.readouterr().err
     assert main(["report", str(tmp_path)]) == 2
@@ -211,3 +221,7 @@ def test_report_command_errors_are_one_line(tmp_path, splits, monkeypatch, capsy
     assert main(["report", str(out), "--prompts", "no-such-question"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no answered rows for 1 question id(s): no-such-question" in err
+    assert main(["report", str(out), "-o", str(tmp_path / "elsewhere" / "p.html"), "--data-dir", str(DATA)]) == 0
+    printed = capsys.readouterr().out
+    assert f"page: {tmp_path / 'elsewhere' / 'p.html'}" in printed and "report: " in printed
+    assert (tmp_path / "elsewhere" / "p.html").stat().st_size > 10_000

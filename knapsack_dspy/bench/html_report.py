@@ -299,7 +299,9 @@ function runCard(run, c) {
   card.append(el("div", {}, el("strong", {text: "answer: "}), fmt(c.answer) + (c.scale ? ` (${c.scale})` : "")));
   card.append(el("div", {class: "small", text: lines.join(" · ")}));
   if (c.error) card.append(el("div", {class: "wrong", text: `error (${c.error_kind || "?"}): ${c.error}`}));
-  card.append(el("div", {}, el("strong", {text: `exemplars (${c.exemplars.length})`})), exemplarList(c.exemplars));
+  card.append(el("div", {}, el("strong", {text: `exemplars (${c.exemplars.length})`})));
+  if (c.demos_note) card.append(el("div", {class: "small", text: c.demos_note}));
+  card.append(exemplarList(c.exemplars));
   if (c.output) card.append(el("div", {}, el("strong", {text: "program / reasoning"})), el("pre", {text: c.output}));
   const prompt = promptBlock(c.prompt);
   if (prompt) card.append(prompt);

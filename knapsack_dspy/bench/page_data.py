@@ -16,7 +16,8 @@ A cell (one run's answer to one question): ``answer``, ``scale``, ``verdict`` (r
 selection-only runs the gold-case hit), ``em``, ``f1``, ``exemplars`` (keys into ``exemplars``, prompt order),
 ``output`` (the program or reasoning), ``prompt_tokens`` (counted at selection), ``prompt_tokens_used``
 (reported by the LM), ``within_budget``, ``route``, ``error`` and ``error_kind``, ``lm_calls``, ``attempts``,
-``prompt`` (``bench.prompt_rendering.PromptCheck`` as a dict, or None for selection-only rows).
+``prompt`` (``bench.prompt_rendering.PromptCheck`` as a dict, or None for selection-only rows), ``demos_note``
+(rows without a prompt fingerprint: the demos shown cannot be checked against what the prompt held).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def _cell(row: Mapping, exemplar_keys: list[str], prompt: dict | None) -> dict:
         cell["prompt"] = None
     else:
         cell["prompt"] = prompt if prompt is not None else row_prompt_status(dict(row)).to_dict()
+        if not row.get("prompt_sha256") and exemplar_keys:
+            cell["demos_note"] = ("this row predates prompt fingerprints: these are the exemplars it chose, but how "
+                                  "its prompt showed them cannot be checked")
     return cell
 
 

@@ -94,6 +94,8 @@ def _program_for(run: str, spec: dict, out_dir: Path, data_dir, embedder, token_
 
 def _rerender(rows: list[dict], out_dir: Path, wanted: Collection[str] | str, data_dir, embedder,
               token_counter_factory, log, notes) -> dict[tuple[str, str], PromptCheck]:
+    """Re-render the first prompt of the wanted questions' rows that recorded fingerprints (older rows cannot be
+    checked: they are left as they are, and no program is compiled for them)."""
     answered = [r for r in rows if not (r.get("spec") or {}).get("selection_only")]
     if wanted != ALL_QUESTIONS:
         wanted = {str(i) for i in wanted}
@@ -102,8 +104,12 @@ def _rerender(rows: list[dict], out_dir: Path, wanted: Collection[str] | str, da
             raise ResultsPageError(f"--prompts: no answered rows for {len(unknown)} question id(s): "
                                    f"{', '.join(sorted(unknown)[:5])}{' ...' if len(unknown) > 5 else ''}")
         answered = [r for r in answered if str(r["example_id"]) in wanted]
+    fingerprinted = [r for r in answered if r.get("prompt_sha256")]
+    if len(fingerprinted) < len(answered):
+        notes.append(f"{len(answered) - len(fingerprinted)} of the {len(answered)} rows asked for were written before "
+                     "rows fingerprinted their prompts: they cannot be re-rendered exactly (not attempted)")
     by_run: dict[str, list[dict]] = {}
-    for row in answered:
+    for row in fingerprinted:
         by_run.setdefault(row["run"], []).append(row)
     checks: dict[tuple[str, str], PromptCheck] = {}
     for run, run_rows in by_run.items():
