@@ -65,6 +65,7 @@ api_base = "{server.base_url}"
 limit = 3
 ''')
         assert main(["bench", str(env / "suite.toml"), "--out", str(out), "--quiet", "--mlflow"]) == 0
+        assert main(["bench", str(env / "suite.toml"), "--out", str(out), "--rescore", "--mlflow"]) == 0
         store = f"sqlite:///{env}/compile-store/mlflow.db"
         (env / "compile-store").mkdir()
         assert main(["compile", "--dataset", "tatqa", "--selector", "kate", "--budget", "3000", "-M", "2",
@@ -77,7 +78,11 @@ limit = 3
     client = MlflowClient(tracking_uri=f"sqlite:///{out}/mlruns/mlflow.db")
     experiment = client.get_experiment_by_name("tracked")
     runs = client.search_runs([experiment.experiment_id])
-    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    parents = {r.data.tags["kdspy.command"]: r for r in runs if "mlflow.parentRunId" not in r.data.tags}
+    assert sorted(parents) == ["bench", "bench --rescore"]  # one MLflow run per bench, the re-score's too
+    rescored = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents["bench --rescore"].info.run_id]
+    assert len(rescored) == 2 and parents["bench --rescore"].data.params["rescore"] == "True"
+    parent = parents["bench"]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert parent.info.status == "FINISHED" and parent.data.params["suite"] == "tracked"
     assert any(k.startswith("seer - kate.em_") for k in parent.data.metrics)
