@@ -2,10 +2,11 @@
 
 A row holds the inputs' ids, the selected exemplar ids, prompt tokens, within-budget flag, the output
 (program / reasoning), the executed answer, correctness (EM / F1 where the dataset defines them),
-latency, usage, the error if any and its kind (``error_kind``, see ``row_outcomes``). What the provider's prompt
-cache served: ``cached_prompt_tokens`` (of the example's real calls; 0 when the provider does not say),
-``cache_write_tokens`` (Anthropic cache writes, when any), and for the embedded models the LM time split into
-``prefill_s`` (prompt processing) and ``decode_s`` (generation), from llama.cpp's timings.
+latency (``latency_s``, of which ``lm_seconds`` inside LM calls and ``selection_ms`` selecting), usage, the error
+if any and its kind (``error_kind``, see ``row_outcomes``). What the provider's prompt cache served:
+``cached_prompt_tokens`` (of the example's real calls; 0 when the provider does not say), ``cache_write_tokens``
+(Anthropic cache writes, when any), and for the embedded models the LM time split into ``prefill_s`` (prompt
+processing) and ``decode_s`` (generation), from llama.cpp's timings.
 
 :func:`run_example` is the per-example guard: answering, scoring and writing the row all happen inside it,
 and nothing an example does -- an LM failure, an answer no metric can read, a value JSON cannot carry --
@@ -22,6 +23,7 @@ from types import SimpleNamespace
 
 import dspy
 
+from knapsack_dspy.bench.lm_timing import LMTimer
 from knapsack_dspy.bench.prompt_record import PromptRecorder
 from knapsack_dspy.bench.row_outcomes import ANSWER, INTERNAL
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
@@ -108,11 +110,11 @@ def _usage(prediction) -> dict:
 def answer_example(program, example, lm) -> dict:
     """The full pipeline on one example with ``lm``; errors are recorded, not raised."""
     inputs = program.example_inputs(example)
-    started = time.perf_counter()
     prompts = PromptRecorder()  # the fingerprint of every prompt this example sends
+    timer = LMTimer()  # the seconds spent inside its LM calls
     with counting_calls() as calls:  # this example's provider calls, cache hits and cost (thread-safe)
         try:
-            with dspy.context(lm=lm, track_usage=True, callbacks=[*dspy.settings.callbacks, prompts]):
+            with dspy.context(lm=lm, track_usage=True, callbacks=[*dspy.settings.callbacks, prompts, timer]):
                 prediction = program(**inputs)
         except KeyboardInterrupt:
             raise
@@ -121,12 +123,11 @@ def answer_example(program, example, lm) -> dict:
             row.update(score_prediction(example, _NO_ANSWER))
             kind = lm_error_kind(exc)
             row.update({"output": None, "answer": None, "error_kind": kind or INTERNAL,
-                        "error": _describe(exc) if kind else _exception_line(exc),
-                        "lm_seconds": time.perf_counter() - started, **_call_fields(calls),
-                        "traceback": traceback.format_exc(limit=3), **prompts.row_fields()})
+                        "error": _describe(exc) if kind else _exception_line(exc), **_call_fields(calls),
+                        "traceback": traceback.format_exc(limit=3), **prompts.row_fields(), **timer.row_fields()})
             return row
     try:
-        return _answered_row(program, example, prediction, calls, prompts)
+        return _answered_row(program, example, prediction, calls, prompts, timer)
     except Exception as exc:  # noqa: BLE001 - the answer is kept as far as it can be; the run goes on
         row = _internal_failure(exc, "could not record the answer: ")
         row.update(output=_jsonable(getattr(prediction, "program", None)), correct=False,
@@ -146,7 +147,7 @@ def _call_fields(calls) -> dict:
     return fields
 
 
-def _answered_row(program, example, prediction, calls, prompts: PromptRecorder) -> dict:
+def _answered_row(program, example, prediction, calls, prompts: PromptRecorder, timer: LMTimer) -> dict:
     row = _selection_fields(program, prediction.selection, example) if getattr(prediction, "selection", None) else {
         "exemplar_ids": [], "within_budget": True}
     error = getattr(prediction, "error", None)
@@ -162,6 +163,7 @@ def _answered_row(program, example, prediction, calls, prompts: PromptRecorder) 
         row["error_kind"] = ANSWER
     row.update(_answer_details(prediction))
     row.update(prompts.row_fields())
+    row.update(timer.row_fields())
     row.update(_usage(prediction))
     if getattr(prediction, "sample_answers", None) is not None:  # self-consistency: what each sample computed
         row.update(sample_answers=_jsonable(prediction.sample_answers), votes=getattr(prediction, "votes", None))

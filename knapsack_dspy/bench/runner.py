@@ -20,12 +20,14 @@ import random
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import dspy
 from tqdm.auto import tqdm
 
 from knapsack_dspy.bench.example_runner import run_example
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, run_provenance
+from knapsack_dspy.bench.question_facts import facts_of
 from knapsack_dspy.bench.question_order import cache_friendly_order
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
@@ -68,6 +70,13 @@ def program_path(out_dir: Path, spec: RunSpec) -> Path:
     return out_dir / "programs" / f"{spec.selector}-b{spec.budget}-m{spec.max_exemplars}-{digest}.json"
 
 
+def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
+    """``program_path`` of a stored row's run (its ``run`` key and ``spec``)."""
+    return program_path(Path(out_dir), SimpleNamespace(key=run, selector=spec.get("selector"),
+                                                       budget=spec.get("budget"),
+                                                       max_exemplars=spec.get("max_exemplars")))
+
+
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
                     progress: bool = True):
     """Compile (or reload) the run's program. Returns (program, compile report)."""
@@ -107,6 +116,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
         except OSError as exc:
             raise results_write_error(suite_file, exc) from None
         cache: dict = {}
+        facts: dict = {}  # the questions' text and gold attributes, for the report (rows do not hold them)
         for number, spec in enumerate(suite.runs, 1):
             overrides = {}
             if limit is not None:
@@ -129,6 +139,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 cache = {key: (pool, evalset)}
             pool, evalset = cache[key]
             examples = _chosen_examples(evalset, spec)
+            facts.update(facts_of(examples, spec.dataset))
             todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
             again = sum(store.to_redo(spec.key, ex.id) for ex in todo)
             what = "errors" if retry_errors else "transient failures"
@@ -144,7 +155,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 raise ProvenanceMismatchError(f"{store.path}: {conflict}; write this run elsewhere with "
                                               "--out, or pass --allow-mixed to add its rows anyway")
             counter = token_counter_factory(spec.model) if token_counter_factory else None
-            valset = _validation_slice(pool, spec)
+            valset = validation_slice(pool, spec)
             program, _ = compile_program(spec, pool, valset, out_dir, embedder=embedder, token_counter=counter,
                                          progress=progress)
             prefetch = getattr(program, "prefetch_embeddings", None)
@@ -162,7 +173,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             if bar is not None:
                 bar.close()
         try:
-            return write_report(list(store.rows()), out_dir, suite.name)
+            return write_report(list(store.rows()), out_dir, suite.name, facts=facts)
         except OSError as exc:
             raise results_write_error(Path(exc.filename or out_dir), exc) from None
 
@@ -187,7 +198,7 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
     return examples[: spec.limit] if spec.limit else examples
 
 
-def _validation_slice(pool, spec: RunSpec):
+def validation_slice(pool, spec: RunSpec):
     """Validation queries for selectors that fit on them at compile time (static, hybrid, fixed: their class
     declares ``fit_on``): a seeded slice of the pool itself (never the eval split); selection excludes each
     query's own id and document, so nothing leaks."""
