@@ -198,6 +198,7 @@ def test_ask_interactive_answers_each_line_with_the_program_loaded_once(env, cap
     assert [r["question"] for r in results] == ["What was the revenue in 2019?", "And the costs?",
                                                "What was the revenue in 2018?"]
     assert all(r["answer"] == 120 for r in results) and len(prompts) == 3
+    assert all(r["seconds"] >= r["lm_seconds"] > 0 for r in results)  # each question timed, its LM part too
     assert "| Revenue | 120 | 100 |" in prompts[0] and "Costs" in prompts[1] and "Revenue" not in prompts[1]
     errors = captured.err.strip().splitlines()
     assert len(errors) == 1 and errors[0].startswith("kdspy ask: line 4: not a JSON object")

@@ -27,7 +27,7 @@ executed answer with its scale. --json prints one JSON object instead.
 --input document) or a JSON object with its own question, table and paragraphs. Each answer is printed as
 soon as it is known (--json: one JSON object per line); a bad line gets a one-line error on standard error
 and the next line is read. The program, the embedder and the model are loaded once, so a second question
-costs its LM time and little more.
+costs its LM time and little more: each answer reports its "seconds" and, of those, "lm_seconds".
 """
 
 
@@ -171,15 +171,27 @@ def run(args) -> int:
 
 
 def answer(program, inputs: dict) -> dict:
-    """Answer ``inputs`` with ``program`` (the LM configured): what ``kdspy ask`` prints."""
-    pred = program(**inputs)
+    """Answer ``inputs`` with ``program`` (the LM configured): what ``kdspy ask`` prints, with ``seconds`` (the
+    question's wall time, from its inputs to its answer) and ``lm_seconds`` (of which inside LM calls)."""
+    import time
+
+    import dspy
+
+    from knapsack_dspy.bench.lm_timing import LMTimer
+
+    timer = LMTimer()
+    started = time.perf_counter()
+    with dspy.context(callbacks=[*dspy.settings.callbacks, timer]):
+        pred = program(**inputs)
+    seconds = time.perf_counter() - started
     pool = {pid: i for i, pid in enumerate(program.select.pool_ids)}
     exemplars = [{"id": i, "question": program.select.demos[pool[i]].get("question"),
                   "tokens": program.select.costs[pool[i]]} for i in pred.selection.get("ids", [])]
     return {"question": inputs["question"], "answer": pred.answer, "scale": getattr(pred, "scale", None),
             "program": getattr(pred, "program", None), "reasoning": getattr(pred, "reasoning", None),
             "error": getattr(pred, "error", None), "exemplars": exemplars,
-            "prompt_tokens": pred.selection.get("prompt_tokens"), "budget": pred.selection.get("budget")}
+            "prompt_tokens": pred.selection.get("prompt_tokens"), "budget": pred.selection.get("budget"),
+            "seconds": round(seconds, 3), "lm_seconds": round(timer.seconds, 3)}
 
 
 def _interactive(program, document: dict, as_json: bool) -> int:
@@ -221,4 +233,5 @@ def _print(result: dict, as_json: bool, json_lines: bool = False) -> None:
     if result["error"]:
         print(f"\nExecution error: {result['error']}")
     scale = f" ({result['scale']})" if result["scale"] not in (None, "", "none") else ""
-    print(f"\nAnswer: {result['answer']}{scale}", flush=True)
+    print(f"\nAnswer: {result['answer']}{scale}")
+    print(f"({result['seconds']:.1f} s, of which {result['lm_seconds']:.1f} s in the LM)", flush=True)
