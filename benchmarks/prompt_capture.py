@@ -15,7 +15,7 @@ from pathlib import Path
 
 import dspy
 
-from knapsack_dspy.bench.runner import _validation_slice, compile_program, load_split
+from knapsack_dspy.bench.runner import compile_program, load_split, validation_slice
 from knapsack_dspy.bench.suite import RunSpec
 from knapsack_dspy.llm.local_server import get_local_server
 from knapsack_dspy.llm.token_counter import get_token_counter
@@ -57,7 +57,7 @@ def compiled(spec: RunSpec, out_dir: str | Path, data_dir=None):
     """(program, eval examples) of ``spec``: compiled once into ``out_dir/programs``, reloaded after."""
     pool = load_split(spec, "pool", data_dir)
     evalset = load_split(spec, "eval", data_dir)
-    program, _ = compile_program(spec, pool, _validation_slice(pool, spec), Path(out_dir),
+    program, _ = compile_program(spec, pool, validation_slice(pool, spec), Path(out_dir),
                                  token_counter=get_token_counter(spec.model), progress=False)
     return program, list(evalset)
 

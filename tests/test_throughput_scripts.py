@@ -122,3 +122,15 @@ def test_reuse_counts_the_prefix_each_prompt_shares_with_the_one_before():
     stats = prefix_reuse.reuse([[1, 2, 3, 4], [1, 2, 3, 9], [1, 2, 3, 9, 5], [7]])
     assert stats["reused_tokens"] == 3 + 4 + 0 and stats["prompt_tokens"] == 14
     assert stats["reused_share"] == pytest.approx(7 / 14) and stats["mean_new_tokens"] == 1.8  # 7 / 4, rounded
+
+
+def test_ask_latency_separates_start_up_from_each_questions_overhead():
+    ask_latency = _script("ask_latency")
+    run = {"exit_code": 0, "answers": [{"arrived_s": 30.0, "seconds": 12.0, "lm_seconds": 11.5},
+                                       {"arrived_s": 40.5, "seconds": 10.3, "lm_seconds": 10.0},
+                                       {"arrived_s": 52.0, "seconds": 11.2, "lm_seconds": 10.0}]}
+    result = ask_latency.summary(run)
+    assert result["startup_s"] == 18.0  # the first answer arrived 30 s in, 12 s of it answering
+    assert [q["wall_s"] for q in result["questions"]] == [12.0, 10.5, 11.5]
+    assert [q["overhead_s"] for q in result["questions"]] == [0.5, 0.5, 1.5]
+    assert result["later_questions_within_lm_plus_1s"] is False  # the third question took 1.5 s more
