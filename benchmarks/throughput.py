@@ -58,10 +58,26 @@ VARIANTS = ("baseline", "after", "after-omp-active")
 MODES = ("seer", "seer-canonical", "hybrid", "hybrid-canonical", "static")
 LOADS = ("quiet", "busy")
 NON_INFERIORITY_MARGIN = -5.0  # EM points: the lower 90 % bound of (after - baseline SEER) must not be below
-#: assumed seconds per question (1.5B, 2 cores) for ``plan``'s estimate: baseline from the recorded runs and
-#: issue 13's loaded measurements, after from the reuse counted by benchmarks/prefix_reuse.py
-ASSUMED_SECONDS = {("baseline", "quiet"): 35, ("baseline", "busy"): 90, ("after", "quiet"): 18,
-                   ("after", "busy"): 30, ("after-omp-active", "quiet"): 18, ("after-omp-active", "busy"): 70}
+#: for ``plan``'s estimate (1.5B, 2 cores): mean new (not reused) prompt tokens per question, counted LM-free by
+#: benchmarks/prefix_reuse.py over dev_tune (docs/throughput.md): the baseline answers in the split's order with
+#: static / hybrid re-sorted per query; after in the bench's order with the fixed orders
+NEW_TOKENS = {("baseline", "seer"): 1232, ("baseline", "hybrid"): 998, ("baseline", "static"): 786,
+              ("after", "seer"): 1022, ("after", "seer-canonical"): 914, ("after", "hybrid"): 710,
+              ("after", "hybrid-canonical"): 675, ("after", "static"): 219}
+#: assumed (prefill, decode) tokens per second: quiet from the 1.5B's rates (llm/latency_rates.py; decode 13.9
+#: at load ~2, docs/llm.md); busy with passive waits 6.1 tok/s decode, with spinning waits 1.0 (issue 13)
+ASSUMED_RATES = {"quiet": (32.0, 13.9), "busy": (32.0, 6.1), "busy-spinning": (25.0, 1.0)}
+CALL_OVERHEAD_S, OUTPUT_TOKENS, OTHER_S = 1.4, 60, 0.5  # per question: a call's fixed cost, its reply, the rest
+STARTUP_S = 30  # per cell and round: a bench process's imports, loading the model, reloading the program
+
+
+def assumed_seconds(cell: Cell) -> float:
+    """A rough LM time per question for ``plan`` (one call, no repair); measure, do not trust it."""
+    variant = "after" if cell.variant.startswith("after") else "baseline"
+    new = NEW_TOKENS.get((variant, cell.mode), NEW_TOKENS[(variant, cell.mode.split("-")[0])])
+    spinning = cell.load == "busy" and cell.variant in ("baseline", "after-omp-active")
+    prefill, decode = ASSUMED_RATES["busy-spinning" if spinning else cell.load]
+    return CALL_OVERHEAD_S + new / prefill + OUTPUT_TOKENS / decode + OTHER_S
 
 
 @dataclass(frozen=True)
@@ -160,18 +176,24 @@ def rounds(args) -> list[int]:
     return [*range(args.chunk, args.limit, args.chunk), args.limit]
 
 
+def answered(cell: Cell, args) -> int:
+    """Questions the cell has answered (a transient failure is asked again, so it does not count)."""
+    return len({r.get("example_id") for r in rows_of(Path(args.out) / cell.name) if r.get("error_kind") != "transient"})
+
+
 def run(args) -> int:
     failed = 0
     for upto in rounds(args):
         for cell in cells(args):
-            done = len({r.get("example_id") for r in rows_of(Path(args.out) / cell.name)
-                        if r.get("error_kind") != "transient"})
+            done = answered(cell, args)
             if done >= upto:
                 continue
             code = run_cell(cell, upto, args)
-            if code not in (0, 2):  # 2: some questions could not be asked (recorded in rows; asked again later)
+            if code not in (0, 2) or (code == 2 and answered(cell, args) == done):
+                # 2 with progress: some questions could not be asked (recorded in rows; asked again later);
+                # 2 without: the bench refused to run (its error is printed above), e.g. rows of other code
                 print(f"[{cell.name}] bench exited with {code}; stopping", file=sys.stderr)
-                return code
+                return code or 1
             failed += code == 2
     print(report_markdown(collect(args)))
     return 2 if failed else 0
@@ -181,11 +203,12 @@ def plan(args) -> int:
     total = 0.0
     print(f"{len(rounds(args))} rounds of up to {args.chunk} questions over {len(cells(args))} cells:")
     for cell in cells(args):
-        seconds = ASSUMED_SECONDS.get((cell.variant, cell.load), 40) * args.limit
+        per_question = assumed_seconds(cell)
+        seconds = per_question * args.limit + STARTUP_S * len(rounds(args))
         total += seconds
-        print(f"  {cell.name}: {args.limit} questions, ~{seconds / 3600:.1f} LM hours "
-              f"(assumed {ASSUMED_SECONDS.get((cell.variant, cell.load), 40)} s / question)")
-    print(f"total ~{total / 3600:.1f} LM hours; resumable: interrupt and rerun the same command")
+        print(f"  {cell.name}: {args.limit} questions, ~{seconds / 3600:.2f} h (assumed {per_question:.0f} s / "
+              f"question + {STARTUP_S} s start-up per round)")
+    print(f"total ~{total / 3600:.1f} hours; resumable: interrupt and rerun the same command")
     return 0
 
 

@@ -134,3 +134,23 @@ def test_ask_latency_separates_start_up_from_each_questions_overhead():
     assert [q["wall_s"] for q in result["questions"]] == [12.0, 10.5, 11.5]
     assert [q["overhead_s"] for q in result["questions"]] == [0.5, 0.5, 1.5]
     assert result["later_questions_within_lm_plus_1s"] is False  # the third question took 1.5 s more
+
+
+def test_a_run_stops_when_a_bench_makes_no_progress(tmp_path, monkeypatch, capsys):
+    args = type("Args", (), {"out": str(tmp_path), "limit": 2, "chunk": 1, "loads": ["quiet"], "modes": ["seer"],
+                             "variants": ["baseline", "after"]})
+    asked = []
+
+    def bench(cell, upto, args):  # the baseline answers; the after cell refuses (exit 2, no row written)
+        asked.append((cell.name, upto))
+        if cell.variant == "after":
+            return 2
+        (tmp_path / cell.name).mkdir(exist_ok=True)
+        with open(tmp_path / cell.name / "predictions.jsonl", "a") as handle:
+            handle.write(json.dumps({"example_id": f"q{upto}", "em": 1, "latency_s": 1.0}) + "\n")
+        return 0
+
+    monkeypatch.setattr(throughput, "run_cell", bench)
+    assert throughput.run(args) == 2
+    assert asked == [("baseline-seer-quiet", 1), ("after-seer-quiet", 1)]  # stopped: not asked again and again
+    assert "after-seer-quiet] bench exited with 2; stopping" in capsys.readouterr().err
