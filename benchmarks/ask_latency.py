@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
+from json_result import print_and_save
 from prompt_capture import BASE_SPEC
 
 from knapsack_dspy.bench.runner import load_split
@@ -81,9 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--questions must be at least 2 (the second question is what is measured)")
     result = summary(timed_answers(args.program, question_lines(args.questions, args.data_dir), args.lm,
                                    args.data_dir))
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    print_and_save(result, args.json)
     return 0 if result["exit_code"] == 0 else 1
 
 

@@ -15,7 +15,6 @@ Timings depend on the machine's load (printed): measure on an idle machine for t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pstats
 import shutil
@@ -25,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from json_result import print_and_save
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILE = ["compile", "--dataset", "tatqa", "--pipeline", "pot", "--selector", "seer", "--budget", "2048", "-M", "4",
@@ -98,9 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             report["cold"] = run_once(folder, extra)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-    print(json.dumps(report, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
+    print_and_save(report, args.json)
     return 0
 
 

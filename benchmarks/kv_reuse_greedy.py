@@ -22,11 +22,11 @@ quiet machine, pass B without reuse being the slower half).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
+from json_result import print_and_save
 from prompt_capture import compiled, first_prompt, spec_for
 
 from knapsack_dspy.bench.question_order import cache_friendly_order
@@ -90,10 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                "reused_tokens_mean": round(sum(r["reused_tokens"] or 0 for r in rows) / max(1, len(rows)), 1),
                "seconds_with_reuse": round(sum(r["seconds_with_reuse"] for r in rows), 1),
                "seconds_without": round(sum(r["seconds_without"] for r in rows), 1)}
-    print(json.dumps(summary, indent=2))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"summary": summary, "rows": rows}, handle, indent=2)
+    print_and_save(summary, args.json, saved={"summary": summary, "rows": rows})
     return 0
 
 

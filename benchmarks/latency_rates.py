@@ -20,7 +20,6 @@ About 2 + repeats x len(new) calls: ~3 min for the 1.5B with the defaults on 2 i
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ import time
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first: passive OpenMP waits)
 import numpy as np
 from busy_loop import busy_loop
+from json_result import print_and_save
 
 from knapsack_dspy.llm.local_server import get_local_server
 
@@ -102,10 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     with busy_loop(args.busy):
         result = measure(args.model, args.prefix, new, args.repeats, args.max_tokens)
     result["entry"]["measured"] += ", beside one busy-loop process" if args.busy else ""
-    print(json.dumps(result, indent=2))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(result, handle, indent=2)
+    print_and_save(result, args.json)
     return 0
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import sys
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
+from json_result import print_and_save
 from prompt_capture import BASE_SPEC, compiled
 
 from knapsack_dspy.llm.gguf_tokenizer import read_tokenizer_metadata, tokenizer_fingerprint
@@ -66,10 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             differing.append(index)
     report.update(prompts=len(prompts), tokens=tokens, prompts_with_different_ids=len(differing),
                   first_differing=differing[:10])
-    print(json.dumps(report, indent=2))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(report, handle, indent=2)
+    print_and_save(report, args.json)
     return 0 if report["same_tokenizer"] and not differing else 1
 
 

@@ -39,12 +39,17 @@ def test_a_prefix_opens_the_prompt_in_its_order_and_the_rest_follows_least_simil
     assert selection.as_dict(pool)["shared_prefix"] == 2
 
 
-def test_static_mode_sends_one_set_in_one_order_whatever_the_query():
+def _static_selection():
+    """(pool, the compiled static SelectExemplars, its fixed ids in their prompt order)."""
     pool = make_examples(40)
     program = compile_tiny(_embedder(), _counter(), pool, valset=make_examples(12, seed=2, prefix="v"),
                            mode="static", budget=4000)
     select = program.answer.selection
-    fixed = select.selector_state["fixed_ids"]
+    return pool, select, select.selector_state["fixed_ids"]
+
+
+def test_static_mode_sends_one_set_in_one_order_whatever_the_query():
+    _, select, fixed = _static_selection()
     assert len(fixed) >= 2
     orders = set()
     for query in make_examples(12, seed=5, prefix="q"):
@@ -55,11 +60,7 @@ def test_static_mode_sends_one_set_in_one_order_whatever_the_query():
 
 
 def test_static_mode_keeps_the_order_when_a_query_loses_an_exemplar_of_its_own_document():
-    pool = make_examples(40)
-    program = compile_tiny(_embedder(), _counter(), pool, valset=make_examples(12, seed=2, prefix="v"),
-                           mode="static", budget=4000)
-    select = program.answer.selection
-    fixed = select.selector_state["fixed_ids"]
+    pool, select, fixed = _static_selection()
     own = next(ex for ex in pool if ex.id == fixed[0])
     out = select(base_tokens=10, question="a question", doc_id=own.doc_id)
     assert fixed[0] not in out.ids

@@ -154,3 +154,12 @@ def test_a_run_stops_when_a_bench_makes_no_progress(tmp_path, monkeypatch, capsy
     assert throughput.run(args) == 2
     assert asked == [("baseline-seer-quiet", 1), ("after-seer-quiet", 1)]  # stopped: not asked again and again
     assert "after-seer-quiet] bench exited with 2; stopping" in capsys.readouterr().err
+
+
+def test_a_result_is_printed_and_saved_where_asked(tmp_path, capsys):
+    json_result = _script("json_result")
+    json_result.print_and_save({"a": 1}, str(tmp_path / "r.json"), saved={"a": 1, "rows": [2]})
+    json_result.print_and_save({"b": 2})  # no --json: printed only
+    assert [json.loads(part) for part in capsys.readouterr().out.replace("}\n{", "}\x00{").split("\x00")] == [
+        {"a": 1}, {"b": 2}]
+    assert json.loads((tmp_path / "r.json").read_text()) == {"a": 1, "rows": [2]}
