@@ -40,7 +40,8 @@ def _user_facing_errors() -> tuple[type[BaseException], ...]:
                          ("knapsack_dspy.metrics.errors", "ScoringInputError"),
                          ("knapsack_dspy.bench.results_store", "ResultsFileError"),
                          ("knapsack_dspy.bench.results_lock", "ResultsBusyError"),
-                         ("knapsack_dspy.bench.provenance", "ProvenanceMismatchError")):
+                         ("knapsack_dspy.bench.provenance", "ProvenanceMismatchError"),
+                         ("knapsack_dspy.bench.ray_workers", "RayWorkerError")):
         error = getattr(sys.modules.get(module), name, None)
         if error is not None:
             errors.append(error)

@@ -1,0 +1,96 @@
+"""Shared by the scale-out tests (threads, Ray, the server): a deterministic stub reply, a reply that takes its
+time and counts how many requests it serves at once, an LM factory for the stub, and an embedder that kills
+the Ray worker using it.
+
+Everything here is importable by Ray workers (the tests folder travels to them on ``PYTHONPATH``) and
+picklable (classes at module level, no lambdas).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+from helpers import HashingEmbedder
+from openai_stub_server import chat_adapter_reply
+
+# What must not depend on how many workers answered: the answer and everything about the prompt.
+SAME_FIELDS = ("answer", "scale", "output", "exemplar_ids", "prompt_tokens", "prompt_sha256", "prompt_format",
+               "correct", "error", "error_kind", "within_budget", "lm_calls")
+
+
+def question_of(body) -> str:
+    """The question of a chat request the bench sent (the last ``[[ ## question ## ]]`` section)."""
+    text = body["messages"][-1]["content"] if isinstance(body, dict) else ""
+    found = re.findall(r"\[\[ ## question ## \]\]\n(.*?)(?:\n\n|\n\[\[|$)", text, flags=re.S)
+    return found[-1].strip() if found else ""
+
+
+def deterministic_reply(body) -> str:
+    """A program whose answer depends on the question only (its word count)."""
+    return chat_adapter_reply(program=f"ans = {len(question_of(body).split())}\nscale = ''")
+
+
+class SlowReply:
+    """A stub reply that waits ``seconds`` before answering deterministically, and records the most requests it
+    was serving at once (``peak``)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.active = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, body) -> str:
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            time.sleep(self.seconds)
+            return deterministic_reply(body)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+class StubLM:
+    """``lm_factory`` for the stub server: ``make_lm`` against ``base_url``, no retries, no cache."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+
+    def __call__(self, spec):
+        from knapsack_dspy.llm import make_lm
+
+        return make_lm("openai/stub-model", api_base=self.base_url, api_key="x", num_retries=0, cache=False,
+                       max_tokens=spec.max_tokens)
+
+
+class DyingEmbedder(HashingEmbedder):
+    """A ``HashingEmbedder`` that, in a copy unpickled in another process (a Ray worker, never the driver that
+    made it), kills that process (``os._exit``, as a crash or an out-of-memory kill would) when asked to embed
+    ``question``: once if ``marker`` names a file not yet created (it is created first), every time if
+    ``marker`` is None."""
+
+    def __init__(self, question: str, marker: str | None):
+        super().__init__()
+        self.question = question
+        self.marker = marker
+        self.armed = False
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.armed = True
+
+    def encode(self, texts):
+        if self.armed and any(self.question in str(text) for text in texts):
+            if self.marker is None:
+                os._exit(17)
+            marker = Path(self.marker)
+            if not marker.exists():
+                marker.write_text(str(os.getpid()))
+                os._exit(17)
+        return super().encode(texts)
