@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from helpers import HashingEmbedder
+from helpers import HashingEmbedder, WordCounter
 from openai_stub_server import chat_adapter_reply
 
 # What must not depend on how many workers answered: the answer and everything about the prompt.
@@ -56,6 +56,11 @@ class SlowReply:
                 self.active -= 1
 
 
+def word_counter(model: str) -> WordCounter:
+    """``token_counter_factory``: the word counter for any model."""
+    return WordCounter()
+
+
 class StubLM:
     """``lm_factory`` for the stub server: ``make_lm`` against ``base_url``, no retries, no cache."""
 
@@ -72,13 +77,12 @@ class StubLM:
 class DyingEmbedder(HashingEmbedder):
     """A ``HashingEmbedder`` that, in a copy unpickled in another process (a Ray worker, never the driver that
     made it), kills that process (``os._exit``, as a crash or an out-of-memory kill would) when asked to embed
-    ``question``: once if ``marker`` names a file not yet created (it is created first), every time if
-    ``marker`` is None."""
+    one of the ``victims`` (question -> marker file, or None): once if the marker file does not exist yet (it is
+    created first), every time if the marker is None."""
 
-    def __init__(self, question: str, marker: str | None):
+    def __init__(self, victims: dict[str, str | None]):
         super().__init__()
-        self.question = question
-        self.marker = marker
+        self.victims = dict(victims)
         self.armed = False
 
     def __setstate__(self, state):
@@ -86,11 +90,11 @@ class DyingEmbedder(HashingEmbedder):
         self.armed = True
 
     def encode(self, texts):
-        if self.armed and any(self.question in str(text) for text in texts):
-            if self.marker is None:
-                os._exit(17)
-            marker = Path(self.marker)
-            if not marker.exists():
-                marker.write_text(str(os.getpid()))
-                os._exit(17)
+        for question, marker in self.victims.items() if self.armed else ():
+            if any(question in str(text) for text in texts):
+                if marker is None:
+                    os._exit(17)
+                if not Path(marker).exists():
+                    Path(marker).write_text(str(os.getpid()))
+                    os._exit(17)
         return super().encode(texts)

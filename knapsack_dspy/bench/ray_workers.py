@@ -190,6 +190,7 @@ class RayWorkers:
         self._free: deque = deque()
         self._waiting: deque[_Pending] = deque()  # tasks whose worker died, waiting for a free actor
         self._pending: dict[Any, _Pending] = {}
+        self._starting: dict[Any, Any] = {}  # ready() ref -> an actor replacing a dead one, not ready yet
         self._shipments: dict[str, Any] = {}
         self._where: dict[Any, dict] = {}
         try:
@@ -219,11 +220,23 @@ class RayWorkers:
             pass
 
     def _replace(self, actor, exc: BaseException) -> None:
+        """Start an actor in place of a dead one, without waiting for it: the others go on meanwhile."""
         place = self._where.get(actor, {})
         self._kill(actor)
         self._log(f"a Ray worker died (pid {place.get('pid', '?')} on {place.get('node', '?')}: "
                   f"{one_line(_cause(exc), 160)}); its example goes to another worker")
-        self._free.extend(self._start_actors(1))
+        new = self._remote.remote(self._setup)
+        self._starting[new.ready.remote()] = new
+
+    def _started(self, ref) -> None:
+        actor = self._starting.pop(ref)
+        try:
+            self._where[actor] = self._ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 - a replacement that cannot start: the cluster is broken
+            self._kill(actor)
+            raise RayWorkerError(f"a Ray worker could not start: {one_line(_cause(exc), 300)}") from None
+        self._free.append(actor)
+        self._send_waiting()
 
     # -- tasks -------------------------------------------------------------------------------------------
     def _shipment(self, task: Task):
@@ -246,8 +259,11 @@ class RayWorkers:
     def next_row(self) -> tuple[Task, dict]:
         ray = self._ray
         while True:
-            ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=_POLL_S)
+            ready, _ = ray.wait([*self._pending, *self._starting], num_returns=1, timeout=_POLL_S)
             if not ready:
+                continue
+            if ready[0] in self._starting:
+                self._started(ready[0])
                 continue
             pending = self._pending.pop(ready[0])
             try:
@@ -277,9 +293,11 @@ class RayWorkers:
             self._send(self._waiting.popleft())
 
     def close(self) -> None:
-        for actor in [*self._free, *(p.actor for p in self._pending.values() if p.actor is not None)]:
+        for actor in [*self._free, *self._starting.values(),
+                      *(p.actor for p in self._pending.values() if p.actor is not None)]:
             self._kill(actor)
         self._free.clear()
+        self._starting.clear()
         self._pending.clear()
         self._waiting.clear()
         self._shipments.clear()

@@ -46,7 +46,7 @@ def _usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _count_from_env(name: str, default: int, what: str) -> int:
+def _count_from_env(name: str, default: int, what: str, unit: str) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -55,12 +55,12 @@ def _count_from_env(name: str, default: int, what: str) -> int:
     except ValueError:
         raise LocalModelError(f"{name}={raw!r} is not an integer ({what})") from None
     if value < 1:
-        raise LocalModelError(f"{name}={value}: use at least 1")
+        raise LocalModelError(f"{name}={value}: use at least 1 {unit}")
     return value
 
 
 def _threads_from_env(name: str) -> int:
-    return _count_from_env(name, _usable_cores(), "CPU threads")
+    return _count_from_env(name, _usable_cores(), "CPU threads", "thread")
 
 
 _requested_slots = 1
@@ -79,7 +79,7 @@ def request_slots(count: int) -> None:
 
 def default_slots() -> int:
     """Parallel slots: ``$KDSPY_LOCAL_SLOTS``, else what ``request_slots`` asked for (1 unless asked)."""
-    return _count_from_env(SLOTS_ENV, _requested_slots, "parallel slots")
+    return _count_from_env(SLOTS_ENV, _requested_slots, "parallel slots", "slot")
 
 
 def _default_threads() -> int:
