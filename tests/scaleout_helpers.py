@@ -98,3 +98,33 @@ class DyingEmbedder(HashingEmbedder):
                     Path(marker).write_text(str(os.getpid()))
                     os._exit(17)
         return super().encode(texts)
+
+
+class ServerThread:
+    """An ASGI app served by uvicorn on 127.0.0.1 (a free port) in a thread of this process, for the block."""
+
+    def __init__(self, app):
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        import uvicorn
+
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started and time.time() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(10)

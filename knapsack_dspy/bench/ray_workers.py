@@ -39,8 +39,11 @@ import sysconfig
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
+
+import dspy
 
 from knapsack_dspy.bench.example_runner import example_row, failed_row
 from knapsack_dspy.bench.run_job import Task, default_lm, spec_provenance
@@ -65,13 +68,14 @@ class RayWorkerError(RuntimeError):
 @dataclass(frozen=True)
 class WorkerSetup:
     """How an actor builds what the driver was given (picklable): the embedder object (None: the program's
-    default), ``token_counter_factory(model)`` and ``lm_factory(spec)`` (None: the defaults), and whether the LM
-    cache is on (``--no-cache``: off)."""
+    default), ``token_counter_factory(model)`` and ``lm_factory(spec)`` (None: the defaults), whether the LM
+    cache is on (``--no-cache``: off), and the DSPy adapter the driver formats prompts with."""
 
     embedder: Any = None
     token_counter_factory: Callable | None = None
     lm_factory: Callable | None = None
     lm_cache: bool = True
+    adapter: Any = None  # the driver's configured DSPy adapter (None: DSPy's default)
 
 
 class BenchActor:
@@ -91,11 +95,12 @@ class BenchActor:
     def answer(self, run_key: str, shipment_ref: list, example) -> dict:
         """The row of ``example`` in run ``run_key`` (``shipment_ref``: a one-item list holding the run's
         shipment in the object store, wrapped so that Ray hands over the reference, not the value)."""
-        try:
-            program, lm, fields, spec = self._run(run_key, shipment_ref[0])
-        except Exception as exc:  # noqa: BLE001 - a run this node cannot prepare stops the run, in one line
-            return {"_worker_error": one_line(f"{type(exc).__name__}: {exc}")}
-        return example_row(program, example, lm, fields, selection_only=spec.selection_only)
+        with dspy.context(adapter=self.setup.adapter) if self.setup.adapter is not None else nullcontext():
+            try:
+                program, lm, fields, spec = self._run(run_key, shipment_ref[0])
+            except Exception as exc:  # noqa: BLE001 - a run this node cannot prepare stops the run, in one line
+                return {"_worker_error": one_line(f"{type(exc).__name__}: {exc}")}
+            return example_row(program, example, lm, fields, selection_only=spec.selection_only)
 
     def _run(self, run_key: str, ref) -> tuple:
         if run_key in self._runs:

@@ -195,7 +195,8 @@ def _workers(count: int, ray: str | None, plan, embedder, token_counter_factory,
     cache = dspy.cache
     setup = WorkerSetup(embedder=embedder, token_counter_factory=token_counter_factory, lm_factory=lm_factory,
                         lm_cache=bool(getattr(cache, "enable_disk_cache", False)
-                                      or getattr(cache, "enable_memory_cache", False)))
+                                      or getattr(cache, "enable_memory_cache", False)),
+                        adapter=dspy.settings.adapter)
     workers = RayWorkers(count, address=ray or None, setup=setup, local_model=local, log=log)
     log(f"Ray: {workers.capacity} workers ready in {workers.startup_s:.1f} s")
     return workers

@@ -51,6 +51,7 @@ def _input_text(path: str, what: str) -> str:
 
 
 def read_inputs(args) -> dict:
+    from knapsack_dspy.data.query_inputs import QueryInputError, check_query_inputs
     from knapsack_dspy.file_limits import FileLimitError, check_text_values, parse_json
 
     inputs = {"question": None, "table": [], "paragraphs": []}
@@ -80,27 +81,10 @@ def read_inputs(args) -> dict:
         inputs["question"] = args.question
     if not inputs["question"] or not str(inputs["question"]).strip():
         raise UserError("no question: pass --question or an --input JSON with a 'question'")
-    if not isinstance(inputs["table"], list) or any(not isinstance(r, list) for r in inputs["table"]):
-        raise UserError("the table must be a list of rows (lists of cells)")
-    if any(not (cell is None or isinstance(cell, (str, int, float))) or isinstance(cell, bool)
-           for row in inputs["table"] for cell in row):
-        raise UserError("table cells must be strings, numbers or null")
-    if not isinstance(inputs["paragraphs"], list) or any(not isinstance(p, str) for p in inputs["paragraphs"]):
-        raise UserError("paragraphs must be a list of strings")
-    texts = [str(inputs["question"]), *inputs["paragraphs"],
-             *(str(cell) for row in inputs["table"] for cell in row)]
-    if any(not _encodable(text) for text in texts):
-        raise UserError("the question, table or text holds a lone surrogate (\\ud800-\\udfff), which is not "
-                        "a character; no LM can be sent it")
-    return inputs
-
-
-def _encodable(text: str) -> bool:
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+        return check_query_inputs(str(inputs["question"]), inputs["table"], inputs["paragraphs"])
+    except QueryInputError as exc:
+        raise UserError(str(exc)) from None
 
 
 def run(args) -> int:
