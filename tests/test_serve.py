@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import HashingEmbedder, WordCounter
 from openai_stub_server import StubOpenAIServer
-from scaleout_helpers import ServerThread, SlowReply, StubLM, deterministic_reply
+from scaleout_helpers import MALFORMED_REQUESTS, ServerThread, SlowReply, StubLM, deterministic_reply
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -134,43 +134,10 @@ def test_lm_failures_are_503_or_502_in_one_line(program, questions):
         assert status == 200  # and it goes on
 
 
-def _deep(levels: int) -> bytes:
-    return b'{"question": "q", "table": ' + b"[" * levels + b"]" * levels + b"}"
-
-
-MALFORMED = {
-    "not JSON": b"{question: what}",
-    "cut JSON": b'{"question": "what',
-    "not UTF-8": b'{"question": "\xff\xfe"}',
-    "empty body": b"",
-    "a JSON list": [1, 2, 3],
-    "a JSON string": "question",
-    "no question": {"table": [], "paragraphs": []},
-    "empty question": {"question": ""},
-    "blank question": {"question": "   "},
-    "question a number": {"question": 7},
-    "question null": {"question": None},
-    "question a list": {"question": ["what"]},
-    "table a string": {"question": "q", "table": "a,b"},
-    "table rows not lists": {"question": "q", "table": ["a", "b"]},
-    "a cell an object": {"question": "q", "table": [[{"a": 1}]]},
-    "a cell a boolean": {"question": "q", "table": [[True]]},
-    "paragraphs a string": {"question": "q", "paragraphs": "text"},
-    "a paragraph a number": {"question": "q", "paragraphs": [1]},
-    "an unknown field": {"question": "q", "tabel": []},
-    "a lone surrogate": b'{"question": "what \\ud800 is it"}',
-    "a huge integer": b'{"question": "q", "table": [[' + b"9" * 5000 + b"]]}",
-    "nested too deeply": _deep(100_000),
-    "a question too long": {"question": "word " * 2000},
-    "too many cells": {"question": "q", "table": [["1"] * 100] * 600},
-    "a huge body": {"question": "q", "paragraphs": ["x" * 2_000_000]},
-}
-
-
 def test_malformed_requests_are_4xx_with_a_one_line_reason(program):
     with StubOpenAIServer(reply=deterministic_reply) as lm_server, ServerThread(_app(program, lm_server)) as api:
         seen = {}
-        for name, body in MALFORMED.items():
+        for name, body in MALFORMED_REQUESTS.items():
             status, _, payload = post(api.url, body)
             seen[name] = status
             assert 400 <= status < 500, (name, status, payload)

@@ -206,11 +206,15 @@ def _same_origin(path: Path) -> Callable:
     """A row check: a worker's row must come from the same code, packages and model as the driver's."""
     def check(task: Task, row: dict) -> None:
         expected = task.job.fields["provenance"]
-        if row.get("provenance") != expected:
-            difference = provenance_difference(expected, row.get("provenance"))
+        found = row.get("provenance")
+        if found != expected:
+            difference = provenance_difference(expected, found)
+            hint = "install the same code and packages on every node"
+            if isinstance(found, dict) and {**found, "code": expected["code"]} == expected and (
+                    found["code"].get("commit") == expected["code"].get("commit")):
+                hint = "the working tree changed after this run started (a worker imported it later)"
             raise ProvenanceMismatchError(f"{path}: a worker's rows come from another origin than this run's "
-                                          f"({difference}); install the same code and packages on every node, "
-                                          "or pass --allow-mixed to add its rows anyway")
+                                          f"({difference}); {hint}, or pass --allow-mixed to add its rows anyway")
     return check
 
 

@@ -71,10 +71,16 @@ def _json_safe(value, depth: int = 0):
         return f"<{type(value).__name__}>"
 
 
+_UNION_MEMBERS = {"str", "int", "float", "none"}  # pydantic names the member of a union it tried in the location
+
+
 def _validation_message(exc: ValidationError) -> str:
-    """The first problem pydantic found, as ``field 'table[0][1]': Input should be ...``."""
+    """The first problem pydantic found, as ``field 'table[0][1]': a table cell must be ...``."""
     first = exc.errors()[0]
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.get("loc", ())).lstrip(".")
+    loc = [p for i, p in enumerate(first.get("loc", ())) if not (i and p in _UNION_MEMBERS)]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    if loc[:1] == ["table"] and len(loc) == 3:  # every member of the cell union failed: one message for all
+        return f"field '{where}': a table cell must be a string, a number or null"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"field '{where}': {first.get('msg', 'invalid')}{more}" if where else f"{first.get('msg')}{more}"
 
