@@ -64,7 +64,7 @@ def _suite(base_url: str, limit: int):
                             "attributes": [], "limit": limit, "num_retries": 0, "timeout": 60})
 
 
-class _RowClock:
+class RowClock:
     """Records when each row is written (wraps ``ResultsStore.append`` for the script's lifetime)."""
 
     def __init__(self):
@@ -84,7 +84,7 @@ class _RowClock:
         results_store.ResultsStore.append = append
 
 
-def _timed_run(clock: _RowClock, suite, out: Path, programs: Path, data_dir: str, workers: int,
+def timed_run(clock: RowClock, suite, out: Path, programs: Path, data_dir: str, workers: int,
                ray: str | None) -> dict:
     from knapsack_dspy.bench.runner import run_suite
 
@@ -104,10 +104,10 @@ def _timed_run(clock: _RowClock, suite, out: Path, programs: Path, data_dir: str
             "pairs": len({(r["run"], r["example_id"]) for r in rows})}
 
 
-def _compile_once(data_dir: str, tmp: Path, clock: _RowClock) -> Path:
+def _compile_once(data_dir: str, tmp: Path, clock: RowClock) -> Path:
     """Compile the program (and warm the embedding cache) once; later runs copy ``programs/``."""
     with _stub(0.0) as server:
-        _timed_run(clock, _suite(server.base_url, 1), tmp / "warm", tmp / "none", data_dir, 1, None)
+        timed_run(clock, _suite(server.base_url, 1), tmp / "warm", tmp / "none", data_dir, 1, None)
     return tmp / "warm" / "programs"
 
 
@@ -133,7 +133,7 @@ def main() -> int:
         from knapsack_dspy.llm.cache import configure_cache
 
         configure_cache(enabled=False)  # --no-cache: every question reaches the stub
-        clock = _RowClock()
+        clock = RowClock()
         programs = _compile_once(args.data_dir, tmp, clock)
         results = []
         delays = ([] if args.no_ceiling else [0.0]) + [args.delay]
@@ -144,7 +144,7 @@ def main() -> int:
                     limit = max(args.min_questions, min(args.max_questions, int(n * args.seconds / per_question)))
                     with _stub(delay) as server:
                         out = tmp / f"{mode}-{n}-{delay}"
-                        result = _timed_run(clock, _suite(server.base_url, limit), out, programs, args.data_dir, n,
+                        result = timed_run(clock, _suite(server.base_url, limit), out, programs, args.data_dir, n,
                                             "" if mode == "ray" else None)
                     result.update(mode=mode, delay=delay)
                     results.append(result)
