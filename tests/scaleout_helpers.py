@@ -8,6 +8,7 @@ picklable (classes at module level, no lambdas).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -17,9 +18,54 @@ from pathlib import Path
 from helpers import HashingEmbedder, WordCounter
 from openai_stub_server import chat_adapter_reply
 
+DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+HAVE_DATA = (DATA / "tatqa" / "dev_pool.json.gz").exists()
+
 # What must not depend on how many workers answered: the answer and everything about the prompt.
 SAME_FIELDS = ("answer", "scale", "output", "exemplar_ids", "prompt_tokens", "prompt_sha256", "prompt_format",
                "correct", "error", "error_kind", "within_budget", "lm_calls")
+
+
+def tatqa_splits(pool: int = 40, tune: int = 12) -> dict:
+    """``{"pool": the first TAT-QA dev_pool questions, "eval": the first dev_tune questions}``."""
+    from knapsack_dspy.data import load_examples
+
+    return {"pool": list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:pool],
+            "eval": list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:tune]}
+
+
+def stub_suite(**fields):
+    """A suite for the stub LM: KATE and Random, two exemplars, no attribute constraints, plus ``fields``."""
+    from knapsack_dspy.bench.suite import suite_from_dict
+
+    return suite_from_dict({"name": "scaleout", "selector": ["kate", "random"], "budget": 4000, "max_exemplars": 2,
+                            "model": "openai/stub-model", "attributes": [], **fields})
+
+
+def run_stub_suite(out, suite, splits: dict, base_url: str, embedder=None, **kw):
+    """``run_suite`` of ``suite`` on ``splits`` with the stub LM at ``base_url`` and the cheap stand-ins."""
+    from knapsack_dspy.bench import runner
+
+    kw.setdefault("log", lambda message: None)
+    original, runner.load_split = runner.load_split, lambda spec, which, data_dir: splits[which]
+    try:
+        return runner.run_suite(suite, out, embedder=embedder or HashingEmbedder(), token_counter_factory=word_counter,
+                                lm_factory=StubLM(base_url), progress=False, **kw)
+    finally:
+        runner.load_split = original
+
+
+def rows_of(out: Path) -> dict:
+    """The rows of ``out/predictions.jsonl`` by (run, example), checking that each pair is there once."""
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    keyed = {(r["run"], r["example_id"]): r for r in rows}
+    assert len(keyed) == len(rows)  # each (run, example) once
+    return keyed
+
+
+def same_fields(rows: dict) -> dict:
+    """Of each row, the fields that must not depend on how many workers answered (``SAME_FIELDS``)."""
+    return {key: {name: row.get(name) for name in SAME_FIELDS} for key, row in rows.items()}
 
 
 def question_of(body) -> str:

@@ -17,18 +17,21 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import HashingEmbedder
 from openai_stub_server import StubOpenAIServer
-from scaleout_helpers import DyingEmbedder, SlowReply, StubLM, deterministic_reply, word_counter
-from test_bench_workers import rows_of, same_fields
-
-from knapsack_dspy.bench import runner
-from knapsack_dspy.bench.suite import suite_from_dict
+from scaleout_helpers import (
+    HAVE_DATA,
+    DyingEmbedder,
+    SlowReply,
+    deterministic_reply,
+    rows_of,
+    run_stub_suite,
+    same_fields,
+    stub_suite,
+    tatqa_splits,
+)
 
 ray = pytest.importorskip("ray")
-DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-pytestmark = [pytest.mark.ray,
-              pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="data not found")]
+pytestmark = [pytest.mark.ray, pytest.mark.skipif(not HAVE_DATA, reason="data not found")]
 
 
 @pytest.fixture(scope="module")
@@ -43,32 +46,16 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def splits():
-    from knapsack_dspy.data import load_examples
-
-    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]
-    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:12]
-    return {"pool": pool, "eval": tune}
+    return tatqa_splits()
 
 
-def _suite(**fields):
-    return suite_from_dict({"name": "r", "selector": ["kate", "random"], "budget": 4000, "max_exemplars": 2,
-                            "model": "openai/stub-model", "attributes": [], **fields})
-
-
-def run(out, suite, splits, server, monkeypatch, embedder=None, **kw):
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: splits[which])
-    return runner.run_suite(suite, out, embedder=embedder or HashingEmbedder(),
-                            token_counter_factory=word_counter,
-                            lm_factory=StubLM(server.base_url), progress=False, **kw)
-
-
-def test_ray_workers_write_the_rows_one_worker_writes(tmp_path, cluster, splits, monkeypatch):
-    suite = _suite()
+def test_ray_workers_write_the_rows_one_worker_writes(tmp_path, cluster, splits):
+    suite = stub_suite()
     with StubOpenAIServer(reply=deterministic_reply) as server:
-        run(tmp_path / "one", suite, splits, server, monkeypatch, workers=1, log=lambda m: None)
+        run_stub_suite(tmp_path / "one", suite, splits, server.base_url, workers=1, log=lambda m: None)
     slow = SlowReply(0.2)
     with StubOpenAIServer(reply=slow) as server:
-        run(tmp_path / "ray", suite, splits, server, monkeypatch, workers=3, ray=cluster, log=lambda m: None)
+        run_stub_suite(tmp_path / "ray", suite, splits, server.base_url, workers=3, ray=cluster, log=lambda m: None)
     one, on_ray = rows_of(tmp_path / "one"), rows_of(tmp_path / "ray")
     assert len(one) == 24 and set(one) == set(on_ray)
     assert same_fields(one) == same_fields(on_ray)
@@ -86,9 +73,9 @@ def test_workers_killed_mid_run_lose_and_duplicate_nothing(tmp_path, cluster, sp
     once, always = splits["eval"][5], splits["eval"][2]
     embedder = DyingEmbedder({once.question: str(tmp_path / "died-once"), always.question: None})
     said = []
-    suite = _suite(selector="kate", limit=8)
+    suite = stub_suite(selector="kate", limit=8)
     with StubOpenAIServer(reply=SlowReply(0.1)) as server:
-        run(tmp_path / "out", suite, splits, server, monkeypatch, embedder=embedder, workers=2, ray=cluster,
+        run_stub_suite(tmp_path / "out", suite, splits, server.base_url, embedder=embedder, workers=2, ray=cluster,
             log=said.append)
     assert (tmp_path / "died-once").exists()  # a worker did die
     assert sum("a Ray worker died" in line and "another worker" in line for line in said) == 1 + 2
@@ -103,19 +90,9 @@ def test_workers_killed_mid_run_lose_and_duplicate_nothing(tmp_path, cluster, sp
 _DRIVER = """
 import sys
 sys.path.insert(0, {tests!r})
-from helpers import HashingEmbedder, WordCounter
-from scaleout_helpers import StubLM
-from knapsack_dspy.bench import runner
-from knapsack_dspy.bench.suite import suite_from_dict
-from knapsack_dspy.data import load_examples
+from scaleout_helpers import run_stub_suite, stub_suite, tatqa_splits
 
-pool = list(load_examples("tatqa", split="dev_pool", data_dir={data!r}))[:40]
-tune = list(load_examples("tatqa", split="dev_tune", data_dir={data!r}))[:12]
-runner.load_split = lambda spec, which, data_dir: pool if which == "pool" else tune
-suite = suite_from_dict({{"name": "kill", "selector": ["kate", "random"], "budget": 4000, "max_exemplars": 2,
-                          "model": "openai/stub-model", "attributes": []}})
-runner.run_suite(suite, sys.argv[1], embedder=HashingEmbedder(), token_counter_factory=lambda m: WordCounter(),
-                 lm_factory=StubLM(sys.argv[2]), progress=False, log=lambda m: None, workers=2, ray=sys.argv[3])
+run_stub_suite(sys.argv[1], stub_suite(name="kill"), tatqa_splits(), sys.argv[2], workers=2, ray=sys.argv[3])
 """
 
 
@@ -128,7 +105,7 @@ def test_a_driver_killed_mid_run_then_resumed_writes_each_row_once(tmp_path, clu
     """SIGKILL of the driver (a process of its own, on the module's cluster) after some rows; the same command
     again: every expected row exactly once, every line whole."""
     driver = tmp_path / "driver.py"
-    driver.write_text(_DRIVER.format(tests=str(Path(__file__).parent), data=str(DATA)))
+    driver.write_text(_DRIVER.format(tests=str(Path(__file__).parent)))
     out = tmp_path / "out"
     env = {**os.environ, "KDSPY_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}

@@ -7,14 +7,20 @@ The LM is the OpenAI stub server behind ``make_lm``; the embedder and token coun
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
 from helpers import HashingEmbedder, WordCounter
 from openai_stub_server import StubOpenAIServer
-from scaleout_helpers import SAME_FIELDS, SlowReply, StubLM, deterministic_reply, question_of
+from scaleout_helpers import (
+    HAVE_DATA,
+    SlowReply,
+    deterministic_reply,
+    question_of,
+    rows_of,
+    run_stub_suite,
+    same_fields,
+    stub_suite,
+    tatqa_splits,
+)
 
 from knapsack_dspy.bench import runner
 from knapsack_dspy.bench.dispatch import write_rows
@@ -23,50 +29,23 @@ from knapsack_dspy.bench.prompt_record import messages_sha256
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError
 from knapsack_dspy.bench.results_store import ResultsStore
 from knapsack_dspy.bench.run_job import RunJob, Task
-from knapsack_dspy.bench.suite import SuiteError, suite_from_dict
+from knapsack_dspy.bench.suite import SuiteError
 
-DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="data not found")
+pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="data not found")
 
 
 @pytest.fixture(scope="module")
 def splits():
-    from knapsack_dspy.data import load_examples
-
-    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]
-    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:12]
-    return {"pool": pool, "eval": tune}
+    return tatqa_splits()
 
 
-def _suite(**fields):
-    return suite_from_dict({"name": "w", "selector": ["kate", "random"], "budget": 4000, "max_exemplars": 2,
-                            "model": "openai/stub-model", "attributes": [], **fields})
-
-
-def run(out, suite, splits, server, monkeypatch, **kw):
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: splits[which])
-    return runner.run_suite(suite, out, embedder=HashingEmbedder(), token_counter_factory=lambda model: WordCounter(),
-                            lm_factory=StubLM(server.base_url), progress=False, log=lambda message: None, **kw)
-
-
-def rows_of(out: Path) -> dict:
-    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
-    keyed = {(r["run"], r["example_id"]): r for r in rows}
-    assert len(keyed) == len(rows)  # each (run, example) once
-    return keyed
-
-
-def same_fields(rows: dict) -> dict:
-    return {key: {name: row.get(name) for name in SAME_FIELDS} for key, row in rows.items()}
-
-
-def test_threads_answer_at_once_and_write_the_rows_one_worker_writes(tmp_path, splits, monkeypatch):
-    suite = _suite()
+def test_threads_answer_at_once_and_write_the_rows_one_worker_writes(tmp_path, splits):
+    suite = stub_suite()
     with StubOpenAIServer(reply=SlowReply(0.0)) as server:
-        run(tmp_path / "one", suite, splits, server, monkeypatch, workers=1)
+        run_stub_suite(tmp_path / "one", suite, splits, server.base_url, workers=1)
     slow = SlowReply(0.15)
     with StubOpenAIServer(reply=slow) as server:
-        run(tmp_path / "four", suite, splits, server, monkeypatch, workers=4)
+        run_stub_suite(tmp_path / "four", suite, splits, server.base_url, workers=4)
         requests = server.completion_requests()
     one, four = rows_of(tmp_path / "one"), rows_of(tmp_path / "four")
     assert len(one) == 24 and set(one) == set(four)
@@ -83,30 +62,30 @@ def test_threads_answer_at_once_and_write_the_rows_one_worker_writes(tmp_path, s
         assert row["prompt_sha256"][0] in by_question[questions[example_id].strip()]
 
 
-def test_the_suites_num_threads_is_the_number_of_workers_unless_given(tmp_path, splits, monkeypatch):
+def test_the_suites_num_threads_is_the_number_of_workers_unless_given(tmp_path, splits):
     slow = SlowReply(0.15)
     with StubOpenAIServer(reply=slow) as server:
-        run(tmp_path / "a", _suite(num_threads=3, limit=6), splits, server, monkeypatch)
+        run_stub_suite(tmp_path / "a", stub_suite(num_threads=3, limit=6), splits, server.base_url)
     assert 2 <= slow.peak <= 3
     slow = SlowReply(0.05)
     with StubOpenAIServer(reply=slow) as server:
-        run(tmp_path / "b", _suite(num_threads=3, limit=4), splits, server, monkeypatch, workers=1)
+        run_stub_suite(tmp_path / "b", stub_suite(num_threads=3, limit=4), splits, server.base_url, workers=1)
     assert slow.peak == 1
     with pytest.raises(SuiteError, match="num_threads must be a whole number of at least 1, got 0"):
-        runner.run_suite(_suite(num_threads=0), tmp_path / "c", progress=False, log=lambda m: None)
+        runner.run_suite(stub_suite(num_threads=0), tmp_path / "c", progress=False, log=lambda m: None)
     with pytest.raises(SuiteError, match="workers must be"):
-        runner.run_suite(_suite(), tmp_path / "c", workers=0, progress=False, log=lambda m: None)
+        runner.run_suite(stub_suite(), tmp_path / "c", workers=0, progress=False, log=lambda m: None)
 
 
-def test_transient_failures_are_replaced_in_place_with_threads(tmp_path, splits, monkeypatch):
-    suite = _suite(limit=6)
+def test_transient_failures_are_replaced_in_place_with_threads(tmp_path, splits):
+    suite = stub_suite(limit=6)
     with StubOpenAIServer(reply=deterministic_reply) as server:
         server.fail_next(5, status=503)
-        run(tmp_path, suite, splits, server, monkeypatch, workers=4)
+        run_stub_suite(tmp_path, suite, splits, server.base_url, workers=4)
         first = rows_of(tmp_path)
         assert sum(r.get("error_kind") == "transient" for r in first.values()) == 5
         server.clear()
-        run(tmp_path, suite, splits, server, monkeypatch, workers=4)
+        run_stub_suite(tmp_path, suite, splits, server.base_url, workers=4)
         assert server.completion_count() == 5  # exactly the failed ones, asked again
     second = rows_of(tmp_path)
     assert set(second) == set(first) and not any(r.get("error") for r in second.values())
@@ -118,7 +97,7 @@ def test_transient_failures_are_replaced_in_place_with_threads(tmp_path, splits,
 def test_an_interrupted_threaded_run_resumes_to_each_pair_once(tmp_path, splits, monkeypatch):
     """Ctrl-C reaches the driver while workers are mid-call: rows written so far are whole, nothing in flight
     is written later, and the same command finishes the run."""
-    suite = _suite(limit=6)
+    suite = stub_suite(limit=6)
     seen = {"rows": 0}
     real_append = ResultsStore.append
 
@@ -132,14 +111,14 @@ def test_an_interrupted_threaded_run_resumes_to_each_pair_once(tmp_path, splits,
     with StubOpenAIServer(reply=SlowReply(0.1)) as server:
         monkeypatch.setattr(ResultsStore, "append", append_then_interrupt)
         with pytest.raises(KeyboardInterrupt):
-            run(tmp_path, suite, splits, server, monkeypatch, workers=3)
+            run_stub_suite(tmp_path, suite, splits, server.base_url, workers=3)
         monkeypatch.setattr(ResultsStore, "append", real_append)
         assert len(rows_of(tmp_path)) == 4
         import time
 
         time.sleep(0.5)  # the threads' calls in flight have finished: still nothing more written
         assert len(rows_of(tmp_path)) == 4
-        run(tmp_path, suite, splits, server, monkeypatch, workers=3)
+        run_stub_suite(tmp_path, suite, splits, server.base_url, workers=3)
     assert len(rows_of(tmp_path)) == 12
 
 
@@ -151,13 +130,13 @@ class _OtherOrigin(InlineWorkers):
         return task, {**row, "provenance": {**row["provenance"], "code": {"commit": "0" * 40, "dirty": False}}}
 
 
-def test_the_driver_refuses_a_workers_row_of_another_origin(tmp_path, splits, monkeypatch):
+def test_the_driver_refuses_a_workers_row_of_another_origin(tmp_path, splits):
     from knapsack_dspy.bench.run_job import spec_provenance
     from knapsack_dspy.modules.pipeline import build_pipeline
     from knapsack_dspy.selection.config import SelectionConfig
     from knapsack_dspy.teleprompt import KnapsackFewShot
 
-    spec = _suite(limit=2).runs[0]
+    spec = stub_suite(limit=2).runs[0]
     student = build_pipeline("tatqa", "pot", selection=SelectionConfig(selector="kate", max_exemplars=2,
                                                                        budget=4000, attributes=()),
                              embedder=HashingEmbedder(), token_counter=WordCounter(), model=spec.model)

@@ -6,9 +6,8 @@ import argparse
 import csv
 import io
 import json
-from pathlib import Path
 
-from knapsack_dspy.cli.common import add_data_options, add_lm_options, build_lm, setup_caches
+from knapsack_dspy.cli.common import add_data_options, add_lm_options, load_program_and_lm, setup_caches
 from knapsack_dspy.cli.main import UserError
 
 EPILOG = """examples:
@@ -90,19 +89,9 @@ def read_inputs(args) -> dict:
 def run(args) -> int:
     import dspy
 
-    from knapsack_dspy.modules.pipeline import load_program
-
     setup_caches(args)
     inputs = read_inputs(args)
-    path = Path(args.program)
-    if not path.exists():
-        raise UserError(f"program file {str(path)!r} not found (write one with 'kdspy compile')")
-    try:
-        program = load_program(path)
-    except (ValueError, OSError, KeyError, TypeError) as exc:  # a file that is not a saved program
-        raise UserError(f"{path}: {exc}") from None
-    args.lm = args.lm or program.model
-    lm = build_lm(args)
+    program, lm = load_program_and_lm(args)
     with dspy.context(lm=lm):
         pred = program(**inputs)
     pool = {pid: i for i, pid in enumerate(program.select.pool_ids)}

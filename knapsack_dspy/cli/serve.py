@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from knapsack_dspy.cli.common import add_data_options, add_lm_options, build_lm, setup_caches
+from knapsack_dspy.cli.common import add_data_options, add_lm_options, load_program_and_lm, setup_caches
 from knapsack_dspy.cli.main import UserError
 
 EPILOG = """examples:
@@ -59,7 +59,6 @@ def _check(args) -> None:
 def build_app(args, warm_up: bool = True):
     """Load the program and the LM named by ``args`` and return the ASGI app (one-line ``UserError`` s)."""
     from knapsack_dspy.llm import is_local_model
-    from knapsack_dspy.modules.pipeline import load_program
     try:
         from knapsack_dspy.serve.app import create_app
     except ImportError as exc:
@@ -67,19 +66,11 @@ def build_app(args, warm_up: bool = True):
                         "pip install 'knapsack-dspy[serve]'") from None
 
     setup_caches(args)
-    path = Path(args.program)
-    if not path.exists():
-        raise UserError(f"program file {str(path)!r} not found (write one with 'kdspy compile')")
-    try:
-        program = load_program(path)
-    except (ValueError, OSError, KeyError, TypeError) as exc:  # a file that is not a saved program
-        raise UserError(f"{path}: {exc}") from None
-    args.lm = args.lm or program.model
-    lm = build_lm(args)
+    program, lm = load_program_and_lm(args)
     if warm_up:  # load the embedder and the tokenizer now, not on the first request
         program.select_for({"question": "warm up", "table": [], "paragraphs": []})
     concurrency = args.concurrency or (1 if is_local_model(args.lm) else 8)
-    return create_app(program, lm, name=path.name, max_queue=args.max_queue, concurrency=concurrency,
+    return create_app(program, lm, name=Path(args.program).name, max_queue=args.max_queue, concurrency=concurrency,
                       max_body_bytes=args.max_body_kb * 1000)
 
 
