@@ -149,3 +149,24 @@ def test_the_driver_refuses_a_workers_row_of_another_origin(tmp_path, splits):
     assert (tmp_path / "p.jsonl").read_text() == ""  # the refused row was not written
     with ResultsStore(tmp_path / "p.jsonl") as store:
         assert write_rows(tasks, ThreadWorkers(2), store, check=runner._same_origin(store.path)) == 2
+
+
+def test_the_command_line_passes_workers_and_ray_and_refuses_bad_counts(tmp_path, monkeypatch, capsys):
+    from knapsack_dspy.cli import bench as bench_cli
+    from knapsack_dspy.cli.main import main
+
+    suite_path = tmp_path / "s.toml"
+    suite_path.write_text('name = "s"\nselector = "kate"\nmodel = "openai/stub-model"\napi_base = "http://127.0.0.1:9/v1"\n')
+    seen = {}
+    monkeypatch.setattr(runner, "run_suite", lambda suite, out, **kw: seen.update(kw, runs=suite.runs) or {})
+    monkeypatch.setattr(bench_cli, "_print_results", lambda out, runs: 0)
+    monkeypatch.setattr("knapsack_dspy.llm.check_lm_config", lambda *a, **k: None)
+    out = ["--out", str(tmp_path / "o")]
+    assert main(["bench", str(suite_path), "--workers", "3", *out]) == 0
+    assert (seen["workers"], seen["ray"]) == (3, None)
+    assert main(["bench", "--ray", str(suite_path), *out]) == 0  # the file after --ray is the suite
+    assert (seen["workers"], seen["ray"], seen["runs"][0].selector) == (None, "", "kate")
+    assert main(["bench", str(suite_path), "--ray=auto", *out]) == 0
+    assert seen["ray"] == "auto"
+    assert main(["bench", str(suite_path), "--workers", "0", *out]) == 2
+    assert "--workers must be 1 or more, got 0" in capsys.readouterr().err

@@ -28,8 +28,8 @@ hit rate, budget coverage, attribute match, latency). --rescore recomputes the s
 answers with the current metrics (no LM call).
 
 --workers N answers N questions at once (default: the suite's num_threads, else 1): threads of this process
-for API models; for an embedded local/ model, N llama.cpp slots in this process (on 2 cores one worker is
-fastest: docs/scale_out.md). --ray runs the workers as Ray actors (a local cluster, or ADDRESS). Either way this
+for API models; for an embedded local/ model, N llama.cpp slots in this process (the default stays 1 worker:
+see docs/scale_out.md). --ray runs the workers as Ray actors (a local cluster, or ADDRESS). Either way this
 process alone writes predictions.jsonl (each question once; rows arrive in the order they finish).
 """
 
