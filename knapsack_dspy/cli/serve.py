@@ -88,8 +88,9 @@ def run(args) -> int:
     started = time.perf_counter()
     app = build_app(args, warm_up=args.processes == 1)  # with --processes: loaded here to fail early, in one line
     where = f"http://{args.host}:{args.port}"
-    print(f"kdspy serve: {args.program} ({args.lm}) ready in {time.perf_counter() - started:.1f} s on {where} "
-          f"(POST /answer, GET /health); queue {args.max_queue}, {args.processes} process(es)", flush=True)
+    state = "ready" if args.processes == 1 else f"checked; starting {args.processes} processes"
+    print(f"kdspy serve: {args.program} ({args.lm}) {state} in {time.perf_counter() - started:.1f} s on {where} "
+          f"(POST /answer, GET /health); queue {args.max_queue} per process", flush=True)
     if args.processes == 1:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_keep_alive=5)
         return 0
