@@ -20,6 +20,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import dspy
 from tqdm.auto import tqdm
@@ -27,6 +28,7 @@ from tqdm.auto import tqdm
 from knapsack_dspy.bench.dispatch import write_rows
 from knapsack_dspy.bench.local_workers import InlineWorkers, ThreadWorkers
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, provenance_difference
+from knapsack_dspy.bench.question_facts import facts_of
 from knapsack_dspy.bench.ray_workers import RayWorkers, WorkerSetup
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
@@ -48,14 +50,34 @@ def _progress(total: int, desc: str, enabled: bool):
 def load_split(spec: RunSpec, which: str, data_dir):
     path = spec.pool_path if which == "pool" else spec.eval_path
     split = spec.pool_split if which == "pool" else spec.eval_split
+    dataset = (spec.pool_dataset or spec.dataset) if which == "pool" else spec.dataset
     if path:
-        return load_examples(spec.dataset, path=path, data_dir=data_dir)
-    return load_examples(spec.dataset, split=split, data_dir=data_dir)
+        return load_examples(dataset, path=path, data_dir=data_dir)
+    return load_examples(dataset, split=split, data_dir=data_dir)
+
+
+def _question_text(question) -> str:
+    return " ".join(str(question or "").casefold().split())
+
+
+def without_eval_questions(pool, evalset) -> list:
+    """The pool without the examples that ask one of the eval questions (same text, case and spacing aside): a
+    pool from another data set (FinQA cases for FinQA documents) may hold the very questions asked, under other
+    ids and document ids, so selection's own-id / own-document exclusion would not catch them."""
+    asked = {_question_text(example.get("question")) for example in evalset}
+    return [example for example in pool if _question_text(example.get("question")) not in asked]
 
 
 def program_path(out_dir: Path, spec: RunSpec) -> Path:
     digest = hashlib.sha1(spec.key.encode()).hexdigest()[:12]
     return out_dir / "programs" / f"{spec.selector}-b{spec.budget}-m{spec.max_exemplars}-{digest}.json"
+
+
+def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
+    """``program_path`` of a stored row's run (its ``run`` key and ``spec``)."""
+    return program_path(Path(out_dir), SimpleNamespace(key=run, selector=spec.get("selector"),
+                                                       budget=spec.get("budget"),
+                                                       max_exemplars=spec.get("max_exemplars")))
 
 
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
@@ -67,9 +89,10 @@ def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, t
         return program, json.loads(path.with_suffix(".report.json").read_text()) if path.with_suffix(
             ".report.json").exists() else {}
     routing = {"route": spec.route} if spec.route else {}
+    sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
     student = build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                              top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                             embedder=embedder, token_counter=token_counter, model=spec.model, **routing)
+                             embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
     tele = KnapsackFewShot(token_counter=student.token_counter, lm_model=spec.model, progress=progress)
     program = tele.compile(student, trainset=pool, valset=valset)
     save_program(program, path)
@@ -104,9 +127,10 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
         overrides = {key: value for key, value in (("limit", limit), ("seed", seed),
                                                    ("selection_only", selection_only)) if value is not None}
         specs = [RunSpec(**{**asdict(spec), **overrides}) if overrides else spec for spec in suite.runs]
-        plan = _plan(specs, store, data_dir, retry_errors, log)
+        facts: dict = {}  # the questions' text and gold attributes, for the report (rows do not hold them)
+        plan = _plan(specs, store, data_dir, retry_errors, log, facts)
         provenances = {}
-        for spec, todo in plan:
+        for spec, _, todo in plan:
             if not todo:
                 continue
             provenance = spec_provenance(spec)
@@ -115,11 +139,11 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 raise ProvenanceMismatchError(f"{store.path}: {conflict}; write this run elsewhere with "
                                               "--out, or pass --allow-mixed to add its rows anyway")
             provenances[spec.key] = provenance
-        total = sum(len(todo) for _, todo in plan)
+        total = sum(len(todo) for _, _, todo in plan)
         if total:
             pool = _workers(count, ray, plan, embedder, token_counter_factory, lm_factory, log)
             tasks = _tasks(plan, provenances, out_dir, data_dir, embedder, token_counter_factory, lm_factory,
-                           progress)
+                           progress, log)
             bar = _progress(total, "questions", progress)
             try:
                 write_rows(tasks, pool, store, check=None if allow_mixed else _same_origin(store.path),
@@ -128,7 +152,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 if bar is not None:
                     bar.close()
         try:
-            return write_report(list(store.rows()), out_dir, suite.name)
+            return write_report(list(store.rows()), out_dir, suite.name, facts=facts)
         except OSError as exc:
             raise results_write_error(Path(exc.filename or out_dir), exc) from None
 
@@ -142,8 +166,9 @@ def _worker_count(suite: Suite, workers: int | None) -> int:
     return count
 
 
-def _plan(specs: list[RunSpec], store, data_dir, retry_errors: bool, log) -> list[tuple[RunSpec, list]]:
-    """(spec, examples still to answer) of every run, in order; one log line per run."""
+def _plan(specs: list[RunSpec], store, data_dir, retry_errors: bool, log, facts: dict) -> list[tuple]:
+    """(spec, its eval split, examples still to answer) of every run, in order; one log line per run. Adds the
+    facts of every chosen question (answered or not) to ``facts``."""
     plan, evalsets = [], {}
     what = "errors" if retry_errors else "transient failures"
     for number, spec in enumerate(specs, 1):
@@ -151,32 +176,42 @@ def _plan(specs: list[RunSpec], store, data_dir, retry_errors: bool, log) -> lis
         if key not in evalsets:
             evalsets[key] = load_split(spec, "eval", data_dir)
         examples = _chosen_examples(evalsets[key], spec)
+        facts.update(facts_of(examples, spec.dataset))
         todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
         again = sum(store.to_redo(spec.key, ex.id) for ex in todo)
         log(f"[{number}/{len(specs)}] {spec.key}: {len(examples) - len(todo)} done, {len(todo)} to go"
             + (f" ({again} asked again: {what} last time)" if again else ""))
-        plan.append((spec, todo))
+        plan.append((spec, evalsets[key], todo))
     return plan
 
 
 def _tasks(plan, provenances: dict, out_dir: Path, data_dir, embedder, token_counter_factory, lm_factory,
-           progress: bool) -> Iterator[Task]:
-    """Every (run, example) to answer, run by run; a run's program is compiled (or reloaded) when the first of
-    its examples is asked for, while the workers answer the run before."""
+           progress: bool, log) -> Iterator[Task]:
+    """Every (run, example) to answer, run by run (within a run in ``cache_friendly_order``); a run's program is
+    compiled (or reloaded) when the first of its examples is asked for, while the workers answer the run
+    before."""
     pools: dict = {}
-    for spec, todo in plan:
+    for spec, evalset, todo in plan:
         if not todo:
             continue
-        key = (spec.dataset, spec.pool_split, spec.pool_path)
+        key = (spec.dataset, spec.pool_dataset, spec.pool_split, spec.pool_path, spec.eval_split, spec.eval_path)
         if key not in pools:
-            pools = {key: load_split(spec, "pool", data_dir)}
+            pool = load_split(spec, "pool", data_dir)
+            if spec.pool_dataset and spec.pool_dataset != spec.dataset:
+                kept = without_eval_questions(pool, evalset)
+                log(f"pool {spec.pool_dataset}: {len(pool) - len(kept)} examples ask an eval question "
+                    f"and are left out")
+                pool = kept
+            pools = {key: pool}
         pool = pools[key]
         counter = token_counter_factory(spec.model) if token_counter_factory else None
-        program, _ = compile_program(spec, pool, _validation_slice(pool, spec), out_dir, embedder=embedder,
+        program, _ = compile_program(spec, pool, validation_slice(pool, spec), out_dir, embedder=embedder,
                                      token_counter=counter, progress=progress)
         prefetch = getattr(program, "prefetch_embeddings", None)
         if callable(prefetch):
             prefetch(todo, progress=progress)
+        if not spec.selection_only:
+            todo = cache_friendly_order(program, todo)
         lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else default_lm(spec))
         job = RunJob.for_run(spec, program, lm, provenances[spec.key])
         for example in todo:
@@ -185,7 +220,7 @@ def _tasks(plan, provenances: dict, out_dir: Path, data_dir, embedder, token_cou
 
 def _workers(count: int, ray: str | None, plan, embedder, token_counter_factory, lm_factory, log):
     """The workers that answer the tasks: this process (1), threads (``count``), or Ray actors."""
-    local = any(is_local_model(spec.model) and not spec.selection_only for spec, todo in plan if todo)
+    local = any(is_local_model(spec.model) and not spec.selection_only for spec, _, todo in plan if todo)
     if ray is None:
         if count == 1:
             return InlineWorkers()
@@ -218,6 +253,20 @@ def _same_origin(path: Path) -> Callable:
     return check
 
 
+def cache_friendly_order(program, examples: list) -> list:
+    """The examples in an order whose consecutive prompts share long prefixes (a server's prompt cache -- the
+    embedded model's llama.cpp slot, a provider's automatic prefix caching -- reuses them): grouped by the
+    program's ``prompt_group(example)`` (a routed pipeline: the route, whose instructions open the prompt),
+    the eval split's order kept within a group (questions of one document are adjacent there and select
+    similar demos). Rows are still written and reported per question; only the time changes. Programs without
+    ``prompt_group``: the order as given."""
+    group = getattr(program, "prompt_group", None)
+    if not callable(group):
+        return list(examples)
+    keys = {id(ex): group(ex) for ex in examples}
+    return sorted(examples, key=lambda ex: keys[id(ex)])  # stable: the split's order within a group
+
+
 def _chosen_examples(evalset, spec: RunSpec) -> list:
     """The eval split's questions this run answers: ``example_ids`` (if given, in the split's order), then the
     first ``limit``."""
@@ -233,7 +282,7 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
     return examples[: spec.limit] if spec.limit else examples
 
 
-def _validation_slice(pool, spec: RunSpec):
+def validation_slice(pool, spec: RunSpec):
     """Validation queries for selectors that fit on them at compile time (static, hybrid, fixed: their class
     declares ``fit_on``): a seeded slice of the pool itself (never the eval split); selection excludes each
     query's own id and document, so nothing leaks."""
