@@ -11,7 +11,7 @@ and the error rows by kind (``answer``: the model's program failed, e.g. cut sho
 
     python benchmarks/local_workers.py                                          # 0.5B model, N = 2
     python benchmarks/local_workers.py --model local/qwen2.5-coder-1.5b-instruct --questions 6
-    python benchmarks/local_workers.py --questions 1 --max-tokens 8 --budget 512 -M 1   # a quick check
+    python benchmarks/local_workers.py --quick     # a functional check (1 question, 8 tokens): not a measurement
 
 Needs the ``local-small`` (or ``local``) extra, and ``ray`` for the process configuration. Every loop is
 bounded; run it on an otherwise idle machine (the point is to compare configurations).
@@ -81,10 +81,14 @@ def main() -> int:
     parser.add_argument("-M", "--max-exemplars", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=384)
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated: one, slots, processes")
+    parser.add_argument("--quick", action="store_true",
+                        help="a functional check, not a measurement: 1 question, 8 tokens, budget 512, M = 1")
     parser.add_argument("--one", choices=CONFIGS, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--programs", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quick:
+        args.questions, args.max_tokens, args.budget, args.max_exemplars = 1, 8, 512, 1
     if args.one:
         print(json.dumps(_one(args)), flush=True)
         return 0

@@ -17,7 +17,10 @@ machine's CPU allows. The target: at every N, rate >= 80 % of min(N x the one-wo
 >= 3x the one-worker rate at 4 workers. The script prints a table and whether each row meets it.
 
     python benchmarks/scaleout_throughput.py                         # threads and Ray, N = 1, 2, 4, 8
-    python benchmarks/scaleout_throughput.py --modes workers --workers 1,2 --delay 0.05 --seconds 2   # quick
+    python benchmarks/scaleout_throughput.py --quick   # a functional check (~2 min): N = 1, 2, a 0.05 s stub
+
+``--quick`` only shows that the script works end to end (threads and Ray, a few questions per run); its
+numbers are not measurements.
 
 Loopback only; every loop is bounded (questions per run, a time limit per run). Needs the ``ray`` extra for
 ``--modes ray``. Reads ``$KDSPY_DATA_DIR``; uses a fresh cache folder unless ``--cache-dir`` is given.
@@ -123,7 +126,11 @@ def main() -> int:
     parser.add_argument("--max-questions", type=int, default=504, help="dev_tune has 504")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the instant-stub runs")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--quick", action="store_true",
+                        help="a functional check, not a measurement: N = 1, 2, a 0.05 s stub, ~2 s per run")
     args = parser.parse_args()
+    if args.quick:
+        args.workers, args.delay, args.seconds, args.min_questions = "1,2", 0.05, 2.0, 8
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     counts = [int(n) for n in args.workers.split(",")]
     with tempfile.TemporaryDirectory(prefix="scaleout_") as tmp:

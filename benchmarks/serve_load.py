@@ -11,7 +11,8 @@ request of the malformed set (wrong types, missing fields, huge bodies, bad JSON
 (target: all 4xx).
 
     python benchmarks/serve_load.py                         # 16 clients, 30 s, instant stub, concurrency 8
-    python benchmarks/serve_load.py --seconds 3 --clients 4 # quick check
+    python benchmarks/serve_load.py --delay 1               # a stub LM answering after 1 s
+    python benchmarks/serve_load.py --quick                 # a functional check (4 clients, 3 s): not a measurement
 
 Loopback only; every loop is bounded. Needs the ``serve`` extra. Reads ``$KDSPY_DATA_DIR``.
 """
@@ -126,7 +127,10 @@ def main() -> int:
     parser.add_argument("--delay", type=float, default=0.0, help="seconds the stub LM takes per answer")
     parser.add_argument("--concurrency", type=int, default=8, help="kdspy serve --concurrency")
     parser.add_argument("--max-queue", type=int, default=32, help="kdspy serve --max-queue")
+    parser.add_argument("--quick", action="store_true", help="a functional check, not a measurement: 4 clients, 3 s")
     args = parser.parse_args()
+    if args.quick:
+        args.clients, args.seconds = 4, 3.0
     from openai_stub_server import StubOpenAIServer, chat_adapter_reply
     from scaleout_helpers import MALFORMED_REQUESTS
 
@@ -170,9 +174,16 @@ def main() -> int:
             proc.terminate()
             proc.wait(30)
     bad = [name for name, status in malformed.items() if not 400 <= status < 500]
-    print(f"\n{args.clients} clients, {result['seconds']} s: {result['answered_per_s']} answered/s, p50 "
-          f"{result['p50_s']} s, p99 {result['p99_s']} s, statuses {result['statuses']}, 5xx/connection errors "
-          f"{result['server_errors']}; malformed requests: {len(malformed) - len(bad)} of {len(malformed)} got a 4xx")
+    print(f"\nkdspy serve --concurrency {args.concurrency} --max-queue {args.max_queue}, stub LM "
+          f"{args.delay:g} s per answer:\n")
+    print("| clients | seconds | answered/s | p50 s | p99 s | statuses | 5xx + connection errors | malformed: 4xx |")
+    print("|---|---|---|---|---|---|---|---|")
+    statuses = ", ".join(f"{status}: {n}" for status, n in sorted(result["statuses"].items(), key=str))
+    print(f"| {args.clients} | {result['seconds']} | {result['answered_per_s']} | {result['p50_s']} | "
+          f"{result['p99_s']} | {statuses} | {result['server_errors']} | {len(malformed) - len(bad)} of "
+          f"{len(malformed)} |")
+    for name in bad:
+        print(f"NOT a 4xx: {name} ({malformed[name]})")
     return 0 if not bad and result["server_errors"] == 0 else 1
 
 
