@@ -72,8 +72,9 @@ def _one(args) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=os.environ.get("KDSPY_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    from scaleout_throughput import script_parser
+
+    parser = script_parser(__doc__)
     parser.add_argument("--model", default="local/qwen2.5-coder-0.5b-instruct")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--questions", type=int, default=6)

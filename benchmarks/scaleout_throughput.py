@@ -114,9 +114,15 @@ def _compile_once(data_dir: str, tmp: Path, clock: RowClock) -> Path:
     return tmp / "warm" / "programs"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def script_parser(doc: str) -> argparse.ArgumentParser:
+    """The scale-out scripts' parser: their docstring as help, and ``--data-dir`` (``$KDSPY_DATA_DIR``)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=os.environ.get("KDSPY_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    return parser
+
+
+def main() -> int:
+    parser = script_parser(__doc__)
     parser.add_argument("--cache-dir", help="project cache (default: a fresh folder)")
     parser.add_argument("--modes", default="workers,ray", help="comma-separated: workers, ray")
     parser.add_argument("--workers", default="1,2,4,8", help="comma-separated worker counts")

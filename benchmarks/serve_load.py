@@ -19,7 +19,6 @@ Loopback only; every loop is bounded. Needs the ``serve`` extra. Reads ``$KDSPY_
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import os
@@ -118,8 +117,9 @@ def _load(port: int, bodies: list[bytes], clients: int, seconds: float, max_requ
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=os.environ.get("KDSPY_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    from scaleout_throughput import script_parser
+
+    parser = script_parser(__doc__)
     parser.add_argument("--program", help="a compiled program (default: compile one with kdspy compile)")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=30.0)
