@@ -8,9 +8,8 @@ import csv
 import io
 import json
 import sys
-from pathlib import Path
 
-from knapsack_dspy.cli.common import add_data_options, add_lm_options, build_lm, setup_caches
+from knapsack_dspy.cli.common import add_data_options, add_lm_options, load_program_and_lm, setup_caches
 from knapsack_dspy.cli.main import UserError
 
 EPILOG = """examples:
@@ -100,22 +99,20 @@ def _csv_rows(text: str, where: str) -> list:
 
 
 def checked_inputs(inputs: dict, need_question: bool = True) -> dict:
-    """``inputs`` (question, table, paragraphs) if they can be asked; a one-line ``UserError`` otherwise."""
-    if need_question and (not inputs["question"] or not str(inputs["question"]).strip()):
+    """``inputs`` (question, table, paragraphs) if they can be asked (``data.query_inputs``); a one-line
+    ``UserError`` otherwise. ``need_question=False`` (``--interactive``): the document alone, its questions come
+    later (``question`` stays None)."""
+    from knapsack_dspy.data.query_inputs import QueryInputError, check_query_inputs
+
+    question = inputs["question"]
+    if need_question and (not question or not str(question).strip()):
         raise UserError("no question: pass --question or an --input JSON with a 'question'")
-    if not isinstance(inputs["table"], list) or any(not isinstance(r, list) for r in inputs["table"]):
-        raise UserError("the table must be a list of rows (lists of cells)")
-    if any(not (cell is None or isinstance(cell, (str, int, float))) or isinstance(cell, bool)
-           for row in inputs["table"] for cell in row):
-        raise UserError("table cells must be strings, numbers or null")
-    if not isinstance(inputs["paragraphs"], list) or any(not isinstance(p, str) for p in inputs["paragraphs"]):
-        raise UserError("paragraphs must be a list of strings")
-    texts = [str(inputs["question"] or ""), *inputs["paragraphs"],
-             *(str(cell) for row in inputs["table"] for cell in row)]
-    if any(not _encodable(text) for text in texts):
-        raise UserError("the question, table or text holds a lone surrogate (\\ud800-\\udfff), which is not "
-                        "a character; no LM can be sent it")
-    return inputs
+    try:
+        checked = check_query_inputs(str(question) if question else "(questions follow)", inputs["table"],
+                                     inputs["paragraphs"])
+    except QueryInputError as exc:
+        raise UserError(str(exc)) from None
+    return {**checked, "question": checked["question"] if question else None}
 
 
 def line_inputs(line: str, document: dict) -> dict:
@@ -137,32 +134,14 @@ def line_inputs(line: str, document: dict) -> dict:
     return checked_inputs(inputs)
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def run(args) -> int:
     import dspy
-
-    from knapsack_dspy.modules.pipeline import load_program
 
     if args.interactive and args.question:
         raise UserError("--interactive reads the questions from standard input: leave out --question")
     setup_caches(args)
     inputs = read_inputs(args, need_question=not args.interactive)
-    path = Path(args.program)
-    if not path.exists():
-        raise UserError(f"program file {str(path)!r} not found (write one with 'kdspy compile')")
-    try:
-        program = load_program(path)
-    except (ValueError, OSError, KeyError, TypeError) as exc:  # a file that is not a saved program
-        raise UserError(f"{path}: {exc}") from None
-    args.lm = args.lm or program.model
-    lm = build_lm(args)
+    program, lm = load_program_and_lm(args)
     with dspy.context(lm=lm):
         if args.interactive:
             return _interactive(program, inputs, args.json)
