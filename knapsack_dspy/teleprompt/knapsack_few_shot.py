@@ -255,9 +255,6 @@ class KnapsackFewShot(Teleprompter):
         fitted = self._fit_modules(program, trainset, embedder)
         try:
             if teacher is not None:
-                if dspy.settings.lm is None and not all(p.lm for _, p in teacher.named_predictors()):
-                    raise CompileError("teacher=: the teacher runs on the trainset, which needs an LM "
-                                       "(dspy.configure(lm=...))")
                 pools, summary["teacher"] = pools_from_teacher(teacher, targets, trainset, metric=self.metric,
                                                                progress=self.progress)
             else:
@@ -288,7 +285,9 @@ class KnapsackFewShot(Teleprompter):
         for name in reports:
             predictor_at(program, name).selection.compile_report = {**reports[name], "compile": shared}
         program.compile_report = {**shared, "predictors": reports}
-        program._compiled = True
+        # Not marked ``_compiled``: DSPy freezes a compiled sub-program (its parent's named_parameters, and so its
+        # save(), would leave the selection out) and BootstrapFewShot / MIPROv2 (which bootstraps demos even for
+        # a zero-demo run) refuse a compiled student; a knapsack program must stay open to both.
         return program
 
     @staticmethod
