@@ -22,6 +22,7 @@ programs, with a separate ``select`` module, still load).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hashlib
 import json
@@ -216,6 +217,21 @@ class _Pipeline(dspy.Module):
         query = self._retrieved({"question": question, "table": table, "paragraphs": paragraphs})
         with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
             pred = self.solve(**query, demos=None if self.uses_demos else [])
+        return self._with_selection(pred, selected)
+
+    async def aforward(self, question: str, table=None, paragraphs=None, id: str | None = None,
+                       doc_id: str | None = None, **attributes):
+        """``forward`` for ``await program.acall(...)``: retrieval (CPU) in a worker thread, the LM through DSPy's
+        async path."""
+        query = await asyncio.to_thread(self._retrieved, {"question": question, "table": table,
+                                                          "paragraphs": paragraphs})
+        with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
+            pred = await self.solve.acall(**query, demos=None if self.uses_demos else [])
+        return self._with_selection(pred, selected)
+
+    @staticmethod
+    def _with_selection(pred, selected) -> dspy.Prediction:
+        """The solver's prediction with what the demo predictor selected (its first call: the writer)."""
         selection = selected[0].info if selected else dict(_NO_SELECTION)
         return dspy.Prediction(**dict(pred), exemplar_ids=selection.get("ids", []), selection=selection)
 

@@ -16,11 +16,11 @@ from knapsack_dspy.modules.solvers.answer_parsing import normalise_scale, parse_
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
-    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
 )
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, arun_plan, run_plan
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, answer_demo, document_inputs
 from knapsack_dspy.signatures import AnswerFromTableText
 
@@ -55,12 +55,17 @@ class ChainOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
 
     def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
                 demos: Iterable | None = None) -> dspy.Prediction:
+        return run_plan(self._plan(question, table, paragraphs, text, demos))
+
+    async def aforward(self, question: str, table=None, paragraphs: Iterable[str] | None = None,
+                       text: str | None = None, demos: Iterable | None = None) -> dspy.Prediction:
+        return await arun_plan(self._plan(question, table, paragraphs, text, demos))
+
+    def _plan(self, question, table, paragraphs, text, demos) -> Plan:
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
-        call_demos = demos_for_call(self.mode, demos)
-        try:
-            prediction = call_with_demos(self.answer, inputs, call_demos)
-        except AdapterParseError as exc:
-            return dspy.Prediction(answer=None, scale="", raw_answer=exc.lm_response, reasoning=None,
+        prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
+        if isinstance(prediction, AdapterParseError):
+            return dspy.Prediction(answer=None, scale="", raw_answer=prediction.lm_response, reasoning=None,
                                    error="the reply did not follow the required output format")
         raw = prediction.get("answer")
         value, hinted_scale = parse_answer(raw)

@@ -21,11 +21,11 @@ from knapsack_dspy.modules.selection_context import selection_log
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
-    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
 )
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, arun_plan, run_plan
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, document_inputs, program_demo
 from knapsack_dspy.signatures import (
     RepairFinqaProgram,
@@ -134,12 +134,20 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
 
     def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
                 demos: Iterable | None = None) -> dspy.Prediction:
+        return run_plan(self._plan(question, table, paragraphs, text, demos))
+
+    async def aforward(self, question: str, table=None, paragraphs: Iterable[str] | None = None,
+                       text: str | None = None, demos: Iterable | None = None) -> dspy.Prediction:
+        return await arun_plan(self._plan(question, table, paragraphs, text, demos))
+
+    def _plan(self, question, table, paragraphs, text, demos) -> Plan:
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         rows = [list(row) for row in table] if isinstance(table, (list, tuple)) else None
         call_demos = demos_for_call(self.mode, demos)
 
         with selection_log() as selected:  # what a selecting writer chose, for the retry
-            program, reasoning, result, error = self._call_and_run(self.write, inputs, rows, call_demos)
+            reply = yield LMCall(self.write, inputs, call_demos)
+        program, reasoning, result, error = self._read_and_run(reply, rows)
         if call_demos is None:  # the writer chose: its own demos, or (SelectingPredict) its per-query selection
             call_demos = selected[-1].demos if selected else list(self.predictor.demos)
         errors: list[str] = []
@@ -150,9 +158,8 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
                 attempts = 2
                 shown = program if len(program) <= MAX_SHOWN_PROGRAM else program[:MAX_SHOWN_PROGRAM] + "\n..."
                 repair_inputs = {**inputs, "failed_program": shown or "(empty)", "error": error}
-                retry_demos = call_demos if self.retry_with_demos else []
-                program, reasoning, result, error = self._call_and_run(self.repair, repair_inputs, rows,
-                                                                       retry_demos)
+                reply = yield LMCall(self.repair, repair_inputs, call_demos if self.retry_with_demos else [])
+                program, reasoning, result, error = self._read_and_run(reply, rows)
                 if result is None:
                     errors.append(error)
         if result is None:
@@ -161,11 +168,10 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
         return dspy.Prediction(program=program, answer=result.answer, scale=result.scale or "", error=None,
                                attempts=attempts, errors=errors, reasoning=reasoning)
 
-    def _call_and_run(self, module, inputs, rows, demos):
-        try:
-            prediction = call_with_demos(module, inputs, demos)
-        except AdapterParseError as exc:
-            return (clean_program_text(exc.lm_response or "", self.language), None, None, _FORMAT_ERROR)
-        program = clean_program_text(prediction.get("program"), self.language)
+    def _read_and_run(self, reply, rows):
+        """(program, reasoning, execution result or None, error) of one LM reply."""
+        if isinstance(reply, AdapterParseError):
+            return clean_program_text(reply.lm_response or "", self.language), None, None, _FORMAT_ERROR
+        program = clean_program_text(reply.get("program"), self.language)
         result, error = self._run(program, rows)
-        return program, prediction.get("reasoning"), result, error
+        return program, reply.get("reasoning"), result, error
