@@ -16,15 +16,26 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import dspy
 from tqdm.auto import tqdm
 
+from knapsack_dspy.bench.dspy_baselines import (
+    DSPY_BASELINES,
+    BaselineProgram,
+    compile_baseline,
+    is_dspy_baseline,
+    needs_lm,
+    pool_view,
+)
 from knapsack_dspy.bench.example_runner import answer_example, select_example
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore
+from knapsack_dspy.bench.scoring import correctness_metric
 from knapsack_dspy.bench.suite import RunSpec, Suite, SuiteError
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.llm import make_lm
+from knapsack_dspy.llm.call_counter import call_counts
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
@@ -46,21 +57,59 @@ def program_path(out_dir: Path, spec: RunSpec) -> Path:
     return out_dir / "programs" / f"{spec.selector}-b{spec.budget}-m{spec.max_exemplars}-{digest}.json"
 
 
+def _student(spec: RunSpec, embedder=None, token_counter=None):
+    return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
+                          top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
+                          embedder=embedder, token_counter=token_counter, model=spec.model)
+
+
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
-                    progress: bool = True):
-    """Compile (or reload) the run's program. Returns (program, compile report)."""
+                    progress: bool = True, lm=None):
+    """Compile (or reload) the run's program. Returns (program, compile report). ``lm``: the run's LM, for the DSPy
+    baselines that need one to compile."""
+    if is_dspy_baseline(spec.selector):
+        return _compile_baseline(spec, pool, valset, out_dir, embedder, token_counter, lm)
     path = program_path(out_dir, spec)
     if path.exists():
         program = load_program(path, embedder=embedder, token_counter=token_counter)
         return program, json.loads(path.with_suffix(".report.json").read_text()) if path.with_suffix(
             ".report.json").exists() else {}
-    student = build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
-                             top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                             embedder=embedder, token_counter=token_counter, model=spec.model)
+    student = _student(spec, embedder, token_counter)
     tele = KnapsackFewShot(token_counter=student.token_counter, lm_model=spec.model, progress=progress)
     program = tele.compile(student, trainset=pool, valset=valset)
     save_program(program, path)
     return program, program.compile_report
+
+
+def _compile_baseline(spec: RunSpec, pool, valset, out_dir: Path, embedder, token_counter, lm):
+    """A run of one of DSPy's optimizers (``bench/dspy_baselines.py``): the LM-free ones are rebuilt (cheap and
+    deterministic); the others are compiled once with the run's LM, saved, and reloaded into a fresh student."""
+    student = _student(spec, embedder, token_counter)
+    counter = student.token_counter
+    path = program_path(out_dir, spec)
+    report_path = path.with_suffix(".report.json")
+    if needs_lm(spec.selector) and path.exists():
+        program = _student(spec, embedder, token_counter)
+        program.load(str(path))
+        report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    else:
+        started, before = time.perf_counter(), call_counts()
+        with dspy.context(**({"lm": lm} if lm is not None else {})):
+            program = compile_baseline(spec.selector, student, pool, valset, max_exemplars=spec.max_exemplars,
+                                       embedder=student.embedder, metric=correctness_metric, seed=spec.seed,
+                                       num_threads=spec.num_threads)
+        spent = call_counts() - before
+        report = {"baseline": spec.selector, "optimizer": DSPY_BASELINES[spec.selector][1],
+                  "pool_size": len(pool), "valset_size": len(valset or []),
+                  "cost": {"lm_calls": spent.calls, "lm_cache_hits": spent.cache_hits,
+                           "seconds": round(time.perf_counter() - started, 2)}}
+        if needs_lm(spec.selector):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            program.save(str(path))
+            report_path.write_text(json.dumps(report, indent=2, default=str))
+    wrapped = BaselineProgram(program, pool=pool_view(pool, spec.attributes), counter=counter, budget=spec.budget,
+                              reserve_output_tokens=spec.reserve_output_tokens, report=report)
+    return wrapped, report
 
 
 def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | None = None,
@@ -70,6 +119,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
     """Run every run of the suite into ``out_dir``; returns the aggregated metrics. Holds ``out_dir``'s lock
     (``results_lock``): a second process on the same directory fails at once with ``ResultsBusyError``."""
     out_dir = Path(out_dir)
+    _check_lm_needs(suite, selection_only)
     with results_lock(out_dir), ResultsStore(out_dir / "predictions.jsonl") as store:
         (out_dir / "suite.json").write_text(json.dumps(
             {"name": suite.name, "source": suite.source, "runs": [asdict(r) for r in suite.runs]}, indent=2,
@@ -98,13 +148,13 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 continue
             counter = token_counter_factory(spec.model) if token_counter_factory else None
             valset = _validation_slice(pool, spec)
+            lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else _default_lm(spec))
             program, _ = compile_program(spec, pool, valset, out_dir, embedder=embedder, token_counter=counter,
-                                         progress=progress)
+                                         progress=progress, lm=lm)
             prefetch = getattr(program, "prefetch_embeddings", None)
             if callable(prefetch):
                 prefetch(todo, progress=progress)
             bar = _progress(len(todo), spec.selector, progress)
-            lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else _default_lm(spec))
             for example in todo:
                 started = time.perf_counter()
                 if spec.selection_only:
@@ -136,11 +186,23 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
     return examples[: spec.limit] if spec.limit else examples
 
 
+def _check_lm_needs(suite: Suite, selection_only: bool | None) -> None:
+    """A DSPy baseline that compiles with an LM cannot run selection-only: said before anything runs."""
+    wrong = sorted({r.selector for r in suite.runs if is_dspy_baseline(r.selector) and needs_lm(r.selector)
+                    and (r.selection_only if selection_only is None else selection_only)})
+    if wrong:
+        raise SuiteError(f"{', '.join(wrong)} compile{'s' if len(wrong) == 1 else ''} with an LM (DSPy's optimizer "
+                         "runs the program): not in a selection-only run; the LM-free baselines are "
+                         f"{', '.join(n for n in DSPY_BASELINES if not needs_lm(n))}")
+
+
 def _validation_slice(pool, spec: RunSpec):
     """Validation queries for selectors that fit on them at compile time (static, hybrid, fixed: their class
-    declares ``fit_on``): a seeded slice of the pool itself (never the eval split); selection excludes each
-    query's own id and document, so nothing leaks."""
-    if spec.selection_config().selector_class.fit_on is None or not spec.val_size:
+    declares ``fit_on``) and for the DSPy baselines that search with an LM: a seeded slice of the pool itself
+    (never the eval split); selection excludes each query's own id and document, so nothing leaks."""
+    wants = (needs_lm(spec.selector) if is_dspy_baseline(spec.selector)
+             else spec.selection_config().selector_class.fit_on is not None)
+    if not wants or not spec.val_size:
         return None
     rng = random.Random(spec.seed)
     return rng.sample(list(pool), min(spec.val_size, len(pool)))

@@ -25,11 +25,18 @@ import hashlib
 import itertools
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from knapsack_dspy.selection.config import SelectionConfig
+from knapsack_dspy.bench.dspy_baselines import DSPY_BASELINES, is_dspy_baseline
+from knapsack_dspy.bench.suite_schema import group_model, group_problems, run_problems
+from knapsack_dspy.data.loader import DATASETS
+from knapsack_dspy.modules.pipeline import DOCUMENT_PIPELINES, STATUTE_PIPELINES
+from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
+from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
+from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, SELECTORS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,8 +79,10 @@ class RunSpec:
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
 
     def selection_config(self) -> SelectionConfig:
-        """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set)."""
-        return SelectionConfig(selector=self.selector, max_exemplars=self.max_exemplars, budget=self.budget,
+        """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
+        baseline's run keeps the default selector, which it does not use)."""
+        selector = DEFAULT_SELECTOR if is_dspy_baseline(self.selector) else self.selector
+        return SelectionConfig(selector=selector, max_exemplars=self.max_exemplars, budget=self.budget,
                                reserve_output_tokens=self.reserve_output_tokens, alpha=self.alpha, beta=self.beta,
                                attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
                                val_size=self.val_size, seed=self.seed)
@@ -94,61 +103,99 @@ class RunSpec:
 
 
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
+_GROUP = group_model(RunSpec, GRID_KEYS)
+_TUPLE_FIELDS = ("attributes", "example_ids")
 
 
-def _coerce(name: str, value: Any, source: str) -> Any:
-    default = _FIELD_TYPES[name].default
-    if name == "attributes":
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise SuiteError(f"{source}: 'attributes' must be a list of names")
-        return tuple(value)
-    if name == "example_ids":
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
-            raise SuiteError(f"{source}: 'example_ids' must be a list of question ids")
-        return tuple(value)
-    if name in ("limit", "top_n_paragraphs") and value is None:
-        return None
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise SuiteError(f"{source}: {name!r} must be true or false, got {value!r}")
-        return value
-    if isinstance(default, int) or name in ("limit", "top_n_paragraphs"):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SuiteError(f"{source}: {name!r} must be an integer, got {value!r}")
-        return value
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SuiteError(f"{source}: {name!r} must be a number, got {value!r}")
+def _value(name: str, value: Any) -> Any:
+    """A checked value as ``RunSpec`` holds it (a name list as a tuple, a number as a float)."""
+    if name in _TUPLE_FIELDS:
+        return tuple([value] if isinstance(value, str) else value)
+    if isinstance(_FIELD_TYPES[name].default, float):
         return float(value)
-    if not isinstance(value, str):
-        raise SuiteError(f"{source}: {name!r} must be a string, got {value!r}")
     return value
 
 
 def expand(group: dict, source: str) -> list[RunSpec]:
-    unknown = set(group) - set(_FIELD_TYPES) - {"name", "runs", "output", "description"}
-    if unknown:
-        raise SuiteError(f"{source}: unknown keys {sorted(unknown)}; valid keys: {sorted(_FIELD_TYPES)}")
+    """The runs of one (type-checked) run group: the product over its grid keys' lists."""
     scalars, axes = {}, []
     for name, value in group.items():
         if name not in _FIELD_TYPES:
             continue
         if name in GRID_KEYS and isinstance(value, list):
-            if not value:
-                raise SuiteError(f"{source}: {name!r} is an empty list")
-            axes.append((name, [_coerce(name, v, source) for v in value]))
+            axes.append((name, [_value(name, v) for v in value]))
         else:
-            scalars[name] = _coerce(name, value, source)
+            scalars[name] = _value(name, value)
     runs = []
     for combo in itertools.product(*(vals for _, vals in axes)):
         params = dict(scalars)
         params.update({name: v for (name, _), v in zip(axes, combo, strict=True)})
         runs.append(RunSpec(**params))
     return runs
+
+
+def _dataset_problem(run: RunSpec) -> str | None:
+    if run.dataset not in DATASETS:
+        return f"unknown dataset {run.dataset!r}; datasets: {', '.join(DATASETS)}"
+    return None
+
+
+def _pipeline_problem(run: RunSpec) -> str | None:
+    if run.dataset not in DATASETS:
+        return None
+    allowed = STATUTE_PIPELINES if run.dataset == "sara" else DOCUMENT_PIPELINES
+    return None if run.pipeline in allowed else (
+        f"unknown pipeline {run.pipeline!r} for {run.dataset}; pipelines: {', '.join(allowed)}")
+
+
+def _retrieval_problem(run: RunSpec) -> str | None:
+    if run.retrieval and run.retrieval not in STRATEGIES:
+        return f"unknown retrieval strategy {run.retrieval!r}; strategies: {', '.join(STRATEGIES)}"
+    return None
+
+
+def _selector_problem(run: RunSpec) -> str | None:
+    if run.selector not in SELECTORS and not is_dspy_baseline(run.selector):
+        return (f"unknown selector {run.selector!r}; ours: {', '.join(SELECTORS)}; DSPy's optimizers: "
+                f"{', '.join(DSPY_BASELINES)}")
+    return None
+
+
+def _selection_problems(run: RunSpec) -> list[tuple[str, str]]:
+    """(key, reason) of the run's selection settings as ``SelectionConfig`` checks them (the setting it names)."""
+    if run.selector not in SELECTORS and not is_dspy_baseline(run.selector):
+        return []
+    selector = DEFAULT_SELECTOR if is_dspy_baseline(run.selector) else run.selector
+    settings = {"max_exemplars": run.max_exemplars, "budget": run.budget, "alpha": run.alpha, "beta": run.beta,
+                "reserve_output_tokens": run.reserve_output_tokens, "attributes": tuple(run.attributes),
+                "attribute_source": run.attribute_source or None, "val_size": run.val_size, "seed": run.seed}
+    found = []
+    for name, value in settings.items():  # one setting at a time: every bad one is reported
+        try:
+            SelectionConfig(selector=selector, **{name: value})
+        except SelectionConfigError as exc:
+            found.append((name, str(exc)))
+    if not found:
+        try:
+            run.selection_config()
+        except SelectionConfigError as exc:  # settings that are fine alone but not together
+            found.append(("selector", str(exc)))
+    return found
+
+
+def _positive(name: str, allow_none: bool = False) -> Callable[[RunSpec], str | None]:
+    def check(run: RunSpec) -> str | None:
+        value = getattr(run, name)
+        if value is None and allow_none:
+            return None
+        return None if value >= 1 else f"must be at least 1, got {value!r}"
+    return check
+
+
+_RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retrieval": _retrieval_problem,
+               "selector": _selector_problem, "limit": _positive("limit", allow_none=True),
+               "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),
+               "max_tokens": _positive("max_tokens"), "num_threads": _positive("num_threads")}
 
 
 @dataclass
@@ -173,19 +220,34 @@ def load_suite(path: str | Path) -> Suite:
 
 
 def suite_from_dict(raw: dict, source: str = "<flags>") -> Suite:
+    """The suite a TOML file (or flags) describes. Every problem of every run group is collected (types, unknown
+    keys, then each run's dataset, pipeline, retrieval, selector and selection settings) and raised as one
+    ``SuiteError``, one line per problem, before any run starts."""
     defaults = {k: v for k, v in raw.items() if k != "runs"}
     groups = raw.get("runs") or [{}]
-    if not isinstance(groups, list):
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
         raise SuiteError(f"{source}: 'runs' must be an array of tables ([[runs]])")
     runs: list[RunSpec] = []
+    problems: list[str] = []
     seen = set()
     for i, group in enumerate(groups):
         merged = dict(defaults)
         merged.update(group)
-        for run in expand(merged, f"{source} (runs[{i}])" if raw.get("runs") else source):
+        where = f"runs[{i}] " if raw.get("runs") else ""
+        found, bad_keys = group_problems(_GROUP, merged, where)
+        problems += found
+        checked = {k: v for k, v in merged.items() if k not in bad_keys}
+        for run in expand(checked, where):
+            problems += run_problems(run, where, _RUN_CHECKS)
+            problems += [f"{where}{key}: {reason}" for key, reason in _selection_problems(run)]
+            if found:
+                continue
             if run.key not in seen:
                 seen.add(run.key)
                 runs.append(run)
+    if problems:
+        unique = list(dict.fromkeys(problems))
+        raise SuiteError(f"{source}: {len(unique)} problem{'s' if len(unique) > 1 else ''}:\n  " + "\n  ".join(unique))
     name = str(raw.get("name") or Path(source).stem)
     return Suite(name=name, runs=runs, output=str(raw.get("output") or ""),
                  description=str(raw.get("description") or ""), source=source, raw=raw)

@@ -185,6 +185,12 @@ class _Pipeline(dspy.Module):
         return {"question": question, "table": table, "paragraphs": paragraphs}
 
     def _hints(self, question, table, paragraphs, id, doc_id, attributes: Mapping):
+        known = set(self.selection_settings.attributes)
+        unknown = sorted(set(attributes) - known)
+        if unknown:  # e.g. tables=[...] for table=[...]: answering without the table would be silently wrong
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword {', '.join(map(repr, unknown))}; it takes "
+                            "question, table, paragraphs, id, doc_id"
+                            + (f" and gold values of {', '.join(sorted(known))}" if known else ""))
         return selection_hints(id=id, doc_id=doc_id, attributes=attributes,
                                fields=self._select_fields(question, table, paragraphs))
 
