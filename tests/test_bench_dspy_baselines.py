@@ -3,28 +3,18 @@ budget accounting (their first prompts measured), selection-only runs for the LM
 a stand-in LM; and suites checked whole before anything runs."""
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 from dspy.utils import DummyLM
 from helpers import FieldFillingLM, HashingEmbedder, WordCounter
+from test_pipeline import data, pytestmark
 
 from knapsack_dspy.bench.runner import run_suite
 from knapsack_dspy.bench.suite import SuiteError, suite_from_dict
 from knapsack_dspy.cli.main import main
 
-DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
+__all__ = ["data", "pytestmark"]  # the TAT-QA slice of test_pipeline (90 pool, 8 tuning questions), its skip
 
-
-@pytest.fixture(scope="module")
-def data():
-    from knapsack_dspy.data import load_examples
-
-    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:60]
-    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:6]
-    return pool, tune
 
 
 def suite(**over):

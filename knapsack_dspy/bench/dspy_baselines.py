@@ -126,7 +126,7 @@ def compile_baseline(name: str, student, pool: Sequence, valset: Sequence | None
             holder = dspy.LabeledFewShot(k=max_exemplars).compile(PredictorHolder(predictor), trainset=trainset)
         else:
             knn = dspy.KNNFewShot(k=max_exemplars, trainset=trainset,
-                                  vectorizer=dspy.Embedder(lambda texts: embedder.encode(list(texts))),
+                                  vectorizer=dspy.Embedder(lambda texts: embedder.encode(list(texts)), caching=False),
                                   max_bootstrapped_demos=0, max_labeled_demos=max_exemplars)
             holder = _Quietly(knn.compile(PredictorHolder(predictor)))
         _replace_demo_predictor(program, holder)

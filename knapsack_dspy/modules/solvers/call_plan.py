@@ -34,35 +34,54 @@ def _kwargs(call: LMCall) -> dict:
     return dict(call.inputs) if call.demos is None else {**call.inputs, "demos": call.demos}
 
 
+class _Stepper:
+    """Advances a plan: ``call`` is its pending LM call (``None`` once it returned ``result``)."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.result = None
+        self.call = self._advance(lambda: next(plan))
+
+    def _advance(self, step):
+        try:
+            return step()
+        except StopIteration as stop:
+            self.result = stop.value
+            return None
+
+    def resume(self, value) -> None:
+        self.call = self._advance(lambda: self.plan.send(value))
+
+    def fail(self, error: BaseException) -> None:
+        """A parse error goes back to the plan as the call's result; any other is thrown into it (its contexts
+        unwind, then it re-raises)."""
+        if isinstance(error, AdapterParseError):
+            self.resume(error)
+        else:
+            self.call = self._advance(lambda: self.plan.throw(error))
+
+
 def run_plan(plan: Plan):
     """Run ``plan``, calling each requested predictor; returns what the plan returns."""
-    try:
-        call = next(plan)
-        while True:
-            try:
-                result = call.module(**_kwargs(call))
-            except AdapterParseError as exc:
-                result = exc
-            except BaseException as exc:  # noqa: BLE001 - thrown into the plan: its contexts unwind, it re-raises
-                call = plan.throw(exc)
-                continue
-            call = plan.send(result)
-    except StopIteration as stop:
-        return stop.value
+    stepper = _Stepper(plan)
+    while (call := stepper.call) is not None:
+        try:
+            value = call.module(**_kwargs(call))
+        except BaseException as error:  # noqa: BLE001 - handed to the plan, which re-raises all but parse errors
+            stepper.fail(error)
+            continue
+        stepper.resume(value)
+    return stepper.result
 
 
 async def arun_plan(plan: Plan):
     """Run ``plan``, awaiting each requested predictor through DSPy's async path; returns what the plan returns."""
-    try:
-        call = next(plan)
-        while True:
-            try:
-                result = await call.module.acall(**_kwargs(call))
-            except AdapterParseError as exc:
-                result = exc
-            except BaseException as exc:  # noqa: BLE001 - thrown into the plan: its contexts unwind, it re-raises
-                call = plan.throw(exc)
-                continue
-            call = plan.send(result)
-    except StopIteration as stop:
-        return stop.value
+    stepper = _Stepper(plan)
+    while (call := stepper.call) is not None:
+        try:
+            value = await call.module.acall(**_kwargs(call))
+        except BaseException as error:  # noqa: BLE001 - handed to the plan, which re-raises all but parse errors
+            stepper.fail(error)
+            continue
+        stepper.resume(value)
+    return stepper.result
