@@ -44,7 +44,8 @@ def _cut_name(n: int | None) -> str:
 def _rankers(retriever):
     from knapsack_dspy.retrieval.bm25 import BM25
     from knapsack_dspy.retrieval.ranking import rank_indices
-    from knapsack_dspy.retrieval.table_rows import header_row_count, row_text
+    from knapsack_dspy.retrieval.table_rows import row_text
+    from knapsack_dspy.table_layout import header_row_count
 
     bm25 = BM25()
 
@@ -70,7 +71,7 @@ def _rankers(retriever):
 def evaluate_recall(examples, retriever, with_rows: bool) -> dict:
     """Mean recall@n per method over examples with gold text (and, if ``with_rows``, gold row) evidence."""
     from knapsack_dspy.retrieval.evidence_recall import gold_indices, recall_at_n
-    from knapsack_dspy.retrieval.table_rows import header_row_count
+    from knapsack_dspy.table_layout import header_row_count
 
     rank_paragraphs, rank_rows = _rankers(retriever)
     sums = {kind: {m: {_cut_name(n): 0.0 for n in CUTS} for m in METHODS} for kind in ("text", "rows")}

@@ -12,6 +12,8 @@ sentence-transformers models would collide there; this cache keys on the model i
 from __future__ import annotations
 
 import hashlib
+import logging
+import sqlite3
 import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -22,6 +24,8 @@ import numpy as np
 
 from knapsack_dspy import config
 from knapsack_dspy.memo import BoundedMemo
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _HUB_IDS = {DEFAULT_MODEL: "sentence-transformers/all-MiniLM-L6-v2"}
@@ -126,8 +130,34 @@ class TextEmbedder:
             return None
         if self._cache is None:
             path = Path(self.cache_dir) if self.cache_dir else config.cache_dir() / "embeddings"
-            self._cache = diskcache.Cache(str(path), size_limit=2**32)
+            try:
+                self._cache = diskcache.Cache(str(path), size_limit=2**32)
+            except (OSError, sqlite3.Error) as exc:
+                self._cache_failed(f"cannot open it at {path}", exc)
+                return None
         return self._cache
+
+    def _cache_failed(self, what: str, exc: BaseException) -> None:
+        """The disk cache is an optimisation: when it fails (full disk, read-only folder, a broken database)
+        the embedder goes on without it, after one warning."""
+        self.use_cache = False
+        self._cache = None
+        logger.warning("embedding cache disabled: %s (%s: %s); texts are encoded again instead (free disk "
+                       "space or fix the cache folder's permissions, --cache-dir / KDSPY_CACHE_DIR)", what,
+                       type(exc).__name__, exc)
+
+    def _cache_get(self, cache, key: str):
+        try:
+            return cache.get(key)
+        except (OSError, sqlite3.Error) as exc:
+            self._cache_failed("reading it failed", exc)
+            return None
+
+    def _cache_set(self, cache, key: str, vec) -> None:
+        try:
+            cache.set(key, vec)
+        except (OSError, sqlite3.Error) as exc:
+            self._cache_failed("writing it failed", exc)
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model_id}\x00{text}".encode()).hexdigest()
@@ -144,8 +174,8 @@ class TextEmbedder:
             if cache is not None:
                 key = self._key(text)
                 vec = _memo.get(key)
-                if vec is None:
-                    vec = cache.get(key)
+                if vec is None and self.use_cache:
+                    vec = self._cache_get(cache, key)
                     if vec is not None:
                         _memo.put(key, vec)
             if vec is None:
@@ -160,7 +190,8 @@ class TextEmbedder:
             vecs = np.asarray(vecs, dtype=np.float32)
             for text, vec in zip(unique, vecs, strict=True):
                 if cache is not None:
-                    cache.set(self._key(text), vec)
+                    if self.use_cache:
+                        self._cache_set(cache, self._key(text), vec)
                     _memo.put(self._key(text), vec)
                 for i in missing[text]:
                     out[i] = vec

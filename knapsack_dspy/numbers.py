@@ -22,7 +22,10 @@ def number_text(value) -> float | str | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
+        try:
+            return float(value) if math.isfinite(value) else None
+        except OverflowError:  # an int beyond the float range (more than ~308 digits)
+            return None
     if not isinstance(value, str):
         return None
     return value.strip().replace("\u2212", "-")

@@ -4,8 +4,12 @@
 module that imported ``dspy`` first would make LiteLLM reach for its online price list.
 """
 
+import gzip
+import json
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 import knapsack_dspy  # noqa: F401
@@ -14,3 +18,27 @@ import knapsack_dspy  # noqa: F401
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory):
+    """tatqa/dev_pool.json (15 contexts) and tatqa/dev_tune.json (3 contexts) in a temporary data dir, for
+    the command-line tests (test_cli_workflow, test_reliability_lm_faults)."""
+    root = tmp_path_factory.mktemp("data")
+    (root / "tatqa").mkdir()
+    for split, n in (("dev_pool", 15), ("dev_tune", 3)):
+        with gzip.open(DATA / "tatqa" / f"{split}.json.gz") as fh:
+            contexts = json.loads(fh.read())[:n]
+        (root / "tatqa" / f"{split}.json").write_text(json.dumps(contexts))
+    return root
+
+
+@pytest.fixture()
+def env(tmp_path, small_data, monkeypatch):
+    """The small data, a fresh cache folder and an API key in the environment; the test's folder."""
+    monkeypatch.setenv("KDSPY_DATA_DIR", str(small_data))
+    monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    return tmp_path

@@ -30,7 +30,9 @@ class Fault:
 
     kind: "status" (send ``status`` with an OpenAI-style error body), "hang" (hold the request open for
         ``seconds``, then answer normally unless the client has gone), "garbage" (HTTP 200 with a body that is
-        not JSON), "disconnect" (close the socket without an answer).
+        not JSON), "disconnect" (close the socket without an answer), "empty" (HTTP 200, a well-formed
+        completion whose ``choices`` list is empty), "truncated" (the first half of a well-formed answer,
+        then the connection closes).
     """
 
     kind: str
@@ -133,6 +135,12 @@ class StubOpenAIServer:
     def disconnect_next(self, count: int = 1) -> None:
         self.add_fault(Fault("disconnect", count=count))
 
+    def empty_next(self, count: int = 1) -> None:
+        self.add_fault(Fault("empty", count=count))
+
+    def truncate_next(self, count: int = 1) -> None:
+        self.add_fault(Fault("truncated", count=count))
+
     def add_fault(self, fault: Fault) -> None:
         with self._lock:
             self._faults.append(fault)
@@ -226,7 +234,22 @@ class StubOpenAIServer:
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         }
+        if fault is not None and fault.kind == "empty":
+            entry.outcome = "empty"
+            data["choices"] = []
+        body_bytes = json.dumps(data).encode()
         try:
-            self._send(handler, 200, json.dumps(data).encode())
+            if fault is not None and fault.kind == "truncated":
+                entry.outcome = "truncated"
+                handler.send_response(200)
+                handler.send_header("Content-Type", "application/json")
+                handler.send_header("Content-Length", str(len(body_bytes)))
+                handler.end_headers()
+                handler.wfile.write(body_bytes[: len(body_bytes) // 2])
+                handler.wfile.flush()
+                handler.connection.shutdown(socket.SHUT_RDWR)
+                handler.close_connection = True
+                return None
+            self._send(handler, 200, body_bytes)
         except OSError:  # the client gave up (timeout) while we were hanging
             entry.outcome += " (client gone)"

@@ -97,6 +97,22 @@ def test_sara_gold_answers_are_correct():
         assert score_prediction(example, SimpleNamespace(answer=example["answer"], scale=""))["correct"], example["id"]
 
 
+def test_sara_rows_carry_the_authors_rule_and_the_report_shows_it(tmp_path):
+    from knapsack_dspy.bench.report import write_report
+
+    examples = load_examples("sara", path=Path(__file__).parent / "fixtures" / "data_sara_small.json")
+    numerical = next(ex for ex in examples if ex["answer_type"] == "numerical")
+    gold = numerical["answer_value"]
+    near = score_prediction(numerical, SimpleNamespace(answer=gold + 4999, scale=""))
+    far = score_prediction(numerical, SimpleNamespace(answer=gold + max(5001, 0.2 * gold), scale=""))
+    assert (near["correct"], near["authors_rule"], far["authors_rule"]) == (False, True, False)
+    spec = {"dataset": "sara", "pipeline": "cot", "selector": "kate", "budget": 2048, "max_exemplars": 2}
+    rows = [{**row, "run": "r", "spec": spec, "example_id": str(i)} for i, row in enumerate((near, far))]
+    metrics = write_report(rows, tmp_path, "unit")
+    assert metrics["r"]["authors_rule"] == 50.0
+    assert "numerical, authors' rule" in (tmp_path / "report.md").read_text()
+
+
 def test_a_computed_negative_zero_is_zero(fixture_examples):
     zero = [ex for ex in fixture_examples if ex["answer_type"] == "arithmetic" and ex["answer_value"] == 0]
     assert zero, "the fixture has an arithmetic question whose answer is 0"

@@ -231,3 +231,20 @@ def test_runs_of_one_setting_that_share_a_selector_are_labelled_apart(tmp_path):
     assert "| seer [seed=0] |" in md and "| seer [seed=1] |" in md and "| kate |" in md
     comparisons = json.loads((tmp_path / "comparisons.json").read_text())
     assert {(c["a"], c["b"]) for c in comparisons} == {("seer [seed=0]", "kate"), ("seer [seed=0]", "seer [seed=1]")}
+
+
+def test_reports_count_answered_wrong_apart_from_could_not_ask():
+    spec = {"selector": "seer", "dataset": "tatqa"}
+    rows = [{"run": "r", "spec": spec, "example_id": str(i), "em": 0.0, "correct": False, **extra}
+            for i, extra in enumerate([
+                {"correct": True, "em": 1.0},                                              # right
+                {},                                                                        # answered wrong
+                {"error": "NameError: x", "error_kind": "answer", "output": "ans = x"},    # a failed program
+                {"error": "LM x: rate limited", "error_kind": "transient", "output": None},
+                {"error": "LM x: context window", "output": None, "traceback": "..."},     # an old row
+                {"error": "RuntimeError: bug", "error_kind": "internal"},
+            ])]
+    (m,) = aggregate(rows).values()
+    counts = (m["answered_wrong"], m["could_not_ask"], m["could_not_ask_transient"], m["internal_errors"])
+    assert counts == (2, 2, 1, 1)
+    assert m["em"] == pytest.approx(100.0 / 6)  # every row still counts in the scores

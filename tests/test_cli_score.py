@@ -65,8 +65,10 @@ def test_sara_json_and_table(tmp_path, capsys):
     assert out["accuracy"] == 50.0 and out["count"] == 4
     assert out["entailment_accuracy"] == 50.0 and out["numerical_accuracy"] == 50.0
     assert out["numerical_within_10pct"] == 100.0
+    assert out["numerical_authors_rule"] == 100.0  # |2150 - 2000| < max(200, 5000)
     assert main(["score", "sara", "--gold", str(gold), "--predictions", str(predictions)]) == 0
-    assert "numerical accuracy, within 10% (%)" in capsys.readouterr().out
+    table = capsys.readouterr().out
+    assert "numerical accuracy, within 10% (%)" in table and "numerical, authors' rule (%)" in table
 
 
 def test_finqa_is_delegated_to_score_finqa_files(tmp_path, capsys, monkeypatch):

@@ -5,7 +5,6 @@ An OpenAI-compatible stub server on 127.0.0.1 stands in for the provider (``--lm
 slice of the real TAT-QA splits, written to a temporary folder.
 """
 
-import gzip
 import json
 import os
 import signal
@@ -23,23 +22,7 @@ DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
 
 
-@pytest.fixture(scope="module")
-def small_data(tmp_path_factory):
-    """tatqa/dev_pool.json (15 contexts) and tatqa/dev_tune.json (3 contexts) in a temporary data dir."""
-    root = tmp_path_factory.mktemp("data")
-    (root / "tatqa").mkdir()
-    for split, n in (("dev_pool", 15), ("dev_tune", 3)):
-        contexts = json.loads(gzip.open(DATA / "tatqa" / f"{split}.json.gz").read())[:n]
-        (root / "tatqa" / f"{split}.json").write_text(json.dumps(contexts))
-    return root
-
-
-@pytest.fixture()
-def env(tmp_path, small_data, monkeypatch):
-    monkeypatch.setenv("KDSPY_DATA_DIR", str(small_data))
-    monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    return tmp_path
+# small_data and env (the data slice in a temporary folder): tests/conftest.py
 
 
 def test_compile_then_ask_through_a_local_openai_compatible_server(env, capsys):

@@ -191,3 +191,55 @@ def test_larger_instance_is_optimal_and_fast_enough_to_be_useful():
     assert sol.candidates < n  # pruning did something
     assert costs[list(sol.selected)].sum() <= 4000
     assert (modality[list(sol.selected)] == 0).sum() >= 6
+
+
+# -- shared group costs ("no table shown twice": demos of one document pay its table once) -------------------
+def _brute_force_groups(values, costs, capacity, max_items, groups, shared, constraints=()):
+    import itertools
+
+    best, best_set = 0.0, ()
+    n = len(values)
+    for k in range(0, max_items + 1):
+        for subset in itertools.combinations(range(n), k):
+            used = {groups[i] for i in subset if groups[i] >= 0}
+            cost = sum(costs[i] for i in subset) + sum(shared[g] for g in used)
+            if cost > capacity + 1e-9 or not all(c.is_satisfied(subset) for c in constraints):
+                continue
+            value = sum(values[i] for i in subset)
+            if value > best + 1e-9:
+                best, best_set = value, subset
+    return best, best_set
+
+
+def test_a_shared_cost_is_paid_once_per_group():
+    # two items of group 0 share a 500-token table: together 100 + 100 + 500 = 700, they beat item 2 (600)
+    sol = solve_knapsack([0.9, 0.8, 1.0], [100, 100, 600], 700, 3, groups=[0, 0, -1], group_costs=[500])
+    assert sorted(sol.selected) == [0, 1] and sol.objective == pytest.approx(1.7)
+    # counted per item (no groups), the same pair would cost 1,200 and not fit
+    assert sorted(solve_knapsack([0.9, 0.8, 1.0], [600, 600, 600], 700, 3).selected) == [2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=2, max_value=9).flatmap(lambda n: st.tuples(
+    st.lists(st.floats(0, 1), min_size=n, max_size=n),
+    st.lists(st.integers(0, 400), min_size=n, max_size=n),
+    st.lists(st.integers(-1, 2), min_size=n, max_size=n),
+    st.lists(st.integers(0, 600), min_size=3, max_size=3),
+    st.integers(0, 1500), st.integers(0, 4))))
+def test_shared_costs_match_brute_force(case):
+    values, costs, groups, shared, capacity, max_items = case
+    sol = solve_knapsack(values, costs, capacity, max_items, groups=groups, group_costs=shared)
+    best, _ = _brute_force_groups(values, costs, capacity, max_items, groups, shared)
+    assert sol.objective == pytest.approx(best, abs=1e-6)
+    used = {groups[i] for i in sol.selected if groups[i] >= 0}
+    assert sum(costs[i] for i in sol.selected) + sum(shared[g] for g in used) <= capacity + 1e-9
+    assert len(sol.selected) <= max_items
+
+
+def test_bad_groups_are_rejected():
+    with pytest.raises(ValueError, match="groups hold ids outside"):
+        solve_knapsack([1.0], [1.0], 10, 1, groups=[3], group_costs=[1.0])
+    with pytest.raises(ValueError, match="group_costs given without groups"):
+        solve_knapsack([1.0], [1.0], 10, 1, group_costs=[1.0])
+    with pytest.raises(ValueError, match="non-negative"):
+        solve_knapsack([1.0], [1.0], 10, 1, groups=[0], group_costs=[-1.0])

@@ -17,6 +17,7 @@ from knapsack_dspy.metrics.sara import (
     parse_dollars,
     score_sara_files,
     score_sara_prediction,
+    within_authors_rule,
     within_tolerance,
 )
 
@@ -64,6 +65,26 @@ def test_entailment_labels(prediction, correct):
 def test_numerical_amounts(prediction, exact, within):
     score = score_sara_prediction(prediction, CASES[3])
     assert (score.correct, score.within_10pct) == (exact, within)
+
+
+@pytest.mark.parametrize("prediction, gold, inside", [
+    (20036, 15037, True), (20037, 15037, False), (10038, 15037, True), (10037, 15037, False),  # $5,000 floor
+    (109_999, 100_000, True), (110_000, 100_000, False), (90_001, 100_000, True),  # 10 % above $50,000
+    (4999, 0, True), (-4999, 0, True), (5000, 0, False),
+])
+def test_the_sara_authors_numerical_rule(prediction, gold, inside):
+    """|pred - gold| / max(0.1 * gold, 5000) < 1 (Holzenberger et al., 2020): strictly below."""
+    assert within_authors_rule(prediction, gold) is inside
+    case = {"id": "t", "type": "numerical", "answer": f"${gold}", "answer_value": gold}
+    assert score_sara_prediction(prediction, case).authors_rule is inside
+    assert score_sara_prediction("lots", case).authors_rule is False
+    assert score_sara_prediction("Entailment", CASES[0]).authors_rule is None
+
+
+def test_amounts_that_read_as_infinity_are_wrong_not_errors():
+    for prediction in ("9" * 400, 10**400, 1e300):
+        score = score_sara_prediction(prediction, CASES[3])
+        assert (score.correct, score.within_10pct, score.authors_rule) == (False, False, False)
 
 
 def test_dataset_scores_by_hand():

@@ -124,9 +124,9 @@ def test_rendered_demos_are_shared_by_pipelines_with_the_same_settings(monkeypat
     rendered = []
     original = pipeline._Pipeline.render_demo
 
-    def counting(self, example):
+    def counting(self, example, solver=None):
         rendered.append(example["id"])
-        return original(self, example)
+        return original(self, example, solver)
 
     monkeypatch.setattr(pipeline._Pipeline, "render_demo", counting)
     example = dspy.Example(id="e1", question="What was revenue in 2019?", table=[["", "2019"], ["Revenue", "5"]],

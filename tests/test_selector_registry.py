@@ -46,7 +46,7 @@ class CheapestSelector(ExemplarSelector):
     def select(self, pool, request):
         idx, sims = candidates(pool, request)
         order = idx[np.argsort(pool.costs[idx], kind="stable")]
-        return make_selection(pool, request, greedy_fill(order, pool.costs, request.capacity, self.max_exemplars),
+        return make_selection(pool, request, greedy_fill(order, pool, request.capacity, self.max_exemplars),
                               sims)
 
 
@@ -186,3 +186,31 @@ def test_a_config_names_only_registered_selectors(registered):
         SelectionConfig(selector="cheapest_test")
     registered(CheapestSelector)
     assert SelectionConfig(selector="cheapest_test").build_selector().max_exemplars == 4
+
+
+def test_kate_within_budget_takes_the_nearest_that_fit_up_to_m():
+    import numpy as np
+
+    from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+
+    emb = np.eye(4, dtype=np.float32)
+    query = np.array([0.9, 0.8, 0.7, 0.1], dtype=np.float32)
+    pool = ExemplarPool(["a", "b", "c", "d"], emb, np.array([500.0, 900.0, 300.0, 100.0]))
+    request = SelectionRequest(embedding=query, capacity=1000.0)
+    chosen = make_selector("kate_within_budget", max_exemplars=3).select(pool, request)
+    # nearest first: a (500) fits, b (900) does not, c (300) fits, d (100) fits -> three taken
+    assert sorted(pool.ids[i] for i in chosen.indices) == ["a", "c", "d"] and chosen.within_budget
+    kate = make_selector("kate", max_exemplars=3).select(pool, request)
+    assert [pool.ids[i] for i in kate.indices] == ["c", "b", "a"]
+    with pytest.raises(ValueError, match="always respects the budget"):
+        make_selector("kate_within_budget", max_exemplars=3, respect_budget=False)
+
+
+def test_no_demos_selects_nothing():
+    import numpy as np
+
+    from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+
+    pool = ExemplarPool(["a", "b"], np.eye(2, dtype=np.float32), np.array([10.0, 10.0]))
+    selection = make_selector("no_demos", max_exemplars=4).select(pool, SelectionRequest(embedding=np.ones(2)))
+    assert selection.indices == () and selection.total_cost == 0.0 and selection.within_budget

@@ -37,14 +37,33 @@ def user_messages(lm, call):
 
 def test_a_correct_program_is_executed():
     lm = configure([{"program": GOOD}])
-    pred = ProgramOfThoughtAnswerer()(question="What is the change in revenue?", table=TABLE,
-                                       paragraphs=["Revenue rose."])
+    pred = ProgramOfThoughtAnswerer(scale_from="program")(question="What is the change in revenue?", table=TABLE,
+                                                          paragraphs=["Revenue rose."])
     assert pred.answer == pytest.approx(200.5) and pred.scale == "million"
     assert pred.error is None and pred.attempts == 1 and pred.errors == []
     assert pred.program == GOOD
     prompt = user_messages(lm, 0)[-1]
     assert "| Revenue | $1,200.5 | $1,000.0 |" in prompt and "Revenue rose." in prompt
     assert len(lm.history) == 1
+
+
+def test_the_document_decides_the_scale_not_the_program():
+    configure([{"program": GOOD}] * 3)
+    solver = ProgramOfThoughtAnswerer()
+    # the table states no unit and the text says the amounts are in thousands: the program's "million" is overruled
+    pred = solver(question="What is the change in revenue?", table=TABLE,
+                  paragraphs=["Revenue (in thousands) rose."])
+    assert pred.scale == "thousand" and pred.model_scale == "million" and "unit" in pred.scale_reason
+    # nothing states a unit: no scale (a scale word the model copied from its demos is not evidence)
+    assert solver(question="What is the change in revenue?", table=TABLE, paragraphs=["Revenue rose."]).scale == ""
+    # the question asks for a percentage
+    assert solver(question="What is the percentage change in revenue?", table=TABLE).scale == "percent"
+
+
+def test_repair_is_off_by_default():
+    lm = configure([{"program": BAD}, {"program": GOOD}])
+    pred = ProgramOfThoughtAnswerer()(question="q", table=TABLE)
+    assert pred.answer is None and pred.attempts == 1 and len(lm.history) == 1
 
 
 def test_a_fenced_program_is_unwrapped():
@@ -55,7 +74,7 @@ def test_a_fenced_program_is_unwrapped():
 
 def test_a_failing_program_is_retried_with_its_error_shown():
     lm = configure([{"program": BAD}, {"program": GOOD}])
-    pred = ProgramOfThoughtAnswerer()(question="What is the change in revenue?", table=TABLE)
+    pred = ProgramOfThoughtAnswerer(retry=True)(question="What is the change in revenue?", table=TABLE)
     assert pred.answer == pytest.approx(200.5) and pred.attempts == 2 and pred.error is None
     assert len(pred.errors) == 1 and "no table column '2020'" in pred.errors[0]
     retry_prompt = user_messages(lm, 1)[-1]
@@ -66,7 +85,7 @@ def test_a_failing_program_is_retried_with_its_error_shown():
 
 def test_two_failures_are_recorded_not_raised():
     lm = configure([{"program": BAD}, {"program": "ans = 1 / 0"}])
-    pred = ProgramOfThoughtAnswerer()(question="q", table=TABLE)
+    pred = ProgramOfThoughtAnswerer(retry=True)(question="q", table=TABLE)
     assert pred.answer is None and pred.attempts == 2
     assert "ZeroDivisionError" in pred.error and pred.errors[-1] == pred.error
     assert pred.program == "ans = 1 / 0"
@@ -81,14 +100,14 @@ def test_no_retry_when_disabled():
 
 def test_an_unreadable_reply_is_a_recorded_failure():
     configure([{"wrong_field": "x"}] * 4)  # neither the chat format nor the JSON fallback can read it
-    pred = ProgramOfThoughtAnswerer()(question="q", table=TABLE)
+    pred = ProgramOfThoughtAnswerer(retry=True)(question="q", table=TABLE)
     assert pred.answer is None and pred.attempts == 2
     assert "output format" in pred.error
 
 
 def test_an_empty_program_is_a_failure_the_retry_sees():
     lm = configure([{"program": "  "}, {"program": GOOD}])
-    pred = ProgramOfThoughtAnswerer()(question="q", table=TABLE)
+    pred = ProgramOfThoughtAnswerer(retry=True)(question="q", table=TABLE)
     assert pred.answer == pytest.approx(200.5)
     assert "no program" in pred.errors[0]
     assert "[[ ## failed_program ## ]]\n(empty)" in user_messages(lm, 1)[-1]
@@ -109,7 +128,7 @@ def test_lm_transport_errors_propagate():
 def test_finqa_dsl_programs():
     lm = configure([{"program": "subtract(1200.5, 1000.0), divid(#0, 1000.0)"},
                     {"program": "subtract(1200.5, 1000.0), divide(#0, 1000.0)"}])
-    pred = ProgramOfThoughtAnswerer(language="finqa")(question="q", table=TABLE)
+    pred = ProgramOfThoughtAnswerer(language="finqa", retry=True)(question="q", table=TABLE)
     assert pred.answer == pytest.approx(0.2005) and pred.scale == "" and pred.attempts == 2
     assert "divid" in pred.errors[0]
     assert "FinQA" in lm.history[1]["messages"][0]["content"]  # the repair prompt's instructions
@@ -165,7 +184,7 @@ def test_cot_mode_reasons_first_and_demos_carry_reasoning(pool):
 
 
 def test_retry_demos_can_be_left_out(pool):
-    solver = ProgramOfThoughtAnswerer(retry_with_demos=False)
+    solver = ProgramOfThoughtAnswerer(retry=True, retry_with_demos=False)
     lm = configure([{"program": BAD}, {"program": GOOD}])
     solver(question="q", table=TABLE, demos=[solver.as_demo(pool[0])])
     assert len(user_messages(lm, 0)) == 2 and len(user_messages(lm, 1)) == 1

@@ -15,9 +15,14 @@ from knapsack_dspy.signatures import (
     RepairFinqaProgram,
     RepairPythonProgram,
     WriteFinqaProgram,
+    WritePythonLookupProgram,
     WritePythonProgram,
 )
-from knapsack_dspy.signatures.program_conventions import FINQA_DSL_CONVENTIONS, PYTHON_CONVENTIONS
+from knapsack_dspy.signatures.program_conventions import (
+    FINQA_DSL_CONVENTIONS,
+    PYTHON_CONVENTIONS,
+    PYTHON_LOOKUP_CONVENTIONS,
+)
 
 
 @pytest.mark.parametrize("signature, inputs, outputs", [
@@ -44,24 +49,27 @@ def test_attribute_predictors_output_literals():
     assert set(typing.get_args(answer_type)) == {"span", "multi-span", "count", "arithmetic"}
 
 
-def test_the_python_instructions_teach_seer_conventions():
-    text = WritePythonProgram.instructions
-    for name in ("table_query_0", "text_variable_0", "step_0", "ans", "scale", 'table["row label", "column label"]'):
-        assert name in text
+def test_the_python_instructions_teach_their_conventions():
+    assert "# Revenue, 2019" in WritePythonProgram.instructions and "ans" in WritePythonProgram.instructions
+    lookup = WritePythonLookupProgram.instructions
+    for name in ("table_query_0", "text_variable_0", "ans", 'table["row label", "column label"]'):
+        assert name in lookup
+    assert "scale" not in WritePythonProgram.output_fields["program"].json_schema_extra.get("desc", "")
     assert PYTHON_CONVENTIONS in RepairPythonProgram.instructions
     assert "failed_program" in RepairPythonProgram.instructions
     assert FINQA_DSL_CONVENTIONS in WriteFinqaProgram.instructions
 
 
-def test_the_python_example_in_the_instructions_runs():
-    example = PYTHON_CONVENTIONS.split("Example:\n", 1)[1]
-    table = [["", "2019", "2018"], ["Revenue", "$1,100", "$1,000"]]
+@pytest.mark.parametrize("conventions", [PYTHON_CONVENTIONS, PYTHON_LOOKUP_CONVENTIONS])
+def test_the_python_example_in_the_instructions_runs(conventions):
+    example = conventions.split("Example:\n", 1)[1]
+    table = [["", "2019", "2018"], ["Revenue", "$4,411", "$4,044"]]
     result = execute_program(example, table, kind="python")
-    assert result.ok and result.answer == pytest.approx(10.0) and result.scale == "percent"
+    assert result.ok and result.answer == pytest.approx((4411 - 4044) / 4044 * 100) and result.scale == ""
 
 
 def test_the_cell_readings_the_instructions_promise():
-    promised = re.findall(r'"([^"]+)" -> (-?\d+(?:\.\d+)?)', PYTHON_CONVENTIONS)
+    promised = re.findall(r'"([^"]+)" -> (-?\d+(?:\.\d+)?)', PYTHON_LOOKUP_CONVENTIONS)
     assert len(promised) == 3
     table = [["", "c"]] + [[f"r{i}", cell] for i, (cell, _) in enumerate(promised)]
     for i, (_, value) in enumerate(promised):

@@ -2,8 +2,13 @@
 
 A row holds the inputs' ids, the selected exemplar ids, prompt tokens, within-budget flag, the output
 (program / reasoning), the executed answer, correctness (EM / F1 where the dataset defines them),
-latency, usage and the error if any — never an exception out of here for one bad example, except a
-KeyboardInterrupt, which stops the run (the row in flight is simply not written).
+latency, usage, the error if any and its kind (``error_kind``, see ``row_outcomes``).
+
+:func:`run_example` is the per-example guard: answering, scoring and writing the row all happen inside it,
+and nothing an example does -- an LM failure, an answer no metric can read, a value JSON cannot carry --
+raises out of it; the row records what happened. Only a KeyboardInterrupt stops the run (the row in flight is
+simply not written), and a results file that cannot be written (``ResultsFileError``: full disk, read-only
+directory), which is a fault of the directory, not of the example.
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from types import SimpleNamespace
 
 import dspy
 
+from knapsack_dspy.bench.prompt_record import PromptRecorder
+from knapsack_dspy.bench.row_outcomes import ANSWER, INTERNAL
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
-from knapsack_dspy.llm import counting_calls
+from knapsack_dspy.llm import counting_calls, lm_error_kind
 from knapsack_dspy.llm.errors import describe_lm_error
+from knapsack_dspy.messages import one_line
 
 
 def _selection_fields(program, selection: dict, example) -> dict:
@@ -44,6 +52,23 @@ def _selection_after_failure(program, example) -> dict:
         return {"exemplar_ids": [], "within_budget": None}
 
 
+def run_example(program, example, lm, spec_fields: dict, store, *, selection_only: bool) -> dict:
+    """Answer (or, ``selection_only``, select for) ``example``, score it and append its row to ``store``;
+    ``spec_fields`` (run key, spec, provenance) are added to the row. Returns the row written."""
+    started = time.perf_counter()
+    try:
+        row = select_example(program, example) if selection_only else answer_example(program, example, lm)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failure outside the guarded steps below still makes a row
+        row = _internal_failure(exc)
+    row.update(spec_fields)
+    row.update(example_id=example.id, doc_id=example.get("doc_id"),
+               latency_s=round(time.perf_counter() - started, 3))
+    store.append(row)
+    return row
+
+
 def select_example(program, example) -> dict:
     """Selection only: which exemplars, how many tokens, how good (model-free)."""
     try:
@@ -51,8 +76,17 @@ def select_example(program, example) -> dict:
         row = _selection_fields(program, selection, example)
         row["error"] = None
     except Exception as exc:  # noqa: BLE001 - any failure is recorded; the run goes on
-        row = {"exemplar_ids": [], "within_budget": None, "error": f"{type(exc).__name__}: {exc}"}
+        row = _internal_failure(exc)
     return row
+
+
+# What a prediction may say about how it answered: the route it took (routed pipelines), the raw reply of an
+# extraction, and how its scale was decided (the model's own scale and the rule that chose the answer's).
+_DETAILS = ("route", "routed_answer_type", "p_extract", "raw_answer", "model_scale", "scale_reason")
+
+
+def _answer_details(prediction) -> dict:
+    return {key: _jsonable(prediction.get(key)) for key in _DETAILS if prediction.get(key) not in (None, "")}
 
 
 def _usage(prediction) -> dict:
@@ -69,47 +103,76 @@ def answer_example(program, example, lm) -> dict:
     """The full pipeline on one example with ``lm``; errors are recorded, not raised."""
     inputs = program.example_inputs(example)
     started = time.perf_counter()
+    prompts = PromptRecorder()  # the fingerprint of every prompt this example sends
     with counting_calls() as calls:  # this example's provider calls, cache hits and cost (thread-safe)
         try:
-            with dspy.context(lm=lm, track_usage=True):
+            with dspy.context(lm=lm, track_usage=True, callbacks=[*dspy.settings.callbacks, prompts]):
                 prediction = program(**inputs)
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure is recorded; the run goes on
             row = _selection_after_failure(program, example)
             row.update(score_prediction(example, _NO_ANSWER))
-            row.update({"output": None, "answer": None, "error": _describe(exc),
+            kind = lm_error_kind(exc)
+            row.update({"output": None, "answer": None, "error_kind": kind or INTERNAL,
+                        "error": _describe(exc) if kind else _exception_line(exc),
                         "lm_seconds": time.perf_counter() - started, "lm_calls": calls.calls,
                         "cache_hits": calls.cache_hits, "cost_usd": calls.cost,
-                        "traceback": traceback.format_exc(limit=3)})
+                        "traceback": traceback.format_exc(limit=3), **prompts.row_fields()})
             return row
+    try:
+        return _answered_row(program, example, prediction, calls, prompts)
+    except Exception as exc:  # noqa: BLE001 - the answer is kept as far as it can be; the run goes on
+        row = _internal_failure(exc, "could not record the answer: ")
+        row.update(output=_jsonable(getattr(prediction, "program", None)), correct=False,
+                   answer=_jsonable(getattr(prediction, "answer", None)), lm_calls=calls.calls,
+                   cache_hits=calls.cache_hits, cost_usd=calls.cost)
+        return row
+
+
+def _answered_row(program, example, prediction, calls, prompts: PromptRecorder) -> dict:
     row = _selection_fields(program, prediction.selection, example) if getattr(prediction, "selection", None) else {
         "exemplar_ids": [], "within_budget": True}
+    error = getattr(prediction, "error", None)
     row.update({
         "output": getattr(prediction, "program", None) or getattr(prediction, "reasoning", None),
         "answer": _jsonable(getattr(prediction, "answer", None)),
         "scale": getattr(prediction, "scale", None),
-        "error": getattr(prediction, "error", None),
+        "error": error,
         "attempts": getattr(prediction, "attempts", None),
         "lm_calls": calls.calls,
         "cache_hits": calls.cache_hits,
         "cost_usd": calls.cost,
     })
+    if error:
+        row["error_kind"] = ANSWER
+    row.update(_answer_details(prediction))
+    row.update(prompts.row_fields())
     row.update(_usage(prediction))
     row.update(score_prediction(example, prediction))
     return row
 
 
-def _jsonable(value):
+def _jsonable(value, depth: int = 0):
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+    if isinstance(value, (list, tuple)) and depth < 20:
+        return [_jsonable(v, depth + 1) for v in value]
     return str(value)
+
+
+def _internal_failure(exc: BaseException, prefix: str = "") -> dict:
+    """The row of an example that failed for a reason that is neither the LM's nor its answer's."""
+    return {"exemplar_ids": [], "within_budget": None, "error": prefix + _exception_line(exc),
+            "error_kind": INTERNAL}
+
+
+def _exception_line(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}")
 
 
 def _describe(exc: Exception) -> str:
     try:
         return describe_lm_error(exc)
     except Exception:  # noqa: BLE001 - describing the error must not replace it
-        return f"{type(exc).__name__}: {exc}"
+        return _exception_line(exc)

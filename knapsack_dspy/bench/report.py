@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from knapsack_dspy.bench.provenance import code_provenance, describe_code, provenance_summary
+from knapsack_dspy.bench.row_outcomes import ANSWERED_KINDS, INTERNAL, TRANSIENT, could_not_ask, error_kind
 from knapsack_dspy.metrics.intervals import bootstrap_ci, proportion_ci
 from knapsack_dspy.metrics.paired import paired_comparison
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR
@@ -59,6 +61,18 @@ def aggregate(rows: Iterable[dict]) -> dict[str, dict]:
                     m[f"{name}_ci"] = [100.0 * lo, 100.0 * hi]
             m["errors"] = sum(1 for r in items if r.get("error"))
             m["score_errors"] = sum(1 for r in items if r.get("score_error"))  # answers the metric could not read
+            # "could not ask" (the LM never answered: counted wrong, but says nothing about the model) apart
+            # from "answered wrong"; transient ones are asked again by the next run of the same command
+            m["could_not_ask"] = sum(could_not_ask(r) for r in items)
+            m["could_not_ask_transient"] = sum(error_kind(r) == TRANSIENT for r in items)
+            m["internal_errors"] = sum(error_kind(r) == INTERNAL for r in items)
+            m["answered_wrong"] = sum(1 for r in items
+                                      if not r.get("correct") and error_kind(r) in ANSWERED_KINDS)
+            rule = [bool(r["authors_rule"]) for r in items if r.get("authors_rule") is not None]
+            if rule:  # SARA numerical cases: the authors' rule beside exact dollars
+                m["authors_rule"] = 100.0 * sum(rule) / len(rule)
+                lo, hi = _proportion_ci(sum(rule), len(rule))
+                m["authors_rule_ci"] = [100.0 * lo, 100.0 * hi]
             lat = [r["latency_s"] for r in items if r.get("latency_s") is not None]
             m["median_latency_s"] = statistics.median(lat) if lat else None
             for key in ("prompt_tokens_used", "completion_tokens_used"):
@@ -79,6 +93,7 @@ def aggregate(rows: Iterable[dict]) -> dict[str, dict]:
             m["mean_exemplars"] = statistics.fmean(len(r.get("exemplar_ids") or []) for r in selected)
         else:
             m["within_budget"] = m["mean_exemplars"] = None
+        m["provenance"] = provenance_summary(items)
         toks = [r["prompt_tokens"] for r in items if r.get("prompt_tokens") is not None]
         m["mean_prompt_tokens"] = statistics.fmean(toks) if toks else None
         sel = [r["selection_ms"] for r in items if r.get("selection_ms") is not None]
@@ -187,12 +202,25 @@ def _setting(spec: dict) -> tuple:
             "selection-only" if spec.get("selection_only") else spec.get("model"), spec.get("retrieval") or "")
 
 
+def _provenance_lines(provenance: list[tuple[str, int]]) -> list[str]:
+    """What produced the rows (``bench.provenance``), and the code that wrote this report."""
+    if not provenance:
+        return []
+    lines = ["## Provenance", "", "What produced the rows:", ""]
+    lines += [f"- {count} row{'s' if count != 1 else ''}: {text}" for text, count in provenance]
+    lines += ["", f"Scores and this report: {describe_code(code_provenance())}.", ""]
+    return lines
+
+
 def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
-                    comparisons: list[dict] | None = None) -> str:
+                    comparisons: list[dict] | None = None,
+                    provenance: list[tuple[str, int]] | None = None) -> str:
     lines = [f"# Benchmark report: {suite_name}", "",
              ("Scores in percent with 90 % confidence intervals (Wilson for exact match and shares such as prompts "
               "within budget, bootstrap over questions for F1). Budget and exemplar columns cover the rows whose "
-              "selection is recorded."), ""]
+              "selection is recorded. \"Answered wrong\": the model answered, not correctly; \"could not "
+              "ask\": the LM call failed (counted wrong in the scores; transient failures are asked again by "
+              "the next run of the same command)."), ""]
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for m in metrics.values():
         groups[_setting(m["spec"])].append(m)
@@ -208,12 +236,15 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
                     ("#exemplars", "mean_exemplars"), ("prompt tokens", "mean_prompt_tokens"),
                     ("selection ms (median)", "selection_ms_median")]
         else:
-            cols = [("accuracy", "accuracy"), ("EM", "em"), ("F1", "f1"), ("within budget", "within_budget"),
+            cols = [("accuracy", "accuracy"), ("EM", "em"), ("F1", "f1"),
+                    ("numerical, authors' rule", "authors_rule"), ("within budget", "within_budget"),
                     ("#exemplars", "mean_exemplars"), ("prompt tokens", "mean_prompt_tokens"),
-                    ("errors", "errors"), ("score errors", "score_errors"), ("n", "n")]
+                    ("answered wrong", "answered_wrong"), ("could not ask", "could_not_ask"),
+                    ("internal errors", "internal_errors"), ("score errors", "score_errors"), ("n", "n")]
             cols = [c for c in cols if any(m.get(c[1]) is not None for m in items)]
-            if not any(m.get("score_errors") for m in items):
-                cols = [c for c in cols if c[1] != "score_errors"]
+            for optional in ("score_errors", "internal_errors"):
+                if not any(m.get(optional) for m in items):
+                    cols = [c for c in cols if c[1] != optional]
             if any(m.get("em") is not None for m in items):  # accuracy is EM there: show it once
                 cols = [c for c in cols if c[1] != "accuracy"]
         lines.append("| selector | " + " | ".join(c[0] for c in cols) + " |")
@@ -242,6 +273,7 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
                                  f"{'–' if ps is None else f'{ps:.3f}'} | {_fmt(m, 'attribute_match.modality')} | "
                                  f"{_fmt(m, 'selection_ms_median')} |")
                 lines.append("")
+    lines += _provenance_lines(provenance or [])
     if plots:
         lines += ["## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots] + [""]
     return "\n".join(lines)
@@ -317,5 +349,6 @@ def write_report(rows: Iterable[dict], out_dir: Path, suite_name: str) -> dict:
     comparisons = compare_selectors(rows, metrics)
     (out_dir / "comparisons.json").write_text(json.dumps(comparisons, indent=2, default=str))
     plots = make_plots(metrics, out_dir)
-    (out_dir / "report.md").write_text(render_markdown(metrics, suite_name, plots, comparisons))
+    (out_dir / "report.md").write_text(render_markdown(metrics, suite_name, plots, comparisons,
+                                                       provenance_summary(rows)))
     return metrics

@@ -31,8 +31,9 @@ from knapsack_dspy.modules.pipeline import load_program
 #: Fields that say whether a row is right (what "changed" counts).
 VERDICT_FIELDS = ("em", "f1", "correct")
 #: Row fields ``score_prediction`` writes (whichever the dataset uses).
-SCORE_FIELDS = ("gold", "gold_scale", "em", "f1", "correct", "program_correct", "lenient", "within_10pct",
-                "case_type", "score_error")
+SCORE_FIELDS = ("gold", "gold_scale", "em", "f1", "correct", "program_correct", "program_check",
+                "kdspy_lenient", "lenient", "within_10pct", "authors_rule", "case_type",
+                "score_error")  # "lenient": the old name of kdspy_lenient
 #: Row fields of the model-free selection quality (``bench.scoring.selection_quality``).
 SELECTION_FIELDS = ("gold_case_hit", "program_score")
 _SELECTION_PREFIX = "attribute_match."

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from knapsack_dspy.bench.results_store import results_write_error
+
 LOCK_NAME = ".lock"
 
 
@@ -26,14 +28,16 @@ class ResultsBusyError(RuntimeError):
 def results_lock(out_dir: str | os.PathLike) -> Iterator[Path]:
     """Hold ``out_dir``'s lock for the block; ``ResultsBusyError`` at once if another process holds it."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / LOCK_NAME
     lock = FileLock(str(path), timeout=0)
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
         lock.acquire()
     except Timeout:
         raise ResultsBusyError(f"another kdspy bench is writing {out_dir} (it holds {path}); wait for it to "
                                "finish or write elsewhere with --out") from None
+    except OSError as exc:  # an uncreatable or read-only results directory
+        raise results_write_error(Path(exc.filename or path), exc) from None
     try:
         yield path
     finally:

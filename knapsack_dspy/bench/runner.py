@@ -3,11 +3,17 @@
 Resumable: every finished example is one flushed line in ``predictions.jsonl``; a re-run skips the
 (run, example) pairs already there, and compiled programs are saved under ``programs/`` and reloaded.
 One failing example (LM error, unparsable output, execution error) is recorded and counted wrong; the
-run goes on. With the LM cache, a finished run re-run makes zero LM calls.
+run goes on. Rows whose LM call failed transiently (rate limit, 5xx, timeout, connection) are asked again by
+the next run of the same command, and every error row with ``retry_errors``; the new row replaces the old one.
+With the LM cache, a finished run re-run makes zero LM calls.
+
+Every row records its provenance (``bench.provenance``); rows of a different origin than those already in
+the directory are refused (``ProvenanceMismatchError``) unless ``allow_mixed``.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -27,10 +33,12 @@ from knapsack_dspy.bench.dspy_baselines import (
     needs_lm,
     pool_view,
 )
-from knapsack_dspy.bench.example_runner import answer_example, select_example
+from knapsack_dspy.bench.example_runner import run_example
+from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, run_provenance
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
-from knapsack_dspy.bench.results_store import ResultsStore
+from knapsack_dspy.bench.results_store import ResultsStore, results_write_error
+from knapsack_dspy.bench.row_outcomes import redo_on_resume
 from knapsack_dspy.bench.scoring import correctness_metric
 from knapsack_dspy.bench.suite import RunSpec, Suite, SuiteError
 from knapsack_dspy.data import load_examples
@@ -58,9 +66,10 @@ def program_path(out_dir: Path, spec: RunSpec) -> Path:
 
 
 def _student(spec: RunSpec, embedder=None, token_counter=None):
+    routing = {"route": spec.route} if spec.route else {}
     return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                           top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                          embedder=embedder, token_counter=token_counter, model=spec.model)
+                          embedder=embedder, token_counter=token_counter, model=spec.model, **routing)
 
 
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
@@ -115,15 +124,23 @@ def _compile_baseline(spec: RunSpec, pool, valset, out_dir: Path, embedder, toke
 def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | None = None,
               seed: int | None = None, selection_only: bool | None = None, progress: bool = True,
               embedder=None, token_counter_factory: Callable | None = None, lm_factory: Callable | None = None,
-              log: Callable[[str], None] = print) -> dict:
+              log: Callable[[str], None] = print, retry_errors: bool = False,
+              allow_mixed: bool = False) -> dict:
     """Run every run of the suite into ``out_dir``; returns the aggregated metrics. Holds ``out_dir``'s lock
-    (``results_lock``): a second process on the same directory fails at once with ``ResultsBusyError``."""
+    (``results_lock``): a second process on the same directory fails at once with ``ResultsBusyError``.
+    ``retry_errors``: answer again every example whose row has an error (transient failures always are).
+    ``allow_mixed``: add rows even when their provenance differs from the rows already there."""
     out_dir = Path(out_dir)
     _check_lm_needs(suite, selection_only)
-    with results_lock(out_dir), ResultsStore(out_dir / "predictions.jsonl") as store:
-        (out_dir / "suite.json").write_text(json.dumps(
-            {"name": suite.name, "source": suite.source, "runs": [asdict(r) for r in suite.runs]}, indent=2,
-            default=str))
+    redo = functools.partial(redo_on_resume, retry_errors=retry_errors)
+    with results_lock(out_dir), ResultsStore(out_dir / "predictions.jsonl", redo=redo) as store:
+        suite_file = out_dir / "suite.json"
+        try:
+            runs = [asdict(r) for r in suite.runs]
+            suite_file.write_text(json.dumps({"name": suite.name, "source": suite.source, "runs": runs},
+                                             indent=2, default=str))
+        except OSError as exc:
+            raise results_write_error(suite_file, exc) from None
         cache: dict = {}
         for number, spec in enumerate(suite.runs, 1):
             overrides = {}
@@ -143,9 +160,19 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             pool, evalset = cache[key]
             examples = _chosen_examples(evalset, spec)
             todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
-            log(f"[{number}/{len(suite.runs)}] {spec.key}: {len(examples) - len(todo)} done, {len(todo)} to go")
+            again = sum(store.to_redo(spec.key, ex.id) for ex in todo)
+            what = "errors" if retry_errors else "transient failures"
+            done = len(examples) - len(todo)
+            log(f"[{number}/{len(suite.runs)}] {spec.key}: {done} done, {len(todo)} to go"
+                + (f" ({again} asked again: {what} last time)" if again else ""))
             if not todo:
                 continue
+            provenance = run_provenance(None if spec.selection_only else spec.model, adapter=_adapter_name(),
+                                        seed=spec.seed)
+            conflict = None if allow_mixed else provenance_conflict(store.rows(), spec.key, provenance)
+            if conflict:
+                raise ProvenanceMismatchError(f"{store.path}: {conflict}; write this run elsewhere with "
+                                              "--out, or pass --allow-mixed to add its rows anyway")
             counter = token_counter_factory(spec.model) if token_counter_factory else None
             valset = _validation_slice(pool, spec)
             lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else _default_lm(spec))
@@ -155,20 +182,22 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             if callable(prefetch):
                 prefetch(todo, progress=progress)
             bar = _progress(len(todo), spec.selector, progress)
+            spec_fields = {"run": spec.key, "spec": asdict(spec), "provenance": provenance}
             for example in todo:
-                started = time.perf_counter()
-                if spec.selection_only:
-                    row = select_example(program, example)
-                else:
-                    row = answer_example(program, example, lm)
-                row.update(run=spec.key, spec=asdict(spec), example_id=example.id, doc_id=example.get("doc_id"),
-                           latency_s=round(time.perf_counter() - started, 3))
-                store.append(row)
+                run_example(program, example, lm, spec_fields, store, selection_only=spec.selection_only)
                 if bar is not None:
                     bar.update(1)
             if bar is not None:
                 bar.close()
-        return write_report(list(store.rows()), out_dir, suite.name)
+        try:
+            return write_report(list(store.rows()), out_dir, suite.name)
+        except OSError as exc:
+            raise results_write_error(Path(exc.filename or out_dir), exc) from None
+
+
+def _adapter_name() -> str:
+    """The DSPy adapter that formats the prompts (ChatAdapter unless one is configured)."""
+    return type(dspy.settings.adapter or dspy.ChatAdapter()).__name__
 
 
 def _chosen_examples(evalset, spec: RunSpec) -> list:
@@ -209,4 +238,5 @@ def _validation_slice(pool, spec: RunSpec):
 
 
 def _default_lm(spec: RunSpec):
-    return make_lm(spec.model, api_base=spec.api_base or None, max_tokens=spec.max_tokens)
+    return make_lm(spec.model, api_base=spec.api_base or None, max_tokens=spec.max_tokens,
+                   timeout=spec.timeout, num_retries=spec.num_retries)

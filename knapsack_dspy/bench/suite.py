@@ -16,7 +16,9 @@ per value; the product over all grid keys gives the runs. Example::
     limit = 100
 
 Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
-``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error).
+``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
+``timeout`` (seconds per LM attempt) and ``num_retries`` set how the LM is asked (they are not part of a
+run's key: changing them continues the same run).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from typing import Any
 from knapsack_dspy.bench.dspy_baselines import DSPY_BASELINES, is_dspy_baseline
 from knapsack_dspy.bench.suite_schema import group_model, group_problems, run_problems
 from knapsack_dspy.data.loader import DATASETS
-from knapsack_dspy.modules.pipeline import DOCUMENT_PIPELINES, STATUTE_PIPELINES
+from knapsack_dspy.file_limits import FileLimitError, read_file_text
+from knapsack_dspy.modules.pipeline import DOCUMENT_PIPELINES, ROUTINGS, STATUTE_PIPELINES
 from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, SELECTORS
@@ -44,6 +47,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 GRID_KEYS = ("dataset", "pipeline", "selector", "budget", "max_exemplars", "model", "retrieval")
+MAX_SUITE_BYTES = 1_000_000  # a suite is a few hundred bytes of TOML
+TRANSPORT_KEYS = ("timeout", "num_retries")  # how the LM is asked, not what: no part of a run's identity
 
 
 class SuiteError(ValueError):
@@ -77,6 +82,9 @@ class RunSpec:
     max_tokens: int = 384
     val_size: int = 40
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
+    timeout: float | None = None  # seconds per LM attempt (make_lm's default 120 s; local/: 600 s generating)
+    num_retries: int | None = None  # LM retries on transient failures (make_lm's default: 3; local/: 0)
+    route: str = ""  # "extract_compute": span questions extracted, the rest answered by the program; "": one solver
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
@@ -95,9 +103,10 @@ class RunSpec:
         if self.retrieval:
             parts.append(self.retrieval)
         settings = {k: v for k, v in asdict(self).items() if k not in GRID_KEYS and k not in (
-            "limit", "num_threads", "selection_only")}
-        if not settings["example_ids"]:  # keys of runs written before this setting existed stay the same
-            del settings["example_ids"]
+            "limit", "num_threads", "selection_only", *TRANSPORT_KEYS)}
+        for later in ("example_ids", "route"):  # keys of runs written before these settings existed stay the same
+            if not settings[later]:
+                del settings[later]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return "|".join([*parts, digest])
 
@@ -111,7 +120,7 @@ def _value(name: str, value: Any) -> Any:
     """A checked value as ``RunSpec`` holds it (a name list as a tuple, a number as a float)."""
     if name in _TUPLE_FIELDS:
         return tuple([value] if isinstance(value, str) else value)
-    if isinstance(_FIELD_TYPES[name].default, float):
+    if isinstance(_FIELD_TYPES[name].default, float) or (name == "timeout" and value is not None):
         return float(value)
     return value
 
@@ -192,8 +201,29 @@ def _positive(name: str, allow_none: bool = False) -> Callable[[RunSpec], str | 
     return check
 
 
+def _route_problem(run: RunSpec) -> str | None:
+    if (run.route or None) not in ROUTINGS:
+        return f"unknown route {run.route!r}; routes: {', '.join(r for r in ROUTINGS if r)} (or none)"
+    if run.route and (run.dataset == "sara" or run.pipeline not in ("pot", "finqa_pot")):
+        return f"route {run.route!r} routes between extraction and a program: pipeline 'pot' or 'finqa_pot'"
+    return None
+
+
+def _transport_problem(run: RunSpec) -> str | None:
+    if run.timeout is not None and not run.timeout > 0:
+        return f"timeout must be a positive number of seconds, got {run.timeout!r}"
+    return None
+
+
+def _retries_problem(run: RunSpec) -> str | None:
+    if run.num_retries is not None and run.num_retries < 0:
+        return f"num_retries must be a non-negative integer, got {run.num_retries!r}"
+    return None
+
+
 _RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retrieval": _retrieval_problem,
-               "selector": _selector_problem, "limit": _positive("limit", allow_none=True),
+               "selector": _selector_problem, "route": _route_problem, "timeout": _transport_problem,
+               "num_retries": _retries_problem, "limit": _positive("limit", allow_none=True),
                "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),
                "max_tokens": _positive("max_tokens"), "num_threads": _positive("num_threads")}
 
@@ -211,11 +241,17 @@ class Suite:
 def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_file_text(path, limit_bytes=MAX_SUITE_BYTES))
     except FileNotFoundError:
         raise SuiteError(f"suite file {str(path)!r} not found") from None
+    except FileLimitError as exc:
+        raise SuiteError(f"{path}: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{path}: cannot read the suite file ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise SuiteError(f"{path}: invalid TOML: nested too deeply") from None
     return suite_from_dict(raw, str(path))
 
 

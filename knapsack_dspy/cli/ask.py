@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -33,29 +34,47 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _input_text(path: str, what: str) -> str:
+    """A text file the user gave (bounded by ``knapsack_dspy.file_limits``); one-line errors."""
+    from knapsack_dspy.file_limits import GZIP_ERRORS, FileLimitError, read_file_text
+
+    try:
+        return read_file_text(path)
+    except FileNotFoundError:
+        raise UserError(f"{what} {path!r} not found") from None
+    except FileLimitError as exc:
+        raise UserError(f"{what} {path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (OSError, *GZIP_ERRORS) as exc:
+        raise UserError(f"{what} {path}: cannot read ({exc})") from None
+
+
 def read_inputs(args) -> dict:
+    from knapsack_dspy.file_limits import FileLimitError, check_text_values, parse_json
+
     inputs = {"question": None, "table": [], "paragraphs": []}
     if args.input:
         try:
-            data = json.loads(Path(args.input).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UserError(f"input file {args.input!r} not found") from None
+            data = parse_json(_input_text(args.input, "input file"))
         except json.JSONDecodeError as exc:
             raise UserError(f"{args.input}: invalid JSON ({exc})") from None
+        except FileLimitError as exc:
+            raise UserError(f"{args.input}: {exc}") from None
         if not isinstance(data, dict):
             raise UserError(f"{args.input}: expected a JSON object with question, table, paragraphs")
         inputs.update({k: data[k] for k in ("question", "table", "paragraphs") if k in data})
     if args.table:
+        text = _input_text(args.table, "table file")
         try:
-            with open(args.table, newline="", encoding="utf-8") as fh:
-                inputs["table"] = [row for row in csv.reader(fh)]
-        except FileNotFoundError:
-            raise UserError(f"table file {args.table!r} not found") from None
+            check_text_values(text)
+            inputs["table"] = list(csv.reader(io.StringIO(text, newline="")))
+        except FileLimitError as exc:
+            raise UserError(f"table file {args.table}: {exc}") from None
+        except csv.Error as exc:
+            raise UserError(f"{args.table}: invalid CSV ({exc})") from None
     if args.text:
-        try:
-            text = Path(args.text).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UserError(f"text file {args.text!r} not found") from None
+        text = _input_text(args.text, "text file")
         inputs["paragraphs"] = [p.strip() for p in text.split("\n\n") if p.strip()]
     if args.question:
         inputs["question"] = args.question
@@ -63,9 +82,25 @@ def read_inputs(args) -> dict:
         raise UserError("no question: pass --question or an --input JSON with a 'question'")
     if not isinstance(inputs["table"], list) or any(not isinstance(r, list) for r in inputs["table"]):
         raise UserError("the table must be a list of rows (lists of cells)")
+    if any(not (cell is None or isinstance(cell, (str, int, float))) or isinstance(cell, bool)
+           for row in inputs["table"] for cell in row):
+        raise UserError("table cells must be strings, numbers or null")
     if not isinstance(inputs["paragraphs"], list) or any(not isinstance(p, str) for p in inputs["paragraphs"]):
         raise UserError("paragraphs must be a list of strings")
+    texts = [str(inputs["question"]), *inputs["paragraphs"],
+             *(str(cell) for row in inputs["table"] for cell in row)]
+    if any(not _encodable(text) for text in texts):
+        raise UserError("the question, table or text holds a lone surrogate (\\ud800-\\udfff), which is not "
+                        "a character; no LM can be sent it")
     return inputs
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def run(args) -> int:
@@ -80,7 +115,7 @@ def run(args) -> int:
         raise UserError(f"program file {str(path)!r} not found (write one with 'kdspy compile')")
     try:
         program = load_program(path)
-    except ValueError as exc:
+    except (ValueError, OSError, KeyError, TypeError) as exc:  # a file that is not a saved program
         raise UserError(f"{path}: {exc}") from None
     args.lm = args.lm or program.model
     lm = build_lm(args)

@@ -16,9 +16,13 @@ EPILOG = """examples:
 
 Writes OUT/predictions.jsonl (one line per example, flushed as it finishes), OUT/metrics.json,
 OUT/report.md (rows = selectors, columns = metrics with 90% CIs) and PNG plots. Interrupted runs
-resume: the same command skips what is already in predictions.jsonl. --selection-only runs no LM
-(selection-quality metrics only: gold-case hit rate, budget coverage, attribute match, latency).
---rescore recomputes the scores of the stored answers with the current metrics (no LM call).
+resume: the same command skips what is already in predictions.jsonl and asks again the questions whose
+LM call failed transiently (rate limit, 5xx, timeout, connection); --retry-errors asks again every row
+with an error. When some questions could not be asked, the command ends with one line saying so, exit 2.
+Every row records what produced it (code, packages, model weights, adapter, seed); rows of another origin
+are refused unless --allow-mixed. --selection-only runs no LM (selection-quality metrics only: gold-case
+hit rate, budget coverage, attribute match, latency). --rescore recomputes the scores of the stored
+answers with the current metrics (no LM call).
 """
 
 
@@ -37,6 +41,18 @@ def register(subparsers) -> None:
     p.add_argument("--rescore", action="store_true",
                    help="re-score the stored answers with the current metrics (no LM call, no compile), "
                         "rewrite predictions.jsonl and the report; use after a metric fix")
+    p.add_argument("--retry-errors", action="store_true",
+                   help="ask again every question whose row has an error (transient LM failures are always "
+                        "asked again); the new row replaces the old one")
+    p.add_argument("--allow-mixed", action="store_true",
+                   help="add rows to a results directory whose rows came from other code, packages or model "
+                        "weights (refused by default)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="seconds per LM attempt, for every run (default: the suite's 'timeout', else 120; "
+                        "local/ models: 600 of generation)")
+    p.add_argument("--num-retries", type=int, metavar="N",
+                   help="LM retries on transient failures, for every run (default: the suite's "
+                        "'num_retries', else 3; local/ models: 0)")
     flags = p.add_argument_group("a suite by flags (when no SUITE file is given)")
     flags.add_argument("--dataset", default="tatqa", help="tatqa (default), finqa_cases, sara")
     flags.add_argument("--pipelines", default="pot", help="comma-separated: pot, cot, few_shot, zero_shot")
@@ -65,11 +81,17 @@ def run(args) -> int:
                 **({"model": args.lm} if args.lm else {})})
     except SuiteError as exc:
         raise UserError(str(exc)) from None
-    if args.lm or args.api_base:
+    overrides = {key: value for key, value in (("model", args.lm), ("api_base", args.api_base),
+                                               ("timeout", args.timeout), ("num_retries", args.num_retries))
+                 if value is not None and value != ""}
+    if args.timeout is not None and not args.timeout > 0:
+        raise UserError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if args.num_retries is not None and args.num_retries < 0:
+        raise UserError(f"--num-retries must be 0 or more, got {args.num_retries}")
+    if overrides:
         from dataclasses import replace
 
-        suite.runs = [replace(r, **({"model": args.lm} if args.lm else {}),
-                              **({"api_base": args.api_base} if args.api_base else {})) for r in suite.runs]
+        suite.runs = [replace(r, **overrides) for r in suite.runs]
     out = Path(args.out or suite.output or Path("results") / suite.name)
     if args.rescore:
         return _rescore(out, suite.name, data_dir)
@@ -83,23 +105,27 @@ def run(args) -> int:
                 check_lm_config(model, api_base=api_base or None)
             except LLMConfigError as exc:
                 raise UserError(str(exc)) from None
-    from knapsack_dspy.bench.results_lock import ResultsBusyError
-
-    try:
-        metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
-                            selection_only=True if args.selection_only else None, progress=not args.quiet)
-    except ResultsBusyError as exc:
-        raise UserError(str(exc)) from None
-    return _print_results(out, len(metrics))
+    metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
+                        selection_only=True if args.selection_only else None, progress=not args.quiet,
+                        retry_errors=args.retry_errors, allow_mixed=args.allow_mixed)
+    code = _print_results(out, len(metrics))
+    not_asked = sum(m.get("could_not_ask", 0) for m in metrics.values())
+    if not_asked:
+        transient = sum(m.get("could_not_ask_transient", 0) for m in metrics.values())
+        rows = sum(m["n"] for m in metrics.values())
+        raise UserError(f"{not_asked} of {rows} questions could not be asked ({transient} transient "
+                        "failures: run the same command again to retry them; the others need --retry-errors "
+                        f"after a fix); see 'could not ask' in {out / 'report.md'} and 'error' in "
+                        f"{out / 'predictions.jsonl'}")
+    return code
 
 
 def _rescore(out: Path, suite_name: str, data_dir) -> int:
     from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
-    from knapsack_dspy.bench.results_lock import ResultsBusyError
 
     try:
         counts = rescore_results(out, data_dir=data_dir, suite_name=suite_name)
-    except (RescoreError, ResultsBusyError) as exc:
+    except RescoreError as exc:
         raise UserError(str(exc)) from None
     return _print_results(out, counts["runs"])
 

@@ -18,6 +18,11 @@ def add_lm_options(parser: argparse.ArgumentParser, default: str | None = DEFAUL
                             "ollama_chat/qwen2.5, hosted_vllm/NAME, or openai/NAME with --api-base")
     group.add_argument("--api-base", metavar="URL", help="server address for OpenAI-compatible / vLLM / Ollama models")
     group.add_argument("--max-tokens", type=int, default=384, help="completion token limit per call (default 384)")
+    group.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="seconds per LM attempt (default 120; local/ models: 600 of generation)")
+    group.add_argument("--num-retries", type=int, metavar="N",
+                       help="LM retries on transient failures: rate limits, 5xx, timeouts "
+                            "(default 3; local/: 0)")
     group.add_argument("--no-cache", action="store_true", help="bypass DSPy's LM response cache")
 
 
@@ -59,7 +64,8 @@ def build_lm(args):
 
     try:
         check_lm_config(args.lm, api_base=args.api_base)
-        return make_lm(args.lm, api_base=args.api_base, max_tokens=args.max_tokens, cache=not args.no_cache)
+        return make_lm(args.lm, api_base=args.api_base, max_tokens=args.max_tokens, cache=not args.no_cache,
+                       timeout=getattr(args, "timeout", None), num_retries=getattr(args, "num_retries", None))
     except LLMConfigError as exc:
         raise UserError(str(exc)) from None
 

@@ -82,6 +82,9 @@ def run(args) -> int:
                else load_examples(args.dataset, split=args.val_split or val_split, data_dir=data_dir))
     except (DataError, FileNotFoundError, ValueError) as exc:
         raise UserError(str(exc)) from None
+    for examples, what in ((pool, "pool"), (val, "validation")):
+        if not examples:
+            raise UserError(f"{examples.report.source}: no {args.dataset} examples for the {what}")
     try:
         selection = SelectionConfig(selector=selector_for_mode(args.mode, args.selector),
                                     max_exemplars=args.max_exemplars, budget=args.budget, alpha=args.alpha,

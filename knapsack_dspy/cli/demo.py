@@ -49,7 +49,8 @@ def run(args) -> int:
                             "demo")
     print(f"knapsack-dspy demo: TAT-QA, program of thought, SEER knapsack selection, model {args.lm}")
     print(f"data: {data_dir}\nresults: {out}\n")
-    run_suite(suite, out, data_dir=data_dir, progress=not args.quiet)
+    run_suite(suite, out, data_dir=data_dir, progress=not args.quiet,
+              allow_mixed=True)  # a scratch directory: rows of earlier demos may come from other code
     rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
     rows = [row for row in rows if row.get("run") == suite.runs[0].key]  # not an earlier demo's questions
     for row in rows:

@@ -41,7 +41,8 @@ _HEADLINES = {
     "tatqa": (("exact_match", "exact match (%)"), ("f1", "F1 (%)"), ("scale_accuracy", "scale accuracy (%)")),
     "sara": (("accuracy", "accuracy (%)"), ("entailment_accuracy", "entailment accuracy (%)"),
              ("numerical_accuracy", "numerical accuracy, exact $ (%)"),
-             ("numerical_within_10pct", "numerical accuracy, within 10% (%)")),
+             ("numerical_within_10pct", "numerical accuracy, within 10% (%)"),
+             ("numerical_authors_rule", "numerical, authors' rule (%)")),
 }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from knapsack_dspy.messages import one_line
+
 __all__ = ["DataError", "LoadReport", "SkippedRecord"]
 
 
@@ -43,7 +45,7 @@ class DataError(ValueError):
         if self.field:
             parts.append(f"field {self.field!r}")
         parts.append(self.problem)
-        return ": ".join(parts)
+        return one_line(": ".join(parts))
 
     def located(self, *, source: str | None = None, index: int | None = None,
                 record_id: str | None = None, field_prefix: str | None = None) -> DataError:

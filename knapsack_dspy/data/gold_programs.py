@@ -31,7 +31,7 @@ from knapsack_dspy.execution import execute_program
 from knapsack_dspy.execution.cell_numbers import parse_cell
 from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
 from knapsack_dspy.execution.finqa_executor import official_number
-from knapsack_dspy.execution.table_view import TableLookupError, TableView
+from knapsack_dspy.execution.table_view import TableView
 from knapsack_dspy.numbers import parse_number
 
 __all__ = ["GoldProgram", "answers_match", "finqa_dsl_candidates", "finqa_python_candidates", "literal_program",
@@ -166,50 +166,19 @@ def _rename(node: ast.expr, names: Mapping[str, str]) -> ast.expr:
     return node
 
 
-def _sub_header_columns(table: Sequence[Sequence[str]], column_labels: list[str]) -> set[int]:
-    """Columns (0-based, after the label column) whose meaning the first row does not tell alone.
-
-    TAT-QA tables often have a second header row (``["", "2019", "2018"]`` under a merged
-    ``"Years Ended September 30,"``): rows right after the header with an empty first cell. When the
-    sandbox's column labels are just the first row's cells, a column that such a row labels is not
-    named by its column label, so a ``table[...]`` look-up there would teach a misleading label.
-    """
-    if [str(c) for c in table[0][1:]] != column_labels:
-        return set()  # the sandbox combines header rows itself
-    columns: set[int] = set()
-    for row in table[1:]:
-        if not row or str(row[0]).strip():
-            break
-        columns.update(c - 1 for c in range(1, len(row)) if str(row[c]).strip())
-    return columns
-
-
 def _cell_locations(table: Sequence[Sequence[str]]):
-    """number -> [(row label, column label)] for cells the sandbox's ``table[row, col]`` reads back
-    (labels that resolve to exactly that cell, columns named by their label alone)."""
+    """number -> [(row label, column label)] for the cells a program can read with ``table[row, col]``: the
+    labels the model is shown (``knapsack_dspy.table_layout``), each resolving to exactly that cell."""
     try:
         view = TableView([list(row) for row in table])
     except TypeError:
         return {}
-    ambiguous = _sub_header_columns(table, view.column_labels)
     found: dict[float, list[tuple[str, str]]] = {}
-    for r, row in enumerate(table[1:]):
-        row_label = view.row_labels[r]
-        if not row_label.strip():
+    for row_label, col_label, cell in view.labelled_cells():
+        value = parse_cell(cell)
+        if not isinstance(value, float) or not row_label.strip() or not col_label.strip():
             continue
-        for c in range(1, min(len(row), len(view.column_labels) + 1)):
-            col_label = view.column_labels[c - 1]
-            if not col_label.strip() or (c - 1) in ambiguous:
-                continue
-            value = parse_cell(row[c])
-            if not isinstance(value, float):
-                continue
-            try:
-                if view.row_index(row_label) != r or view.column_index(col_label) != c - 1:
-                    continue  # an earlier row/column with the same label wins the look-up
-            except TableLookupError:
-                continue
-            found.setdefault(value, []).append((row_label, col_label))
+        found.setdefault(value, []).append((row_label, col_label))
     return found
 
 

@@ -3,19 +3,28 @@
 Local files are parsed with the standard library so that errors can name the exact place (JSON line and
 column, CSV line); a record-level problem (a bad JSONL line, a CSV row with the wrong number of fields) is
 returned in place of the record as a :class:`DataError`, so that ``skip_invalid`` can skip just that
-record. Hub data sets go through ``datasets.load_dataset`` and come back as plain dicts.
+record. Reading is bounded (``knapsack_dspy.file_limits``): decompressed size, JSON nesting depth checked
+before parsing, over-long integers kept as ``LongInteger`` stand-ins that the record parsers reject. Hub
+data sets go through ``datasets.load_dataset`` and come back as plain dicts.
 """
 
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
 import os
 from pathlib import Path
 
 from knapsack_dspy.data.errors import DataError
+from knapsack_dspy.file_limits import (
+    GZIP_ERRORS,
+    FileLimitError,
+    check_text_values,
+    parse_json,
+    read_file_text,
+    read_json,
+)
 
 __all__ = ["LOCAL_SUFFIXES", "read_hub_rows", "read_records"]
 
@@ -30,32 +39,43 @@ def _suffix(path: Path) -> str:
     return ""
 
 
+def _file_error(path: Path, exc: BaseException) -> DataError:
+    """The DataError for a file that cannot be read, whatever reading it raised (one of _READ_ERRORS)."""
+    if isinstance(exc, FileNotFoundError):
+        return DataError("file not found", source=str(path))
+    if isinstance(exc, IsADirectoryError):
+        return DataError("is a directory, expected a data file", source=str(path))
+    if isinstance(exc, FileLimitError):
+        return DataError(str(exc), source=str(path))
+    if isinstance(exc, GZIP_ERRORS):
+        return DataError(f"not a valid gzip file ({exc})", source=str(path))
+    if isinstance(exc, UnicodeDecodeError):
+        return DataError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path))
+    if isinstance(exc, json.JSONDecodeError):
+        return DataError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=str(path))
+    return DataError(f"unreadable: {getattr(exc, 'strerror', None) or exc}", source=str(path))
+
+
+_READ_ERRORS = (OSError, FileLimitError, UnicodeDecodeError, json.JSONDecodeError, *GZIP_ERRORS)
+
+
 def _read_text(path: Path) -> str:
+    """The text of a JSON-lines or CSV file (gunzipped when it is gzip), within the size and value limits
+    (``knapsack_dspy.file_limits``)."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError("file not found", source=str(path)) from None
-    except IsADirectoryError:
-        raise DataError("is a directory, expected a data file", source=str(path)) from None
-    except OSError as exc:
-        raise DataError(f"unreadable: {exc.strerror or exc}", source=str(path)) from None
-    if path.name.lower().endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise DataError(f"not a valid gzip file ({exc})", source=str(path)) from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from None
+        text = read_file_text(path)
+        check_text_values(text)
+    except _READ_ERRORS as exc:
+        raise _file_error(path, exc) from None
+    return text
 
 
-def _read_json(path: Path, text: str) -> list:
+def _read_json(path: Path) -> list:
+    """The records of a JSON file: nesting depth checked before parsing, over-long integers set aside."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                        source=str(path)) from None
+        value = read_json(path)
+    except _READ_ERRORS as exc:
+        raise _file_error(path, exc) from None
     if not isinstance(value, list):
         raise DataError(f"expected a JSON array of records, got a JSON {type(value).__name__}", source=str(path))
     return value
@@ -67,10 +87,12 @@ def _read_jsonl(path: Path, text: str) -> list:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(parse_json(line))
         except json.JSONDecodeError as exc:
             records.append(DataError(f"invalid JSON on line {line_number} column {exc.colno}: {exc.msg}",
                                      source=str(path), index=len(records)))
+        except FileLimitError as exc:
+            records.append(DataError(f"line {line_number}: {exc}", source=str(path), index=len(records)))
     return records
 
 
@@ -100,11 +122,11 @@ def read_records(path: str | os.PathLike) -> list:
     suffix = _suffix(path)
     if not suffix:
         raise DataError(f"unsupported file type; expected one of {', '.join(LOCAL_SUFFIXES)}", source=str(path))
+    if suffix.startswith(".json") and not suffix.startswith(".jsonl"):
+        return _read_json(path)
     text = _read_text(path)
     if suffix.startswith(".jsonl"):
         return _read_jsonl(path, text)
-    if suffix.startswith(".json"):
-        return _read_json(path, text)
     return _read_csv(path, text)
 
 

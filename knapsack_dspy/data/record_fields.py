@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 
 from knapsack_dspy.data.errors import DataError
+from knapsack_dspy.file_limits import LongInteger
 
 __all__ = [
     "MISSING",
@@ -26,6 +27,8 @@ MISSING = object()
 
 
 def type_name(value) -> str:
+    if isinstance(value, LongInteger):  # an integer literal too long to convert (file_limits)
+        return repr(value)
     return "null" if value is None else type(value).__name__
 
 

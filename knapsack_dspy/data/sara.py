@@ -11,13 +11,14 @@ and the case ``polarity`` (``pos`` / ``neg``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from knapsack_dspy.data.errors import DataError
 from knapsack_dspy.data.example_fields import blank_fields
-from knapsack_dspy.data.record_fields import get_field, get_id, get_str, leftovers, require_mapping
+from knapsack_dspy.data.record_fields import get_field, get_id, get_str, leftovers, require_mapping, type_name
 from knapsack_dspy.numbers import parse_number
 
-__all__ = ["CASE_TYPES", "LABELS", "parse_sara_case", "statute_of_case_id"]
+__all__ = ["CASE_TYPES", "LABELS", "parse_sara_case", "read_gold_amount", "statute_of_case_id"]
 
 CASE_TYPES = ("entailment", "numerical")
 LABELS = ("Entailment", "Contradiction")
@@ -37,6 +38,29 @@ def statute_of_case_id(case_id: str) -> dict:
             "polarity": match.group("polarity")}
 
 
+def read_gold_amount(record: Mapping) -> tuple[str, float]:
+    """(answer text, dollars) of a numerical case: ``answer`` is a dollar amount (``"$15037"``; a number is
+    written as one) and ``answer_value``, when present, the same amount (it wins for the value, as it holds
+    no rounding). ``DataError`` naming the field otherwise. (The SARA scorer checks gold files with it.)"""
+    answer = get_field(record, "answer", "answer")
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        answer = f"${answer:g}" if float(answer).is_integer() else f"${answer}"
+    if not isinstance(answer, str):
+        raise DataError(f"expected a dollar string, got {type_name(answer)}", field="answer")
+    number = parse_number(answer)
+    if number is None:
+        raise DataError(f"no dollar amount in {answer!r}", field="answer")
+    value = record.get("answer_value")
+    if value is not None:
+        stated = parse_number(value)
+        if stated is None:
+            raise DataError(f"no dollar amount in {value!r}", field="answer_value")
+        if abs(stated - number) >= 0.5:
+            raise DataError(f"{value!r} is not the answer {answer!r}", field="answer_value")
+        number = stated
+    return answer, number
+
+
 def parse_sara_case(record) -> list:
     """One SARA case -> ``[fields]``; raises ``DataError`` naming the field when the case is bad."""
     require_mapping(record, None, "a SARA case object")
@@ -54,17 +78,7 @@ def parse_sara_case(record) -> list:
                 raise DataError(f"expected one of {list(LABELS)}, got {label!r}", field="label")
             fields["answer"] = label
         else:
-            answer = get_field(record, "answer", "answer")
-            if isinstance(answer, (int, float)) and not isinstance(answer, bool):
-                answer = f"${answer:g}" if float(answer).is_integer() else f"${answer}"
-            if not isinstance(answer, str):
-                raise DataError(f"expected a dollar string, got {type(answer).__name__}", field="answer")
-            value = record.get("answer_value")
-            number = parse_number(value) if value is not None else parse_number(answer)
-            if number is None:
-                raise DataError(f"no dollar amount in {answer!r} / answer_value {value!r}",
-                                field="answer_value" if value is not None else "answer")
-            fields["answer"], fields["answer_value"] = answer, number
+            fields["answer"], fields["answer_value"] = read_gold_amount(record)
         fields["extra"] = {**leftovers(record, _CONSUMED), **statute_of_case_id(case_id)}
     except DataError as error:
         raise error.located(record_id=case_id) from None

@@ -27,7 +27,7 @@ from knapsack_dspy.data.record_fields import (
 from knapsack_dspy.data.tatqa_derivation import parse_derivation
 from knapsack_dspy.numbers import parse_number
 
-__all__ = ["ANSWER_TYPES", "MODALITY_OF_ANSWER_FROM", "parse_tatqa_record", "record_size"]
+__all__ = ["ANSWER_TYPES", "MODALITY_OF_ANSWER_FROM", "parse_tatqa_record", "read_gold_answer", "record_size"]
 
 ANSWER_TYPES = ("span", "multi-span", "arithmetic", "count")
 MODALITY_OF_ANSWER_FROM = {"table": "table", "text": "text", "table-text": "hybrid"}
@@ -67,8 +67,9 @@ def _paragraphs(context: Mapping) -> tuple[list[str], dict[int, int]]:
     return [text for _, _, text in items], positions
 
 
-def _answer(question: Mapping, answer_type: str, path: str):
-    """(answer, answer_value) normalised per answer type."""
+def read_gold_answer(question: Mapping, answer_type: str, path: str):
+    """(answer, answer_value) of a question's gold ``answer``, normalised per answer type; ``DataError``
+    naming ``<path>.answer`` when it does not fit the type. (The TAT-QA scorer checks gold files with it.)"""
     answer = question.get("answer")
     if answer_type == "span":
         if isinstance(answer, list):
@@ -136,7 +137,7 @@ def _question_fields(question: Mapping, j: int, context: dict, positions: dict[i
         evidence.append(f"text_{positions[order]}")
     if answer_from in ("table", "table-text"):
         evidence.append("table")
-    fields["answer"], fields["answer_value"] = _answer(question, answer_type, path)
+    fields["answer"], fields["answer_value"] = read_gold_answer(question, answer_type, path)
     fields.update(answer_type=answer_type, modality=MODALITY_OF_ANSWER_FROM[answer_from], scale=scale,
                   derivation=derivation.strip(), gold_evidence=evidence)
     if answer_type == "arithmetic" and derivation.strip():

@@ -77,7 +77,8 @@ def _check_argument(op: str, arg: str, index: int, position: int) -> None:
         raise ProgramError(f"{where} is empty")
     ref = _REFERENCE.fullmatch(arg)
     if ref:
-        if int(ref.group(1)) >= index:
+        # (a reference longer than any step number is not converted: int() refuses 4,301 digits and more)
+        if len(ref.group(1)) > len(str(MAX_STEPS)) or int(ref.group(1)) >= index:
             raise ProgramError(f"{where}: {arg} does not refer to an earlier step (steps so far: #0..#{index - 1})"
                                if index else f"{where}: {arg} refers to a step, but this is the first step")
         return

@@ -22,6 +22,7 @@ instance a lone expression) answers with that expression's value.
 from __future__ import annotations
 
 import ast
+import math
 import re
 import textwrap
 import time
@@ -40,6 +41,7 @@ SCALE = "scale"
 TABLE = "table"
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_UNPARSABLE = re.compile("[\x00\ud800-\udfff]")
 
 _BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
            ast.Pow: "**"}
@@ -86,6 +88,17 @@ def extract_code(text: str) -> str:
     match = _FENCE.search(text)
     code = match.group(1) if match else text
     return textwrap.dedent(code).strip("\n")
+
+
+def _check_characters(source: str) -> None:
+    """Characters Python's parser refuses, named: a NUL byte, a lone surrogate (half of a UTF-16 pair)."""
+    match = _UNPARSABLE.search(source)
+    if match:
+        char = match.group()
+        what = ("a NUL byte" if char == "\x00"
+                else f"a lone surrogate (U+{ord(char):04X}, half of a UTF-16 pair)")
+        line = source.count("\n", 0, match.start()) + 1
+        raise ProgramFailure("SyntaxError", f"the program contains {what}", line)
 
 
 def _line(node) -> int | None:
@@ -332,12 +345,22 @@ class _Interpreter:
             if whole_row and whole_column:
                 raise ProgramFailure("TypeError", "table[:, :] is not supported; pick a row or a column")
             if whole_row:
-                return ref.view.row_values(self._label(row_key))
+                return self._cell_values(ref.view.row_values(self._label(row_key)))
             if whole_column:
-                return ref.view.column_values(self._label(column_key))
-            return ref.view.get(self._label(row_key), self._label(column_key))
+                return self._cell_values(ref.view.column_values(self._label(column_key)))
+            return self._cell_values(ref.view.get(self._label(row_key), self._label(column_key)))
         except TableLookupError as exc:
             raise ProgramFailure("KeyError", str(exc)) from None
+
+    def _cell_values(self, value):
+        """Numbers read from table cells pass the same bounds as computed ones (finite, ``max_magnitude``)."""
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ProgramFailure("ValueError", f"a table cell reads as {item}, not a finite number")
+            if isinstance(item, float) and abs(item) > self.limits.max_magnitude:
+                raise ProgramFailure("LimitExceeded", f"a table cell reads as {item:.6g}, a number too large "
+                                                      f"(|x| > {self.limits.max_magnitude:g})")
+        return check_value(value, self.limits)
 
     def _label(self, node):
         if isinstance(node, ast.Slice):
@@ -389,15 +412,18 @@ def execute_python(code: str, table: list[list[str]] | None = None, time_limit: 
         source = extract_code(code)
         if not source.strip():
             raise ProgramFailure("SyntaxError", "empty program")
+        _check_characters(source)
         try:
             tree = ast.parse(source, mode="exec")
         except SyntaxError as exc:
             raise ProgramFailure("SyntaxError", exc.msg or "invalid syntax", exc.lineno) from None
-        except (ValueError, RecursionError, MemoryError, OverflowError):
+        except ValueError as exc:  # e.g. a character the parser cannot encode
+            raise ProgramFailure("SyntaxError", f"the program cannot be parsed ({exc})") from None
+        except (RecursionError, MemoryError, OverflowError):
             raise ProgramFailure("LimitExceeded", "program nested too deeply to parse") from None
         _validate(tree, limits)
         view = None
-        if table is not None:
+        if table is not None and len(table) > 0:  # no table, or an empty one: a look-up says so when tried
             try:
                 view = TableView(table)
             except TypeError as exc:

@@ -20,14 +20,22 @@ from knapsack_dspy.execution.table_view import TableLookupError, TableView
 __all__ = ["FUNCTIONS", "CallContext", "constant_value"]
 
 _CONSTANT = re.compile(r"const_(m1|\d+)")
+_MAX_CONSTANT_DIGITS = 101  # more digits exceed every magnitude limit (and past 4,300 int() refuses them)
 
 
 def constant_value(name: str) -> int | None:
-    """``const_100`` -> 100, ``const_m1`` -> -1; ``None`` if ``name`` is not a constant."""
+    """``const_100`` -> 100, ``const_m1`` -> -1; ``None`` if ``name`` is not a constant. A constant of more
+    than 101 digits is a ``LimitExceeded`` :class:`ProgramFailure`."""
     match = _CONSTANT.fullmatch(name)
     if not match:
         return None
-    return -1 if match.group(1) == "m1" else int(match.group(1))
+    digits = match.group(1)
+    if digits == "m1":
+        return -1
+    if len(digits) > _MAX_CONSTANT_DIGITS:
+        raise ProgramFailure("LimitExceeded", f"constant const_{digits[:12]}... has {len(digits)} digits "
+                                              f"(at most {_MAX_CONSTANT_DIGITS})")
+    return int(digits)
 
 
 @dataclass

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from knapsack_dspy.messages import one_line
+
 __all__ = ["ExecutionResult"]
 
 
@@ -15,8 +17,9 @@ class ExecutionResult:
     ``ok``: the program ran and produced an answer. ``answer``: the answer (a number, ``"yes"``/``"no"``,
     a string or a list; ``None`` when ``ok`` is false). ``scale``: ``""``, ``"thousand"``, ``"million"``,
     ``"billion"`` or ``"percent"`` (Python programs may set it; FinQA programs never do). ``error``: one
-    line saying what went wrong (``None`` when ``ok``). ``variables``: the variables the program assigned
-    (Python) or the result of each step, ``{"#0": ..., "#1": ...}`` (FinQA), as far as execution got.
+    line saying what went wrong, at most ``messages.MAX_MESSAGE_CHARS`` characters (``None`` when ``ok``).
+    ``variables``: the variables the program assigned (Python) or the result of each step, ``{"#0": ...,
+    "#1": ...}`` (FinQA), as far as execution got.
     """
 
     ok: bool
@@ -31,5 +34,5 @@ class ExecutionResult:
 
     @classmethod
     def failure(cls, error: str, *, variables: dict | None = None) -> ExecutionResult:
-        line = " ".join(str(error).split()) or "execution failed"
+        line = one_line(error) or "execution failed"
         return cls(ok=False, answer=None, scale="", error=line, variables=dict(variables or {}))

@@ -6,7 +6,7 @@ case, whitespace and punctuation (``"Revenue:"`` finds ``"revenue"``); the first
 raise :class:`TableLookupError` listing a few near labels.
 
 Tables with several header rows (TAT-QA puts years, then units such as "€m", in rows with a blank first
-cell: ``retrieval.table_rows.header_row_count``) are rendered to the model with all of them, so a program
+cell: ``knapsack_dspy.table_layout.header_row_count``) are rendered to the model with all of them, so a program
 may name a column by its stacked header: ``"2019 €m"``, or by a lower header cell alone (``"2019"`` under a
 spanning "Year ended"). When the first-row label does not match, the joined header of each column is tried,
 then each lower header cell; these are accepted only when they name one column (``"€m"`` over every column
@@ -27,7 +27,7 @@ import difflib
 import re
 
 from knapsack_dspy.execution.cell_numbers import MISSING, TEXT, parse_cell
-from knapsack_dspy.retrieval.table_rows import header_row_count
+from knapsack_dspy.table_layout import table_layout
 
 __all__ = ["TableLookupError", "TableView", "normalize_label"]
 
@@ -63,11 +63,9 @@ def _names_the_date_column(wanted: list[str], header: list[str]) -> bool:
                for word in header)
 
 
-def _full_names(found: list[int], labels: list[str], aliases: tuple[list[list[str]], ...]) -> str:
-    """The full headers of the ``found`` columns for an error message (the stacked header when there is one)."""
-    full = aliases[0] if aliases else []
-    names = [full[i][0] if i < len(full) and full[i] else labels[i] for i in found]
-    return ", ".join(map(repr, names[:6]))
+def _full_names(found: list[int], labels: list[str]) -> str:
+    """The shown labels of the ``found`` rows / columns, for an error message."""
+    return ", ".join(repr(labels[i]) for i in found[:6])
 
 
 class TableLookupError(LookupError):
@@ -90,23 +88,35 @@ def _label_text(label) -> str:
 
 
 class TableView:
-    """Read-only view of ``table`` (list of rows, first row the header) for label look-ups."""
+    """Read-only view of ``table`` (list of rows, first row the header) for label look-ups.
+
+    Labels are those of the table's :func:`~knapsack_dspy.table_layout.table_layout` -- the labels the
+    model was shown: flattened column headings ("2019", "Domestic 2019"), totals named ("Total"), repeated
+    row labels qualified ("Federal (Current)"). A label as written in the source table is accepted too
+    when it names one row / column only ("Federal" under two sections is an error that lists both)."""
 
     def __init__(self, table):
         if not isinstance(table, (list, tuple)) or not all(isinstance(row, (list, tuple)) for row in table):
             raise TypeError("the table must be a list of rows, each a list of cells")
         if not table:
             raise TypeError("the table is empty")
-        self._rows = [list(row) for row in table]
-        header = self._rows[0]
-        self.column_labels = [str(cell) for cell in header[1:]]
-        self.row_labels = [str(row[0]) if row else "" for row in self._rows[1:]]
-        lower = self._rows[1:header_row_count([[str(c) for c in row] for row in self._rows])]
-        stacked = [[str(row[j + 1]).strip() if j + 1 < len(row) else "" for row in (header, *lower)]
-                   for j in range(len(self.column_labels))]
-        # other names of each column: its stacked header ("2019 €m"), then its lower header cells ("2019")
-        self._column_aliases = [[" ".join(c for c in cells if c)] if lower else [] for cells in stacked]
-        self._lower_cells = [[c for c in cells[1:] if c] for cells in stacked]
+        source = [[str(c) if c is not None else "" for c in row] for row in table]
+        layout = table_layout(source)
+        rows = [row for row in layout.rows if row.kind != "section"]
+        self.column_labels = list(layout.column_labels)
+        self.row_labels = [row.label for row in rows]
+        # _rows[0] is a header placeholder so that _rows[r + 1] is the r-th body row, as before
+        self._rows = [["", *self.column_labels], *([row.label, *row.cells] for row in rows)]
+        self._row_aliases = [[row.source_label] if row.source_label and row.source_label != row.label else []
+                             for row in rows]
+        header = source[0][1:] if source else []
+        lower = source[1:layout.header_rows]
+        width = len(self.column_labels)
+        stacked = [[(header[j] if j < len(header) else "").strip(),
+                    *((r[j + 1] if j + 1 < len(r) else "").strip() for r in lower)] for j in range(width)]
+        # other names of each column: its stacked header as written ("2019 €m"), then each header cell
+        self._column_aliases = [[" ".join(c for c in cells if c)] for cells in stacked]
+        self._lower_cells = [[c for c in cells if c] for cells in stacked]
 
     # -- label resolution -------------------------------------------------------------------------
     @staticmethod
@@ -125,8 +135,8 @@ class TableView:
                 if len(found) == 1:
                     return found[0]
                 if len(found) > 1:
-                    raise TableLookupError(f"table {kind} {text!r} is ambiguous: it heads {len(found)} {kind}s "
-                                           f"({_full_names(found, labels, aliases)}); name one by its full header")
+                    raise TableLookupError(f"table {kind} {text!r} is ambiguous: {len(found)} {kind}s match "
+                                           f"({_full_names(found, labels)}); use one of the labels shown")
         found = TableView._date_columns(text, labels, aliases) if kind == "column" else []
         if len(found) == 1:
             return found[0]
@@ -134,7 +144,7 @@ class TableView:
         if len(found) > 1:
             more = " ..." if len(found) > 6 else ""
             raise TableLookupError(f"no table {kind} {text!r}; {len(found)} {kind}s are headed by that date "
-                                   f"({_full_names(found, labels, aliases)}{more}); name one by its full header")
+                                   f"({_full_names(found, labels)}{more}); name one by its full header")
         near = difflib.get_close_matches(text, known, n=3, cutoff=0.4)
         if not near:
             near = difflib.get_close_matches(wanted, [normalize_label(k) for k in known], n=3, cutoff=0.4)
@@ -156,10 +166,18 @@ class TableView:
         return found
 
     def row_index(self, label) -> int:
-        return self._resolve(label, self.row_labels, "row")
+        return self._resolve(label, self.row_labels, "row", (self._row_aliases,))
 
     def column_index(self, label) -> int:
         return self._resolve(label, self.column_labels, "column", (self._column_aliases, self._lower_cells))
+
+    def labelled_cells(self):
+        """``(row label, column label, cell as written)`` for every body cell, in table order: the look-ups
+        ``table[row, column]`` a program can make with the labels shown."""
+        for row in self._rows[1:]:
+            label, cells = row[0], row[1:]
+            for column, cell in zip(self.column_labels, cells, strict=False):
+                yield label, column, cell
 
     # -- cell access ----------------------------------------------------------------------------------
     def _cell(self, row: int, column: int, *, numeric: bool):

@@ -4,9 +4,10 @@ Two taps, both installed idempotently:
 
 - ``install_call_counter()`` wraps ``litellm.completion`` / ``litellm.acompletion`` (every ``make_lm`` LM calls
   through them, DSPy looks them up on the module at call time). A call that returns is a *real call*; one that
-  raises is a *failed attempt* (DSPy retries it). Nested calls (LiteLLM's own retry helpers re-entering
-  ``completion``) are counted once, at the outermost level. Token usage and LiteLLM's ``response_cost`` of
-  real calls are summed too.
+  raises is a *failed attempt* (DSPy retries it). A reply with an empty ``choices`` list is turned into a
+  failed attempt here (``empty_reply.check_reply``), so it is retried and never cached. Nested calls
+  (LiteLLM's own retry helpers re-entering ``completion``) are counted once, at the outermost level. Token
+  usage and LiteLLM's ``response_cost`` of real calls are summed too.
 - ``install_cache_hit_counter()`` wraps the ``get`` of DSPy's response cache object (``dspy.cache``) and counts
   the LM requests it answers (requests whose cache key names a DSPy LM function).
 
@@ -29,6 +30,8 @@ from typing import Any
 
 import dspy
 import litellm
+
+from knapsack_dspy.llm.empty_reply import check_reply
 
 
 @dataclass
@@ -97,6 +100,7 @@ def _wrap_sync(fn):
         token = _inside_call.set(True)
         try:
             response = fn(*args, **kwargs)
+            check_reply(response, kwargs.get("model"))
         except BaseException:
             _add(failures=1)
             raise
@@ -117,6 +121,7 @@ def _wrap_async(fn):
         token = _inside_call.set(True)
         try:
             response = await fn(*args, **kwargs)
+            check_reply(response, kwargs.get("model"))
         except BaseException:
             _add(failures=1)
             raise

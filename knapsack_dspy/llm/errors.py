@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from knapsack_dspy.llm.empty_reply import EMPTY_REPLY_MESSAGE
+
 
 class LLMError(RuntimeError):
     """Base class of the LLM layer's own errors."""
@@ -111,6 +113,30 @@ _DISCONNECT = re.compile(r"Connection error|Connection refused|Server disconnect
                          r"connection reset|Name or service not known|nodename nor servname", re.IGNORECASE)
 
 
+#: ``lm_error_kind`` values: may succeed if asked again / needs the user to change something.
+TRANSIENT, CONFIG = "transient", "config"
+_TRANSIENT_KINDS = ("rate", "timeout", "transport", "server")
+
+
+def lm_error_kind(exc: BaseException) -> str | None:
+    """How an LM call failed: ``"transient"`` (rate limit, 5xx, timeout, dropped connection, a reply that is
+    not JSON or has no choices: asking again may work), ``"config"`` (credentials, quota, unknown model or
+    provider, a rejected request, a prompt longer than the context window, a local model not installed:
+    asking again fails the same way until something is changed), or ``None`` when ``exc`` is not an LM
+    failure at all."""
+    chain = _chain(exc)
+    if any(isinstance(item, LLMError) for item in chain):
+        return CONFIG
+    kind = _kind(chain)
+    if kind in _TRANSIENT_KINDS:
+        return TRANSIENT
+    if kind is not None:
+        return CONFIG
+    if any("LMError" in _class_names(e) for e in chain):  # DSPy's other LM errors (e.g. LMUnexpectedError)
+        return TRANSIENT
+    return None
+
+
 def describe_lm_error(exc: BaseException, *, model: str | None = None, api_base: str | None = None) -> str:
     """One line saying what went wrong with an LM call and what to do about it."""
     chain = _chain(exc)
@@ -125,6 +151,9 @@ def describe_lm_error(exc: BaseException, *, model: str | None = None, api_base:
     detail = _detail(chain[-1])
     full_text = " ".join(str(e) for e in chain)
     kind = _kind(chain)
+    if EMPTY_REPLY_MESSAGE in full_text:
+        return f"{who}: the server{where} sent replies with no answer (an empty 'choices' list) even after " \
+               "retrying; try again later."
     if _GARBAGE.search(full_text):
         return (f"{who}: the server{where} sent a reply that is not valid JSON; is it really an OpenAI-compatible "
                 f"endpoint (api_base usually ends in /v1)? [{detail}]")
@@ -145,7 +174,8 @@ def describe_lm_error(exc: BaseException, *, model: str | None = None, api_base:
     if kind == "model":
         return f"{who}: the provider{where} does not know this model{http}; check the model name. [{detail}]"
     if kind == "transport" or (kind == "server" and _DISCONNECT.search(full_text)):
-        return f"{who}: cannot reach the server{where}; is it running and is the address right? [{detail}]"
+        return (f"{who}: cannot reach the server{where}, or it dropped the connection; is it running and is "
+                f"the address right? [{detail}]")
     if kind == "server":
         return f"{who}: the server{where} failed{http} even after retrying; try again later. [{detail}]"
     if kind == "request":

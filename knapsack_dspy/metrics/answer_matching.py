@@ -1,25 +1,33 @@
-"""Compare an executed answer with a gold answer: the official FinQA way and SEER's lenient way.
+"""Compare an executed answer with a gold answer: the official FinQA way, SEER's way, and our own lenient way.
 
 * :func:`finqa_exact_match` -- official FinQA (``evaluate.py``): the prediction rounded to 5 decimals
   ``==`` the gold ``exe_ans``; ``"yes"`` / ``"no"`` compared as strings.
-* :func:`seer_finqa_match` -- exactly SEER's FinQA check (``jtonglet/SEER``, ``evaluation.py``,
-  ``get_answer`` + ``evaluate_answer``): gold ``yes`` / ``no`` become 1 / 0; a number matches when it is
-  within 0.001 of the gold, or when ``/100`` or ``*100`` of it is (percent vs decimal); a text answer
-  matches when it equals the gold text or is contained in it.
-* :func:`lenient_match` -- SEER's check plus the clean-up SEER applies to TAT-QA answers
-  (``preprocess_ground_truth`` / ``process_numeric_answer``): ``$ £ € , ' `` and the words ``million``,
-  ``billion``, ``thousand``, ``years`` and ``%`` are stripped from text answers before reading a number,
-  ``(123)`` is -123, and numbers also match when they agree after rounding to 2 decimals (numbers below 1
-  in absolute value are compared as percentages, ``0.01639`` ~ ``1.64``, so small ratios are not all
-  equal to 0.0 or 0.01). Lists match element by element, in any order.
+* :func:`seer_finqa_match` -- SEER's FinQA check (``jtonglet/SEER`` ``evaluation.py``, commit ``3529c0b``:
+  ``get_answer`` + ``evaluate_answer``, counted as its ``evaluate_script`` / ``compute_accuracy_finqa`` count
+  it), exactly: the gold ``"yes"`` / ``"no"`` becomes 1 / 0; an output whose type is exactly ``str`` is
+  right when it equals the gold or is contained in it (so never against a number or a yes/no gold, where
+  ``in`` raises); any other output is right when ``abs(output - gold) <= 0.001``, or (``percentage``) when
+  ``output / 100`` or ``output * 100`` is -- whatever the output's type: numpy scalars, ``bool``, a complex
+  number with a zero imaginary part all count, evaluated by the same Python operators; an operation that
+  raises (``None``, a list, a too-large int) is wrong. Checked against SEER's own functions on generated
+  inputs (``tests/test_metrics_seer_match.py``).
+* :func:`kdspy_lenient_match` -- **our own** lenient rule (not SEER's, and not used by any official
+  metric): numbers read from text after stripping ``$ £ € , ' ` %``, ``\u00a0`` and the words ``million``,
+  ``billion``, ``thousand``, ``year(s)``; ``(123)`` is -123; ``yes`` / ``true`` = 1, ``no`` / ``false`` = 0;
+  two numbers match within 0.001, directly or after ``/100`` / ``*100``, or when equal after rounding to 2
+  decimals (numbers below 1 in absolute value compared as percentages, so that small ratios are not all
+  ``0.0``); lists match element by element in any order; other text matches only when equal after case
+  folding and whitespace / trailing-period clean-up. (It once also accepted a prediction *contained in* the
+  gold text, so ``"-"`` matched -0.5 and ``"0"`` matched 0.02899; that fallback is gone.)
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import re
 
-__all__ = ["finqa_exact_match", "lenient_match", "normalize_answer_number", "seer_finqa_match"]
+__all__ = ["finqa_exact_match", "kdspy_lenient_match", "normalize_answer_number", "seer_finqa_match"]
 
 _STRIP_WORDS = re.compile(r"\b(?:million|billion|thousand|years?)\b", re.IGNORECASE)
 _STRIP_CHARS = str.maketrans("", "", "$£€,'`%\u00a0 ")
@@ -27,10 +35,14 @@ _YES_NO = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0}
 
 
 def _plain_number(value) -> float | None:
+    """A real number (``bool``, ``int``, ``float``, numpy scalars ...) as a finite float, else ``None``."""
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
-        value = float(value)
+    if isinstance(value, numbers.Real):
+        try:
+            value = float(value)
+        except OverflowError:
+            return None
         return value if math.isfinite(value) else None
     return None
 
@@ -86,16 +98,21 @@ def _text(value) -> str:
 
 
 def seer_finqa_match(pred, gold, *, tolerance: float = 0.001, percentage: bool = True) -> bool:
-    """SEER's FinQA answer check (see the module docstring); no text clean-up, no rounding."""
-    gold_number = _YES_NO.get(gold, None) if isinstance(gold, str) else _plain_number(gold)
-    if isinstance(pred, str):
-        if isinstance(gold, str):
-            return bool(pred) and (pred == gold or pred in gold)
+    """SEER's FinQA answer check, exactly (see the module docstring): SEER's ``evaluate_answer(pred,
+    get_answer(...))`` is ``True``; an exception there counts as wrong, as in SEER's ``evaluate_script``."""
+    try:
+        if gold == "yes":
+            gold = 1
+        if gold == "no":
+            gold = 0
+        if type(pred) is str:  # SEER tests the exact type: a str subclass takes the numeric branch
+            return bool(pred == gold) or bool(pred in gold)
+        if abs(pred - gold) <= tolerance:
+            return True
+        return bool(percentage and (abs((pred / 100) - gold) <= tolerance
+                                    or abs((pred * 100) - gold) <= tolerance))
+    except Exception:  # noqa: BLE001 -- SEER's evaluation counts any failure of the check as wrong
         return False
-    pred_number = _plain_number(pred)
-    if pred_number is None or gold_number is None:
-        return False
-    return _within(pred_number, gold_number, tolerance, percentage)
 
 
 def _within(pred: float, gold: float, tolerance: float, percentage: bool) -> bool:
@@ -114,9 +131,9 @@ def _rounded_equal(pred: float, gold: float, decimals: int, percentage: bool) ->
     return False
 
 
-def lenient_match(pred, gold, *, tolerance: float = 0.001, percentage: bool = True,
-                  decimals: int | None = 2) -> bool:
-    """SEER-style lenient comparison (see the module docstring). ``decimals=None`` turns the rounding
+def kdspy_lenient_match(pred, gold, *, tolerance: float = 0.001, percentage: bool = True,
+                        decimals: int | None = 2) -> bool:
+    """Our own lenient comparison (see the module docstring; not SEER's). ``decimals=None`` turns the rounding
     rule off (then numbers match only within ``tolerance``, possibly after x100 / /100)."""
     if isinstance(pred, (list, tuple)) or isinstance(gold, (list, tuple)):
         preds = list(pred) if isinstance(pred, (list, tuple)) else [pred]
@@ -126,8 +143,8 @@ def lenient_match(pred, gold, *, tolerance: float = 0.001, percentage: bool = Tr
         remaining = list(golds)
         for item in preds:
             hit = next((i for i, g in enumerate(remaining)
-                        if lenient_match(item, g, tolerance=tolerance, percentage=percentage, decimals=decimals)),
-                       None)
+                        if kdspy_lenient_match(item, g, tolerance=tolerance, percentage=percentage,
+                                               decimals=decimals)), None)
             if hit is None:
                 return False
             remaining.pop(hit)
@@ -138,7 +155,7 @@ def lenient_match(pred, gold, *, tolerance: float = 0.001, percentage: bool = Tr
         if _within(pred_number, gold_number, tolerance, percentage):
             return True
         return decimals is not None and _rounded_equal(pred_number, gold_number, decimals, percentage)
-    if pred is None or gold is None:
-        return False
+    if pred is None or gold is None or pred_number is not None or gold_number is not None:
+        return False  # a number never matches a text
     pred_text, gold_text = _text(pred), _text(gold)
-    return bool(pred_text) and (pred_text == gold_text or pred_text in gold_text)
+    return bool(pred_text) and pred_text == gold_text

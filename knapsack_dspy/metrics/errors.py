@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from knapsack_dspy.messages import one_line
+
 __all__ = ["ScoringInputError"]
 
 
@@ -22,4 +24,4 @@ class ScoringInputError(ValueError):
         if field:
             parts.append(f"field {field!r}")
         parts.append(problem)
-        super().__init__(": ".join(parts))
+        super().__init__(one_line(": ".join(parts)))

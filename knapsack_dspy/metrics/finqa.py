@@ -25,16 +25,23 @@ Deviations (documented in ``docs/execution.md``): errors instead of crashes (unk
 duplicate ids, a gold program the official code cannot read); a program that is symbolically equal but
 executes differently is counted as program-correct and listed under ``inconsistent`` instead of stopping
 the run at the official ``assert``; predicted programs whose expanded expression exceeds
-:data:`MAX_EXPRESSION_CHARS` characters are not equal (the official code would try to simplify them).
+:data:`MAX_EXPRESSION_CHARS` characters are not equal (the official code would try to simplify them);
+program equivalence is bounded by input size: programs of more than :data:`MAX_CHECKED_STEPS` steps or whose
+expanded expression has more than :data:`MAX_CHECKED_OPERATIONS` operations are not checked (not
+program-correct, listed under ``program_check_skipped``; the official code could take minutes on one).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from knapsack_dspy import file_limits
+from knapsack_dspy.data.errors import DataError
+from knapsack_dspy.data.finqa import finqa_answer, program_fields
+from knapsack_dspy.data.record_fields import get_table
 from knapsack_dspy.execution.finqa_dsl import (
     ALL_OPERATIONS,
     ProgramError,
@@ -47,8 +54,12 @@ from knapsack_dspy.metrics.errors import ScoringInputError
 from knapsack_dspy.metrics.intervals import DEFAULT_LEVEL, proportion_ci
 
 __all__ = [
+    "MAX_CHECKED_OPERATIONS",
+    "MAX_CHECKED_STEPS",
     "MAX_EXPRESSION_CHARS",
     "FinQAScoreError",
+    "ProgramCheck",
+    "check_program",
     "execution_accuracy",
     "execution_match",
     "load_finqa_gold",
@@ -61,8 +72,42 @@ __all__ = [
 
 #: Longest symbolic expression (characters) a predicted program may expand to.
 MAX_EXPRESSION_CHARS = 2_000
+#: Program equivalence is checked only for programs (gold and predicted) of at most this many steps ...
+MAX_CHECKED_STEPS = 20
+#: ... whose expression, with every ``#n`` expanded, holds at most this many operations. ``sympy.simplify``
+#: grows steeply with the expression: a continued fraction of 20 operations takes ~0.4 s, of 28 ~2 s, of 32
+#: ~5 s and of 40 ~90 s (2 cores); FinQA gold programs have at most 6 steps. Bounds by input size, not a
+#: clock, so a score never depends on the machine's load.
+MAX_CHECKED_OPERATIONS = 20
 
 _SYMPY_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "exp": "**", "greater": ">"}
+
+
+@dataclass(frozen=True)
+class ProgramCheck:
+    """The outcome of a program-equivalence check: ``equal`` is ``None`` when it was not computed because a
+    program exceeds the bounds (``skipped`` says which, e.g. ``"skipped: 40 steps > limit 20"``); the
+    execution check is unaffected."""
+
+    equal: bool | None
+    skipped: str = ""
+
+
+def _bound_problem(steps: dict, whose: str = "") -> str:
+    """Why a program of these ``steps`` (index -> (text, op, arg, arg), references already checked to point
+    backwards) is too large to check, or ``""``."""
+    if len(steps) > MAX_CHECKED_STEPS:
+        return f"skipped: {whose}{len(steps)} steps > limit {MAX_CHECKED_STEPS}"
+    counts: dict[int, int] = {}
+    for index in sorted(steps):  # references point backwards: every count it needs is known
+        _, op, first, second = steps[index]
+        counts[index] = 1 if "table" in op else 1 + sum(
+            counts.get(int(arg.replace("#", "")), 0) for arg in (first, second) if "#" in arg)
+    operations = counts[max(steps)] if steps else 0
+    if operations > MAX_CHECKED_OPERATIONS:
+        return (f"skipped: {whose}{operations} operations with every #n expanded > limit "
+                f"{MAX_CHECKED_OPERATIONS}")
+    return ""
 
 
 class FinQAScoreError(ScoringInputError):
@@ -144,42 +189,57 @@ class _GoldProgram:
                 for arg in (first, second):
                     if "#" not in arg:
                         self._symbol(arg)
-        self.expression = simplify(_expression(len(raw) - 1, self.steps, self.symbols), evaluate=False)
+                    elif int(arg.replace("#", "")) >= index:
+                        raise ValueError(f"step {index} refers to {arg}, not an earlier step")
+        self.skipped = _bound_problem(self.steps, "the gold program has ")
+        self.expression = None if self.skipped else simplify(
+            _expression(len(raw) - 1, self.steps, self.symbols), evaluate=False)
 
     def _symbol(self, key: str) -> None:
         if key not in self.symbols:
             self.symbols[key] = f"a{len(self.symbols)}"
 
     def matches(self, predicted: list) -> bool:
-        """The prediction side of the official ``equal_program``."""
+        """The prediction side of the official ``equal_program`` (a check skipped by the bounds is False)."""
+        return self.check(predicted).equal is True
+
+    def check(self, predicted: list) -> ProgramCheck:
+        """:meth:`matches` with the bounds made visible: the cheap checks first (structure, arguments that
+        are gold arguments, references backwards: any failure is ``equal=False``), then the size bounds
+        (``equal=None``, ``skipped`` says why), then sympy."""
         from sympy import simplify  # heavy; only program accuracy needs it
 
+        if self.skipped:
+            return ProgramCheck(None, self.skipped)
         try:
             if not _structure_ok(predicted):
-                return False
+                return ProgramCheck(False)
             steps: dict[int, tuple[str, str, str, str]] = {}
             raw = _raw_steps(predicted)
             for index, step in enumerate(raw):
                 if len(step.split("(")) > 2:
-                    return False
+                    return ProgramCheck(False)
                 op, first, second = _step_parts(step)
                 steps[index] = (step, op, first, second)
                 if "table" in op:
                     if step not in self.symbols:
-                        return False
+                        return ProgramCheck(False)
                     continue
                 for arg in (first, second):
                     if "#" not in arg:
                         if arg not in self.symbols:
-                            return False
+                            return ProgramCheck(False)
                     elif int(arg.strip("#")) >= index:
-                        return False
+                        return ProgramCheck(False)
+            skipped = _bound_problem(steps)
+            if skipped:
+                return ProgramCheck(None, skipped)
             expression = simplify(_expression(len(raw) - 1, steps, self.symbols), evaluate=False)
         except (_NotEquivalent, IndexError, KeyError, ValueError, TypeError, AttributeError, RecursionError):
-            return False
+            return ProgramCheck(False)
         except Exception:  # noqa: BLE001 -- the official code returns False for any failure here (sympy)
-            return False
-        return bool(expression == self.expression)
+            return ProgramCheck(False)
+        return ProgramCheck(bool(expression == self.expression))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -207,13 +267,20 @@ def execution_match(predicted, table: list[list[str]] | None, exe_ans) -> bool:
     return bool(result.ok and result.answer == exe_ans)
 
 
-def program_match(predicted, gold_program: str) -> bool:
+def check_program(predicted, gold_program: str) -> ProgramCheck:
     """Official program equivalence of a prediction (token list or written-out program) with the gold
-    program string (``qa.program``). Raises :class:`FinQAScoreError` if the gold program is unreadable."""
+    program string (``qa.program``), within the bounds :data:`MAX_CHECKED_STEPS` and
+    :data:`MAX_CHECKED_OPERATIONS` (beyond them ``equal`` is ``None`` and ``skipped`` says why). Raises
+    :class:`FinQAScoreError` if the gold program is unreadable."""
     tokens = _tokens(predicted)
     if tokens is None:
-        return False
-    return _gold(gold_program).matches(tokens)
+        return ProgramCheck(False)
+    return _gold(gold_program).check(tokens)
+
+
+def program_match(predicted, gold_program: str) -> bool:
+    """:func:`check_program` as a bool (a skipped check is ``False``)."""
+    return check_program(predicted, gold_program).equal is True
 
 
 def _gold(program: str, where: str = "gold program") -> _GoldProgram:
@@ -227,34 +294,41 @@ def _gold(program: str, where: str = "gold program") -> _GoldProgram:
 # --------------------------------------------------------------------------------------------------------
 # Loading files
 # --------------------------------------------------------------------------------------------------------
-def _read_text(path: Path) -> str:
+_READ_ERRORS = (OSError, UnicodeDecodeError, *file_limits.GZIP_ERRORS)
+
+
+def _bounded(path: Path, read):
+    """``read(path)`` (a reader of ``knapsack_dspy.file_limits``) with its failures as FinQAScoreError."""
     if not path.is_file():
         raise FinQAScoreError(f"{path}: file not found")
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return handle.read()
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        return read(path)
+    except file_limits.FileLimitError as exc:
+        raise FinQAScoreError(f"{path}: {exc}") from None
+    except _READ_ERRORS as exc:
         raise FinQAScoreError(f"{path}: cannot read ({exc})") from None
 
 
 def _read_json_or_jsonl(path: Path):
-    text = _read_text(path)
-    name = path.name.removesuffix(".gz")
-    if not name.endswith(".jsonl"):
+    """A JSON file (one copy of its text held at a time), or JSON lines (also when a .json file is)."""
+    if not path.name.removesuffix(".gz").endswith(".jsonl"):
         try:
-            return json.loads(text)
+            return _bounded(path, file_limits.read_json)
         except json.JSONDecodeError as exc:
-            if not text.lstrip().startswith("{"):
+            if not exc.doc.lstrip().startswith("{"):
                 raise FinQAScoreError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise FinQAScoreError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
+    text = _bounded(path, file_limits.read_file_text)
+    records, number = [], 0
+    try:
+        file_limits.check_text_values(text)
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    records.append(file_limits.parse_json(line))
+                except json.JSONDecodeError as exc:
+                    raise FinQAScoreError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
+    except file_limits.FileLimitError as exc:
+        raise FinQAScoreError(f"{path}: {f'line {number}: ' if number else ''}{exc}") from None
     return records
 
 
@@ -295,6 +369,12 @@ def load_finqa_gold(path: str | Path) -> dict[str, dict]:
         answer = qa.get("exe_ans")
         if isinstance(answer, bool) or not (isinstance(answer, (int, float)) or answer in ("yes", "no")):
             raise FinQAScoreError(f"{where}: field 'qa.exe_ans' must be a number or 'yes'/'no', got {answer!r}")
+        try:  # and what the loader (knapsack_dspy.data.finqa) checks of the same fields
+            get_table(table, "table", required=True)
+            program_fields(qa["program"], "qa.program")
+            finqa_answer(answer, "qa.exe_ans")
+        except DataError as exc:
+            raise FinQAScoreError(f"{where}: field {exc.field!r}: {exc.problem}") from None
         gold[record_id] = record
     return gold
 
@@ -351,6 +431,7 @@ def score_finqa(predictions: Mapping[str, list | str] | Iterable[tuple[str, list
     """
     exe_correct = prog_correct = invalid = unparseable = 0
     inconsistent: list[str] = []
+    skipped: list[str] = []
     records = []
     gold_cache: dict[str, _GoldProgram] = {}
     pairs = _pairs(predictions, gold)
@@ -366,7 +447,10 @@ def score_finqa(predictions: Mapping[str, list | str] | Iterable[tuple[str, list
             exe_ok = bool(result.ok and result.answer == record["qa"]["exe_ans"])
             if record_id not in gold_cache:
                 gold_cache[record_id] = _gold(record["qa"]["program"], f"gold record {record_id!r}: qa.program")
-            prog_ok = gold_cache[record_id].matches(tokens)
+            check = gold_cache[record_id].check(tokens)
+            prog_ok = check.equal is True
+            if check.skipped:
+                skipped.append(record_id)
         if result is not None and not result.ok:
             invalid += 1
         exe_correct += exe_ok
@@ -381,6 +465,7 @@ def score_finqa(predictions: Mapping[str, list | str] | Iterable[tuple[str, list
                 "executed": None if result is None else result.answer,
                 "error": "the program does not parse" if result is None else result.error,
                 "gold": record["qa"]["exe_ans"],
+                **({"program_check": check.skipped} if tokens is not None and check.skipped else {}),
             })
     if not count:
         raise FinQAScoreError("there are no predictions to score")
@@ -396,6 +481,7 @@ def score_finqa(predictions: Mapping[str, list | str] | Iterable[tuple[str, list
         "unparseable": unparseable,
         "missing_predictions": len(set(gold) - {record_id for record_id, _, _ in pairs}),
         "inconsistent": inconsistent,
+        "program_check_skipped": skipped,
     }
     if details:
         scores["records"] = records

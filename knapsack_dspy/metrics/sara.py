@@ -10,6 +10,10 @@ Rules (see ``docs/metrics.md``):
 - entailment: correct when the prediction, stripped (also of a final ``.``) and case-folded, is the gold label;
 - numerical, exact: the amount rounded to whole dollars (half away from zero) equals the gold dollars;
 - numerical, within 10 %: ``|predicted - gold| <= 0.10 * |gold|`` (for a gold of $0: exact);
+- numerical, the SARA authors' rule (Holzenberger et al., 2020): ``|predicted - gold| / max(0.1 * gold,
+  5000) < 1``, i.e. within 10 % of the gold or $5,000, whichever is larger (``numerical_authors_rule``; the
+  paper's definition -- the training script of ``SgfdDttt/sara`` counts its hinge loss ``< 1``, which is
+  ``< 2`` on this ratio);
 - ``accuracy`` = (entailment correct + numerical exact) / all gold cases;
 - a case without a prediction (or with an unreadable one) is wrong; prediction ids that are not gold cases
   are ignored and reported (``unknown_prediction_ids``), as in the TAT-QA official script.
@@ -17,12 +21,15 @@ Rules (see ``docs/metrics.md``):
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
+from knapsack_dspy.data.errors import DataError
+from knapsack_dspy.data.sara import read_gold_amount
 from knapsack_dspy.metrics.errors import ScoringInputError
 from knapsack_dspy.metrics.intervals import Estimate, proportion_estimate
 from knapsack_dspy.metrics.json_files import read_json_file
@@ -30,10 +37,12 @@ from knapsack_dspy.metrics.json_files import short_repr as _preview
 from knapsack_dspy.numbers import number_text
 
 __all__ = ["LABELS", "SaraCaseScore", "SaraResult", "evaluate_sara", "load_sara_gold", "load_sara_predictions",
-           "parse_dollars", "score_sara_files", "score_sara_prediction", "within_tolerance"]
+           "parse_dollars", "score_sara_files", "score_sara_prediction", "within_authors_rule",
+           "within_tolerance"]
 
 LABELS = ("Entailment", "Contradiction")
 RELATIVE_TOLERANCE = 0.10
+AUTHORS_FLOOR_DOLLARS = 5000.0  # the SARA authors' rule: within max(10 % of the gold, $5,000)
 _AMOUNT = re.compile(r"^(?P<sign>[-+])?\s*(?:\$|usd\s*)?\s*(?P<sign2>[-+])?\s*"
                      r"(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)\s*(?:dollars?|usd)?\.?$",
                      re.IGNORECASE)
@@ -50,10 +59,14 @@ def parse_dollars(value) -> float | None:
     if not match or (match.group("sign") and match.group("sign2")):
         return None
     number = float(match.group("number").replace(",", ""))
+    if not math.isfinite(number):  # 309 digits and more read as infinity
+        return None
     return -number if (match.group("sign") or match.group("sign2")) == "-" else number
 
 
 def _whole_dollars(amount: float) -> int:
+    if abs(amount) >= 2.0**52:  # already a whole number (and beyond Decimal's default 28-digit precision)
+        return int(amount)
     return int(Decimal(repr(amount)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
@@ -68,6 +81,11 @@ def within_tolerance(predicted: float, gold: float, tolerance: float = RELATIVE_
     return abs(predicted - gold) <= tolerance * abs(gold) + 1e-9
 
 
+def within_authors_rule(predicted: float, gold: float) -> bool:
+    """The SARA authors' numerical rule: ``|predicted - gold| / max(0.1 * gold, 5000) < 1``."""
+    return abs(predicted - gold) < max(RELATIVE_TOLERANCE * gold, AUTHORS_FLOOR_DOLLARS)
+
+
 @dataclass(frozen=True)
 class SaraCaseScore:
     case_id: str
@@ -75,6 +93,7 @@ class SaraCaseScore:
     correct: bool  # label match / exact dollars
     within_10pct: bool | None  # numerical cases only
     predicted: bool  # the case id had an entry in the predictions
+    authors_rule: bool | None = None  # numerical cases only: within_authors_rule
 
 
 def _gold_of(case: Mapping, source: str | None = None, where: str | None = None) -> tuple[str, str | float]:
@@ -87,16 +106,10 @@ def _gold_of(case: Mapping, source: str | None = None, where: str | None = None)
                                     field="label")
         return case_type, label
     if case_type == "numerical":
-        if "answer_value" in case:
-            gold = parse_dollars(case["answer_value"])
-            key = "answer_value"
-        else:
-            gold = parse_dollars(case.get("answer"))
-            key = "answer"
-        if gold is None:
-            raise ScoringInputError(f"not a dollar amount: {case.get(key)!r}", source=source, where=where,
-                                    field=key)
-        return case_type, gold
+        try:
+            return case_type, read_gold_amount(case)[1]  # the loader's check of the gold amount
+        except DataError as exc:
+            raise ScoringInputError(exc.problem, source=source, where=where, field=exc.field) from None
     raise ScoringInputError(f"expected 'entailment' or 'numerical', got {case_type!r}", source=source,
                             where=where, field="type")
 
@@ -110,9 +123,9 @@ def score_sara_prediction(prediction, gold_case: Mapping) -> SaraCaseScore:
         return SaraCaseScore(case_id, case_type, correct, None, prediction is not None)
     amount = parse_dollars(prediction)
     if amount is None:
-        return SaraCaseScore(case_id, case_type, False, False, prediction is not None)
+        return SaraCaseScore(case_id, case_type, False, False, prediction is not None, False)
     return SaraCaseScore(case_id, case_type, _whole_dollars(amount) == _whole_dollars(gold),
-                         within_tolerance(amount, gold), True)
+                         within_tolerance(amount, gold), True, within_authors_rule(amount, gold))
 
 
 def _gold_cases(cases, source: str | None) -> list[Mapping]:
@@ -140,7 +153,7 @@ def _check_predictions(predictions, source: str | None) -> Mapping:
         raise ScoringInputError('expected a JSON object {case_id: "Entailment" | "Contradiction" | amount}, '
                                 f"got a JSON {type(predictions).__name__}", source=source)
     for case_id, value in predictions.items():
-        if isinstance(value, (list, dict)):
+        if not (value is None or isinstance(value, (str, int, float))):
             raise ScoringInputError(f"expected a label, an amount or null, got {_preview(value)}", source=source,
                                     where=f"case id {case_id!r}")
     return predictions
@@ -155,8 +168,8 @@ def load_sara_gold(path: str | os.PathLike) -> list[Mapping]:
 
 
 def load_sara_predictions(path: str | os.PathLike) -> Mapping:
-    """A predictions file ``{case_id: label | amount}``."""
-    return _check_predictions(read_json_file(path, "predictions file"), str(path))
+    """A predictions file ``{case_id: label | amount}`` (a case id given twice is an error)."""
+    return _check_predictions(read_json_file(path, "predictions file", unique_keys=True), str(path))
 
 
 @dataclass
@@ -167,6 +180,7 @@ class SaraResult:
     entailment_accuracy: Estimate
     numerical_accuracy: Estimate
     numerical_within_10pct: Estimate
+    numerical_authors_rule: Estimate
     count: int
     missing_predictions: int
     unknown_prediction_ids: list[str]
@@ -174,7 +188,8 @@ class SaraResult:
 
     def to_dict(self) -> dict:
         out: dict = {"count": self.count}
-        for name in ("accuracy", "entailment_accuracy", "numerical_accuracy", "numerical_within_10pct"):
+        for name in ("accuracy", "entailment_accuracy", "numerical_accuracy", "numerical_within_10pct",
+                     "numerical_authors_rule"):
             estimate: Estimate = getattr(self, name)
             pct = estimate.scaled(100.0).to_dict()
             out[name] = pct["value"]
@@ -197,6 +212,8 @@ def _evaluate_cases(cases: list[Mapping], predictions: Mapping, level: float) ->
         numerical_accuracy=proportion_estimate(sum(s.correct for s in numerical), len(numerical), level),
         numerical_within_10pct=proportion_estimate(sum(bool(s.within_10pct) for s in numerical), len(numerical),
                                                    level),
+        numerical_authors_rule=proportion_estimate(sum(bool(s.authors_rule) for s in numerical),
+                                                   len(numerical), level),
         count=len(scores),
         missing_predictions=sum(1 for case in cases if case["id"] not in predictions),
         unknown_prediction_ids=[str(k) for k in predictions if k not in gold_ids],

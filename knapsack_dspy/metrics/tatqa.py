@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from knapsack_dspy.data.errors import DataError
+from knapsack_dspy.data.tatqa import ANSWER_TYPES, read_gold_answer
+from knapsack_dspy.file_limits import MAX_INT_DIGITS
 from knapsack_dspy.metrics.errors import ScoringInputError
 from knapsack_dspy.metrics.intervals import Estimate, mean_estimate, proportion_estimate
 from knapsack_dspy.metrics.json_files import read_json_file
@@ -104,6 +107,8 @@ def _first_number(text: str) -> int | float | None:
     if match is None or match.group(1) is None:  # officially, a leading ".5" form yields no number
         return None
     literal = match.group(1)
+    if "." not in literal and len(literal) > MAX_INT_DIGITS:  # officially a crash (int() refuses it)
+        raise ValueError(f"a number of {len(literal)} digits is too long to score")
     return float(literal) if "." in literal else int(literal)
 
 
@@ -117,7 +122,10 @@ def to_number(text: str) -> int | float | None:
     multiplier = scale_multiplier(word.group(0).lower()) if word else 1
     sign = -1 if _PARENTHESISED_NUMBER.search(text.strip()) else 1
     percent = 0.01 if _PERCENT_NUMBER.search(text.strip()) else 1
-    return round(number * multiplier * sign * percent, 4)
+    try:
+        return round(number * multiplier * sign * percent, 4)
+    except OverflowError:  # an integer beyond the float range, scaled: officially a crash
+        raise _too_large(text) from None
 
 
 def _normalize_token(token: str) -> str:
@@ -155,14 +163,24 @@ def answer_string(items: Sequence, scale: str) -> str:
             value = to_number(text)
             if value is None:
                 text = f"{text} {scale}" if scale else text
-            elif "%" in text:
-                text = f"{value:.4f}"
             else:
-                text = f"{round(value, 2) * scale_multiplier(scale):.4f}"
+                text = _fixed_point(value if "%" in text else round(value, 2) * scale_multiplier(scale), text)
         elif scale:
             text = f"{text} {scale}"
         pieces.append(text)
     return " ".join(pieces)
+
+
+def _too_large(text: str) -> ValueError:
+    return ValueError(f"the number {text[:20]}... ({len(text)} characters) is too large to score")
+
+
+def _fixed_point(value: float, text: str) -> str:
+    """``"%.4f" % value``; a ``ValueError`` (not the official crash) for an integer beyond the float range."""
+    try:
+        return f"{value:.4f}"
+    except OverflowError:
+        raise _too_large(text) from None
 
 
 def _f1(predicted: set, gold: set) -> float:
@@ -219,7 +237,9 @@ def score_tatqa_answer(prediction, pred_scale: str | None, gold_answer, gold_sca
                        answer_type: str) -> tuple[float, float]:
     """(EM, F1) in [0, 1] of one prediction (a string, a number or a list of spans) with its scale against one
     gold answer; for use as a per-example metric. Empty / falsy predictions score (0, 0). ``gold_answer`` is
-    the official form or a loaded example's (``knapsack_dspy.data`` holds a span as one string, not a list)."""
+    the official form or a loaded example's (``knapsack_dspy.data`` holds a span as one string, not a list).
+    ``ValueError`` for a number the official script would crash on (an integer of more than 4,300 digits, or
+    one beyond the float range once scaled)."""
     if not prediction:
         return 0.0, 0.0
     if answer_type == "span" and isinstance(gold_answer, str):
@@ -250,6 +270,7 @@ def _gold_questions(contexts, source: str | None) -> list[dict]:
         raise ScoringInputError(f"expected a JSON list of TAT-QA contexts, got a JSON {type(contexts).__name__}",
                                 source=source)
     questions = []
+    seen: dict[str, str] = {}
     for c, context in enumerate(contexts):
         if not isinstance(context, Mapping):
             raise ScoringInputError(f"expected an object, got {type(context).__name__}", source=source,
@@ -268,20 +289,36 @@ def _gold_questions(contexts, source: str | None) -> list[dict]:
                 raise ScoringInputError("missing or not a non-empty string", source=source, where=where,
                                         field="uid")
             where = f"{where} (uid {uid!r})"
-            for key in ("answer", "answer_type", "scale"):
-                if key not in question:
-                    raise ScoringInputError("missing (is this the gold file, not the test questions?)",
-                                            source=source, where=where, field=key)
-            if not isinstance(question["answer_type"], str):
-                raise ScoringInputError("not a string", source=source, where=where, field="answer_type")
-            if not isinstance(question["scale"], str):
-                raise ScoringInputError("not a string", source=source, where=where, field="scale")
-            try:
-                gold_answer_strings(question["answer"], question["answer_type"])
-            except (TypeError, ValueError) as exc:
-                raise ScoringInputError(str(exc), source=source, where=where, field="answer") from None
+            if uid in seen:
+                raise ScoringInputError(f"duplicate uid (first in {seen[uid]})", source=source, where=where,
+                                        field="uid")
+            seen[uid] = where
+            _check_gold_question(question, source, where)
             questions.append(question)
     return questions
+
+
+def _check_gold_question(question: Mapping, source: str | None, where: str) -> None:
+    """The loader's checks of a question's gold fields (``knapsack_dspy.data.tatqa``), plus the official
+    reading of its answer; :class:`ScoringInputError` naming the field."""
+    for key in ("answer", "answer_type", "scale"):
+        if key not in question:
+            raise ScoringInputError("missing (is this the gold file, not the test questions?)",
+                                    source=source, where=where, field=key)
+    answer_type, scale = question["answer_type"], question["scale"]
+    if answer_type not in ANSWER_TYPES:
+        raise ScoringInputError(f"expected one of {list(ANSWER_TYPES)}, got {_preview(answer_type)}",
+                                source=source, where=where, field="answer_type")
+    if scale not in OFFICIAL_SCALES:
+        raise ScoringInputError(f"expected one of {list(OFFICIAL_SCALES)}, got {_preview(scale)}",
+                                source=source, where=where, field="scale")
+    try:
+        read_gold_answer(question, answer_type, "question")
+        answer_string(gold_answer_strings(question["answer"], answer_type), scale)
+    except DataError as exc:
+        raise ScoringInputError(exc.problem, source=source, where=where, field="answer") from None
+    except (TypeError, ValueError) as exc:
+        raise ScoringInputError(str(exc), source=source, where=where, field="answer") from None
 
 
 def _check_predictions(predictions, source: str | None) -> dict[str, tuple]:
@@ -297,11 +334,18 @@ def _check_predictions(predictions, source: str | None) -> dict[str, tuple]:
         if scale is not None and not isinstance(scale, str):
             raise ScoringInputError(f"the scale must be a string such as 'million' or '', got {scale!r}",
                                     source=source, where=where)
-        if isinstance(answer, dict):
-            raise ScoringInputError("the answer must be a string, a number or a list, got an object",
-                                    source=source, where=where)
+        if not _answer_form(answer):
+            raise ScoringInputError("the answer must be a string, a number, a list of those or null, got "
+                                    f"{_preview(answer)}", source=source, where=where)
         checked[uid] = (answer, scale)
     return checked
+
+
+def _answer_form(answer) -> bool:
+    """A prediction the official script can read: a string, a number, null, or a flat list of those."""
+    if answer is None or isinstance(answer, (str, int, float)):
+        return True
+    return isinstance(answer, (list, tuple)) and all(isinstance(item, (str, int, float)) for item in answer)
 
 
 def load_tatqa_gold(path: str | os.PathLike) -> list[dict]:
@@ -313,8 +357,8 @@ def load_tatqa_gold(path: str | os.PathLike) -> list[dict]:
 
 
 def load_tatqa_predictions(path: str | os.PathLike) -> dict[str, tuple]:
-    """An official prediction file ``{question_uid: [answer, scale]}``."""
-    return _check_predictions(read_json_file(path, "predictions file"), str(path))
+    """An official prediction file ``{question_uid: [answer, scale]}`` (a uid given twice is an error)."""
+    return _check_predictions(read_json_file(path, "predictions file", unique_keys=True), str(path))
 
 
 @dataclass(frozen=True)
@@ -378,15 +422,18 @@ def evaluate_tatqa(gold_contexts, predictions: Mapping, *, level: float = 0.9, s
 
 
 def _evaluate_questions(questions: list[dict], predictions: Mapping, *, level: float = 0.9,
-                        seed: int = 0) -> TatqaResult:
-    predictions = _check_predictions(predictions, None)
+                        seed: int = 0, source: str | None = None) -> TatqaResult:
+    predictions = _check_predictions(predictions, source)
     scores = []
     scale_hits = 0
     for question in questions:
         uid = question["uid"]
         answer, pred_scale = predictions.get(uid, (None, None))
-        em, f1 = score_tatqa_answer(answer, pred_scale, question["answer"], question["scale"],
-                                    question["answer_type"])
+        try:
+            em, f1 = score_tatqa_answer(answer, pred_scale, question["answer"], question["scale"],
+                                        question["answer_type"])
+        except ValueError as exc:
+            raise ScoringInputError(str(exc), source=source, where=f"uid {uid!r}") from None
         if answer and pred_scale == question["scale"] and gold_answer_strings(question["answer"],
                                                                               question["answer_type"]):
             scale_hits += 1
@@ -415,4 +462,4 @@ def score_tatqa_files(gold_path: str | os.PathLike, predictions_path: str | os.P
     ``count`` and extras (90 % CIs, scale accuracy, missing / unknown ids, per answer type and source)."""
     questions = load_tatqa_gold(gold_path)
     predictions = load_tatqa_predictions(predictions_path)
-    return _evaluate_questions(questions, predictions).to_dict()
+    return _evaluate_questions(questions, predictions, source=str(predictions_path)).to_dict()

@@ -19,6 +19,7 @@ import dspy
 from dspy.primitives.module import set_attribute_by_name
 from dspy.utils import magicattr
 
+from knapsack_dspy.file_limits import GZIP_ERRORS, read_json
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 
@@ -30,11 +31,15 @@ def read_program_state(path: str | Path) -> dict:
     """The JSON state a ``program.save("x.json")`` wrote (``ValueError`` naming the problem)."""
     path = Path(path)
     try:
-        state = json.loads(path.read_text())
+        state = read_json(path)  # bounded: size, nesting (FileLimitError is a ValueError)
     except FileNotFoundError:
         raise ValueError(f"program file {str(path)!r} not found") from None
+    except GZIP_ERRORS as exc:
+        raise ValueError(f"not a program JSON (a broken gzip file: {exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"not a program JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not a program JSON (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
     if not isinstance(state, dict):
         raise ValueError("not a program JSON (expected an object of predictor states)")
     return state

@@ -32,7 +32,8 @@ import numpy as np
 from knapsack_dspy.data.rendering import render_table
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.retrieval.ranking import rank_indices, top_n_in_order
-from knapsack_dspy.retrieval.table_rows import header_row_count, row_text
+from knapsack_dspy.retrieval.table_rows import row_text
+from knapsack_dspy.table_layout import header_row_count  # the rows a long table's prompt always keeps
 
 __all__ = ["HybridRetriever"]
 

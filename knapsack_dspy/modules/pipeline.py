@@ -36,16 +36,20 @@ from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.memo import BoundedMemo
+from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter
 from knapsack_dspy.modules.compiled_programs import load_compiled, read_program_state
 from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars, query_text
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 from knapsack_dspy.modules.selection_context import selection_hints, selection_log
 from knapsack_dspy.modules.solvers import make_document_solver, make_statute_solver
+from knapsack_dspy.modules.solvers.extract_answerer import ExtractAnswerer
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 
 DOCUMENT_PIPELINES = ("pot", "finqa_pot", "cot", "few_shot", "zero_shot")
+#: How a DocumentQA answers: one solver (None), or routed by answer type between extraction and a program.
+ROUTINGS = (None, "extract_compute")
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
 SPEC_VERSION = 3
 # Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.
@@ -111,24 +115,42 @@ class _Pipeline(dspy.Module):
     def uses_demos(self) -> bool:
         return self.spec.spec.get("pipeline") != "zero_shot"
 
-    # -- the demo predictor and its selection ------------------------------------------------------------
-    @property
-    def demo_predictor_name(self) -> str:
-        """The name (``named_predictors``) of the predictor whose prompt the demos go into."""
-        target = self.solve.predictor
+    # -- the demo predictors and their selections ----------------------------------------------------------
+    def demo_solvers(self) -> dict:
+        """Solver modules whose predictor takes demos, by the name of their ``predict`` in the solver: the
+        solver (``solve``), and with routing the extractor (``extract``)."""
+        return {"solve": self.solve}
+
+    def _predictor_name(self, solver) -> str:
+        target = solver.predictor
         return next(name for name, predictor in self.named_predictors() if predictor is target)
 
-    def _selecting(self) -> SelectingPredict | None:
-        predictor = self.solve.predictor
+    @property
+    def demo_predictor_name(self) -> str:
+        """The name (``named_predictors``) of the predictor whose prompt the demos go into (the main solver's)."""
+        return self._predictor_name(self.solve)
+
+    def _solver_of(self, predictor_name: str):
+        """The demo solver whose predictor is ``predictor_name`` (None: not a demo predictor)."""
+        return next((solver for solver in self.demo_solvers().values()
+                     if self._predictor_name(solver) == predictor_name), None)
+
+    def _selecting(self, solver=None) -> SelectingPredict | None:
+        predictor = (solver or self.solve).predictor
         return predictor if isinstance(predictor, SelectingPredict) else None
 
     @property
     def select(self) -> SelectExemplars:
-        """The demo predictor's ``SelectExemplars`` (pool, settings, compile report): compiled programs only."""
-        compiled = self._selecting()
+        """The main demo predictor's ``SelectExemplars`` (pool, settings, compile report): compiled programs only."""
+        return self.selection_of(self.demo_predictor_name)
+
+    def selection_of(self, predictor_name: str) -> SelectExemplars:
+        """The ``SelectExemplars`` of a demo predictor (by name): compiled programs only."""
+        solver = self._solver_of(predictor_name)
+        compiled = self._selecting(solver) if solver is not None else None
         if compiled is None:
-            raise NotCompiledError(f"{type(self).__name__} is not compiled: run KnapsackFewShot.compile or "
-                                   "load_program first")
+            raise NotCompiledError(f"{type(self).__name__}: {predictor_name!r} is not compiled (or not a demo "
+                                   "predictor): run KnapsackFewShot.compile or load_program first")
         return compiled.selection
 
     @property
@@ -138,26 +160,44 @@ class _Pipeline(dspy.Module):
         return compiled.selection.config if compiled else self.selection_config(self.demo_predictor_name)
 
     # -- compile hooks (KnapsackFewShot) ----------------------------------------------------------------
+    #: Demo fields questions of one document share (shown once per prompt) unless the config says otherwise.
+    shared_fields: tuple[str, ...] = ()
+
     def selection_config(self, predictor_name: str) -> SelectionConfig | None:
-        """The demo predictor's settings (the question embedded unless told otherwise); none for the others."""
-        if predictor_name != self.demo_predictor_name:
+        """A demo predictor's settings (the question embedded, the pipeline's ``shared_fields`` shared, unless the
+        config says otherwise); none for the other predictors."""
+        if self._solver_of(predictor_name) is None:
             return None
         config = self._selection_config
-        return config if config.embed_fields is not None else config.with_settings(embed_fields=PIPELINE_EMBED_FIELDS)
+        if config.embed_fields is None:
+            config = config.with_settings(embed_fields=PIPELINE_EMBED_FIELDS)
+        if config.shared_fields is None:
+            config = config.with_settings(shared_fields=self.shared_fields)
+        return config
 
     def demo_for(self, predictor_name: str, example):
-        """A pool example as the demo predictor's demo; the other predictors get no pool."""
-        return dspy.Example(**self.render_demo(example)) if predictor_name == self.demo_predictor_name else None
+        """A pool example as a demo predictor's demo (None: not in its pool); the other predictors get no pool."""
+        solver = self._solver_of(predictor_name)
+        if solver is None or not self._in_pool_of(solver, example):
+            return None
+        return dspy.Example(**self.render_demo(example, solver))
+
+    def _in_pool_of(self, solver, example) -> bool:
+        """Whether a pool example can be a demo of ``solver`` (all of them, unless a route says otherwise)."""
+        return True
 
     def inputs_for(self, predictor_name: str, example) -> dict | None:
-        return self.prompt_inputs(example) if predictor_name == self.demo_predictor_name else None
+        solver = self._solver_of(predictor_name)
+        return self.prompt_inputs(example, solver) if solver is not None else None
 
-    def render_demo(self, example) -> dict:
-        """A pool example in the solver's demo fields, its context retrieved exactly as a query's is."""
-        return dict(self.solve.as_demo(dspy.Example(**{**dict(example), **self._retrieved(example)})))
+    def render_demo(self, example, solver=None) -> dict:
+        """A pool example in a solver's demo fields (default: the main solver), its context retrieved exactly as
+        a query's is."""
+        solver = solver or self.solve
+        return dict(solver.as_demo(dspy.Example(**{**dict(example), **self._retrieved(example)})))
 
-    def prompt_inputs(self, example) -> dict:
-        return dict(self.solve.prompt_inputs(self._retrieved(example)))
+    def prompt_inputs(self, example, solver=None) -> dict:
+        return dict((solver or self.solve).prompt_inputs(self._retrieved(example)))
 
     def prefetch_embeddings(self, examples, progress: bool = False) -> int:
         """Embed, in one batch, every text that retrieval and selection will embed for ``examples`` (they are
@@ -208,38 +248,49 @@ class _Pipeline(dspy.Module):
             return {}
         return {a: example.get(a) for a in settings.attributes}
 
+    def _route(self, question: str) -> tuple:
+        """(the solver that answers ``question``, route information for the prediction): the main solver."""
+        return self.solve, {}
+
     def select_for(self, example) -> dict:
-        """Selection only (no LM): the selection info for one example."""
-        compiled = self._selecting()
+        """Selection only (no LM): the selection info for one example (of the solver it is routed to)."""
+        solver, route = self._route(example["question"])
+        compiled = self._selecting(solver)
         if compiled is None:
             raise NotCompiledError(f"{type(self).__name__} is not compiled: nothing selects its demos")
-        inputs = self.solve.prompt_inputs(self._retrieved(example))
+        inputs = solver.prompt_inputs(self._retrieved(example))
         with self._hints(example["question"], example.get("table"), example.get("paragraphs"), example.get("id"),
                          example.get("doc_id"), self._gold_attributes(example)):
-            return compiled.select_demos(**inputs).info
+            return {**compiled.select_demos(**inputs).info, **route}
 
     def forward(self, question: str, table=None, paragraphs=None, id: str | None = None, doc_id: str | None = None,
                 **attributes):
         query = self._retrieved({"question": question, "table": table, "paragraphs": paragraphs})
+        solver, route = self._route(question)
+        # the extractor reads a multi-span answer type as "a list is expected"; a program's answer shows its kind
+        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
         with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
-            pred = self.solve(**query, demos=None if self.uses_demos else [])
-        return self._with_selection(pred, selected)
+            pred = solver(**query, demos=None if self.uses_demos else [], **extra)
+        return self._with_selection(pred, selected, route)
 
     async def aforward(self, question: str, table=None, paragraphs=None, id: str | None = None,
                        doc_id: str | None = None, **attributes):
-        """``forward`` for ``await program.acall(...)``: retrieval (CPU) in a worker thread, the LM through DSPy's
-        async path."""
-        query = await asyncio.to_thread(self._retrieved, {"question": question, "table": table,
-                                                          "paragraphs": paragraphs})
+        """``forward`` for ``await program.acall(...)``: retrieval and routing (CPU: embeddings) in a worker
+        thread, the LM through DSPy's async path."""
+        query, (solver, route) = await asyncio.to_thread(
+            lambda: (self._retrieved({"question": question, "table": table, "paragraphs": paragraphs}),
+                     self._route(question)))
+        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
         with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
-            pred = await self.solve.acall(**query, demos=None if self.uses_demos else [])
-        return self._with_selection(pred, selected)
+            pred = await solver.acall(**query, demos=None if self.uses_demos else [], **extra)
+        return self._with_selection(pred, selected, route)
 
     @staticmethod
-    def _with_selection(pred, selected) -> dspy.Prediction:
-        """The solver's prediction with what the demo predictor selected (its first call: the writer)."""
+    def _with_selection(pred, selected, route) -> dspy.Prediction:
+        """The solver's prediction with what its demo predictor selected (its first call: the writer) and the
+        route it took."""
         selection = selected[0].info if selected else dict(_NO_SELECTION)
-        return dspy.Prediction(**dict(pred), exemplar_ids=selection.get("ids", []), selection=selection)
+        return dspy.Prediction(**dict(pred), exemplar_ids=selection.get("ids", []), selection=selection, **route)
 
     def __deepcopy__(self, memo):
         clone = self.__class__.__new__(self.__class__)
@@ -256,38 +307,75 @@ class _Pipeline(dspy.Module):
 
 
 class DocumentQA(_Pipeline):
-    """Questions over a table + text. ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
+    """Questions over a table + text; demos of one document show its table once per prompt (``shared_fields``).
+    ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
     cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos).
 
     ``selection``: the ``SelectionConfig`` (default: ``SelectionConfig()``); keyword arguments replace single
     settings of it (``selector="kate"``, ``max_exemplars=2``, ...); any other keyword is an error."""
 
+    shared_fields = ("table",)
+
     def __init__(self, pipeline: str = "pot", top_n_paragraphs: int | None = 3, model: str | None = None,
-                 embedder=None, token_counter=None, selection: SelectionConfig | None = None, **selection_settings):
+                 embedder=None, token_counter=None, selection: SelectionConfig | None = None, route: str | None = None,
+                 **selection_settings):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
+        if route not in ROUTINGS:
+            raise ValueError(f"route must be one of {ROUTINGS}, got {route!r}")
+        if route is not None and pipeline not in ("pot", "finqa_pot"):
+            raise ValueError(f"route={route!r} routes between extraction and a program: pipeline 'pot' or 'finqa_pot'")
         config = _selection(type(self).__name__, selection or SelectionConfig(), selection_settings)
         embedder = embedder or TextEmbedder()  # one embedder (and cache) for retrieval and selection
-        super().__init__({"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs,
-                          "model": model}, config, embedder, token_counter)
+        spec = {"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs, "model": model}
+        if route is not None:  # specs of unrouted programs stay as they were
+            spec["route"] = route
+        super().__init__(spec, config, embedder, token_counter)
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
         self.solve = make_document_solver(pipeline)
+        if route == "extract_compute":
+            self.extract = ExtractAnswerer()
+            self.router = AnswerTypeRouter()
 
-    def render_demo(self, example) -> dict:
+    @property
+    def route(self) -> str | None:
+        return self.spec.spec.get("route")
+
+    def demo_solvers(self) -> dict:
+        return {"solve": self.solve, "extract": self.extract} if self.route else {"solve": self.solve}
+
+    def _in_pool_of(self, solver, example) -> bool:
+        """With routing, the extractor's pool holds the span questions; the program writer's holds every question
+        (a question routed to it by mistake still finds demos of its kind)."""
+        return solver is not self.__dict__.get("extract") or example.get("answer_type") in EXTRACT_TYPES
+
+    def _route(self, question: str) -> tuple:
+        if not self.route:
+            return self.solve, {}
+        decision = self.router.route(question, self.embedder.encode([question])[0])
+        solver = self.extract if decision.route == "extract" else self.solve
+        return solver, {"route": decision.route, "routed_answer_type": decision.answer_type,
+                        "p_extract": round(decision.p_extract, 4)}
+
+    def render_demo(self, example, solver=None) -> dict:
         """As ``_Pipeline.render_demo``, remembered per process: a benchmark suite compiles the same pool once
         per selector, and rendering a demo (retrieval, gold-program synthesis and execution) costs ~1 ms. A demo
-        depends on the solver (``pipeline``), the retrieval settings and the embedder, not on the selector."""
+        depends on the solver (``pipeline``, or the extractor), the retrieval settings and the embedder, not on
+        the selector."""
+        solver = solver or self.solve
         model_id = getattr(self.embedder, "model_id", None)
         if model_id is None:  # an embedder that does not say which model it is: nothing to key on
-            return super().render_demo(example)
+            return super().render_demo(example, solver)
+        kind = type(solver).__qualname__ if solver is not self.solve else self.spec.spec["pipeline"]
         try:
             key = hashlib.sha256(json.dumps(
-                [type(self).__qualname__, self.spec.spec["pipeline"], self.retrieve.top_n_paragraphs,
+                [type(self).__qualname__, kind, self.retrieve.top_n_paragraphs,
                  self.retrieve.max_table_rows, model_id, dict(example)],
                 sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
         except (TypeError, ValueError):
-            return super().render_demo(example)
-        return copy.deepcopy(_rendered_demos.get_or_compute(key, lambda: super(DocumentQA, self).render_demo(example)))
+            return super().render_demo(example, solver)
+        return copy.deepcopy(_rendered_demos.get_or_compute(
+            key, lambda: super(DocumentQA, self).render_demo(example, solver)))
 
     def _texts_to_embed(self, example) -> list[str]:
         return [*super()._texts_to_embed(example),

@@ -30,6 +30,7 @@ from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
+from knapsack_dspy.modules.shared_fields import referring_demo
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
 from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
@@ -72,6 +73,8 @@ class SelectExemplars(dspy.Module, Parameter):
         self.pool_ids: list[str] = []
         self.demos: list[dict] = []
         self.costs: list[float] = []
+        self.groups: list[int] = []  # demos sharing a field value (shared_fields); empty: none
+        self.group_costs: list[float] = []
         self.pool_attributes: dict[str, list[str]] = {}
         self.doc_ids: list[str] = []
         self.embed_texts: list[str] = []
@@ -100,14 +103,17 @@ class SelectExemplars(dspy.Module, Parameter):
             budget: int, token_model: str | None = None, config: SelectionConfig | None = None,
             fit_inputs: Mapping | None = None, input_fields: Sequence[str] | None = None,
             signature_fields: Sequence[str] = (), attributes: Mapping[str, Callable] | None = None,
-            ids: Sequence[str] | None = None) -> SelectExemplars:
+            ids: Sequence[str] | None = None, groups: Sequence[int] | None = None,
+            group_costs: Sequence[float] | None = None) -> SelectExemplars:
         """Store the pool and learn what selection needs, with ``config`` (default: the current one).
         ``demos[i]`` is ``pool_examples[i]`` in the predictor's fields; ``costs[i]`` its token cost in that
         prompt; ``budget`` the resolved token budget. ``fit_inputs``: what the selector's ``fit`` needs besides
         the pool (see ``ExemplarSelector.fit_on``). ``input_fields``: the predictor's input fields, embedded when
         the config's ``embed_fields`` is ``None``; ``signature_fields``: all its fields (checked at inference).
         ``attributes``: ``{name: f(example) -> value}`` for pool attributes (default: the example's field of
-        that name). ``ids``: the pool ids (default: each example's ``id``, else its position)."""
+        that name). ``ids``: the pool ids (default: each example's ``id``, else its position). ``groups`` /
+        ``group_costs``: demos sharing the config's ``shared_fields`` (``knapsack_dspy.modules.shared_fields``):
+        ``costs`` are then what each adds without the shared value, ``group_costs`` the shared values' tokens."""
         if not (len(pool_examples) == len(demos) == len(costs)):
             raise ValueError("pool_examples, demos and costs must have the same length")
         if not pool_examples:
@@ -125,6 +131,8 @@ class SelectExemplars(dspy.Module, Parameter):
                              else [str(ex.get("id", i)) for i, ex in enumerate(pool_examples)])
             self.demos = [dict(d) for d in demos]
             self.costs = [float(c) for c in costs]
+            self.groups = [int(g) for g in groups] if groups is not None else []
+            self.group_costs = [float(c) for c in group_costs] if group_costs is not None else []
             self.doc_ids = [str(ex.get("doc_id", "")) for ex in pool_examples]
             self.embed_texts = [self.query_text(d) for d in self.demos]
             self.programs = [str(ex.get("program") or ex.get("derivation") or "") for ex in pool_examples]
@@ -162,7 +170,9 @@ class SelectExemplars(dspy.Module, Parameter):
             embeddings = self.embedder.encode(self.embed_texts)
             self._pool_obj = ExemplarPool(self.pool_ids, embeddings, np.asarray(self.costs),
                                           {k: np.asarray(v) for k, v in self.pool_attributes.items()},
-                                          np.asarray(self.doc_ids))
+                                          np.asarray(self.doc_ids),
+                                          groups=np.asarray(self.groups, dtype=int) if self.groups else None,
+                                          group_costs=np.asarray(self.group_costs) if self.groups else None)
         return self._pool_obj
 
     def _selector(self):
@@ -242,7 +252,10 @@ class SelectExemplars(dspy.Module, Parameter):
         info.update(capacity=capacity, base_tokens=int(base_tokens), budget=self.resolved_budget,
                     predicted_attributes=targets, selection_ms=(time.perf_counter() - start) * 1e3,
                     prompt_tokens=int(base_tokens) + int(selection.total_cost))
-        demos = [dspy.Example(**self.demos[i]) for i in selection.indices]
+        shared = self.config.shared_fields or ()
+        demos = [dspy.Example(**(referring_demo(self.demos[i], shared) if refers else self.demos[i]))
+                 for i, refers in zip(selection.indices, selection.shared or [False] * len(selection.indices),
+                                      strict=True)]
         return dspy.Prediction(demos=demos, ids=info["ids"], selection=info)
 
     # -- dspy.Parameter state ----------------------------------------------------------------------------
@@ -255,7 +268,8 @@ class SelectExemplars(dspy.Module, Parameter):
             "resolved_budget": self.resolved_budget,
             "pool": {"ids": self.pool_ids, "demos": self.demos, "costs": self.costs,
                      "attributes": self.pool_attributes, "doc_ids": self.doc_ids, "embed_texts": self.embed_texts,
-                     "programs": self.programs},
+                     "programs": self.programs,
+                     **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {})},
             "classifiers": {k: v.get_state() for k, v in self.classifiers.items()},
             "selector_state": self.selector_state,
             "lm_attribute_predictor": (self.lm_attribute_predictor.get_state()
@@ -285,6 +299,8 @@ class SelectExemplars(dspy.Module, Parameter):
             self.doc_ids = list(pool["doc_ids"])
             self.embed_texts = list(pool["embed_texts"])
             self.programs = list(pool.get("programs") or [""] * len(self.pool_ids))
+            self.groups = [int(g) for g in pool.get("groups") or []]
+            self.group_costs = [float(c) for c in pool.get("group_costs") or []]
             self.resolved_budget = state["resolved_budget"]
             self.token_model = state.get("token_model")
             self.classifiers = {k: AttributeClassifier.from_state(v) for k, v in state["classifiers"].items()}
@@ -372,6 +388,13 @@ def _validate_state(state: Any) -> None:
     costs = pool["costs"]
     if any(not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 for c in costs):
         fail("pool.costs must be finite non-negative numbers")
+    groups, group_costs = pool.get("groups") or [], pool.get("group_costs") or []
+    if groups and len(groups) != n:
+        fail(f"pool.groups has {len(groups)} entries for {n} ids")
+    if any(not isinstance(g, int) or not -1 <= g < len(group_costs) for g in groups):
+        fail("pool.groups must be group ids in [-1, len(group_costs))")
+    if any(not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 for c in group_costs):
+        fail("pool.group_costs must be finite non-negative numbers")
     budget = state["resolved_budget"]
     if n and (not isinstance(budget, int) or budget <= 0):
         fail(f"resolved_budget must be a positive integer, got {budget!r}")

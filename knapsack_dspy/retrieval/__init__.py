@@ -17,7 +17,7 @@ from knapsack_dspy.retrieval.statute_tree import (
     Subsection,
     parse_statute,
 )
-from knapsack_dspy.retrieval.table_rows import header_row_count
+from knapsack_dspy.table_layout import header_row_count
 
 __all__ = [
     "BM25",

@@ -73,6 +73,9 @@ class SelectionConfig:
     embed_fields: the query / exemplar fields whose text is embedded for similarity; ``None``: the input fields
         of the predictor the selection serves (``KnapsackFewShot.compile`` fills them in).
     exclude_same_doc: never pick exemplars from the query's own document (no leakage).
+    shared_fields: demo fields whose value exemplars can share (``("table",)``: questions about one document
+        show its table once; the exemplars after the first refer to it, and the knapsack pays the shared part
+        once). ``()``: none; ``None``: the program decides (the document pipelines share the table).
     selector_params: further parameters of the chosen selector (e.g. ``{"respect_budget": True}`` for kate,
         ``{"n_candidates": 5}`` for fixed); each must be one the selector declares.
     """
@@ -92,6 +95,7 @@ class SelectionConfig:
     seed: int = 0
     embed_fields: tuple[str, ...] | None = None
     exclude_same_doc: bool = True
+    shared_fields: tuple[str, ...] | None = None
     selector_params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -129,6 +133,8 @@ class SelectionConfig:
             object.__setattr__(self, "embed_fields", _names(self.embed_fields, "embed_fields"))
             if not self.embed_fields:
                 fail("embed_fields must name at least one field (or be None: the predictor's input fields)")
+        if self.shared_fields is not None:
+            object.__setattr__(self, "shared_fields", _names(self.shared_fields, "shared_fields"))
         if not isinstance(self.exclude_same_doc, bool):
             fail(f"exclude_same_doc must be true or false, got {self.exclude_same_doc!r}")
         if not isinstance(self.selector_params, Mapping):
@@ -181,6 +187,7 @@ class SelectionConfig:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out.update(attributes=list(self.attributes),
                    embed_fields=None if self.embed_fields is None else list(self.embed_fields),
+                   shared_fields=None if self.shared_fields is None else list(self.shared_fields),
                    selector_params=dict(self.selector_params))
         return out
 

@@ -3,6 +3,13 @@
 Selectors see only these: what each candidate costs (prompt tokens), how it embeds, its attributes
 (modality, answer type, document id, ...), and for one query its embedding, the token capacity left
 for exemplars and the attribute values to aim for.
+
+Shared costs: exemplars of one *group* (e.g. questions about one document, which show the same table) can
+share part of their cost: in a prompt, the first of them shows the shared part (the table) and the ones
+right after it refer to it. ``costs[i]`` is then what exemplar i adds without the shared part and
+``group_costs[g]`` the shared part, paid once per group in a prompt. Every selector counts a selection's
+cost so (:meth:`ExemplarPool.cost_of`), and prompt order keeps a group's exemplars together
+(:func:`prompt_order`), so the count is the prompt's.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ class ExemplarPool:
     costs: np.ndarray  # (n,), prompt tokens each exemplar adds
     attributes: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (n,) array of str
     doc_ids: np.ndarray | None = None  # (n,) str; exemplars from the query's own document are excluded
+    groups: np.ndarray | None = None  # (n,) int group ids sharing a cost (-1: none); see the module docstring
+    group_costs: np.ndarray | None = None  # (number of groups,) the shared cost of each group
 
     def __post_init__(self):
         n = len(self.ids)
@@ -37,6 +46,16 @@ class ExemplarPool:
                 raise ValueError(f"attribute {name!r} has {values.shape[0]} values for {n} exemplars")
         if self.doc_ids is not None:
             self.doc_ids = np.asarray([str(x) for x in self.doc_ids])
+        self.group_costs = np.asarray([] if self.group_costs is None else self.group_costs, dtype=float)
+        if self.groups is None:
+            self.groups = np.full(n, -1, dtype=int)
+        self.groups = np.asarray(self.groups)
+        if self.groups.shape != (n,) or (n and not np.issubdtype(self.groups.dtype, np.integer)):
+            raise ValueError(f"groups must be {n} integer group ids (-1: none), got shape {self.groups.shape}")
+        if n and (self.groups.min() < -1 or self.groups.max() >= self.group_costs.size):
+            raise ValueError(f"groups hold ids outside [-1, {self.group_costs.size - 1}]")
+        if self.group_costs.ndim != 1 or not np.isfinite(self.group_costs).all() or (self.group_costs < 0).any():
+            raise ValueError("group_costs must be finite non-negative numbers, one per group")
         self._index = {i: k for k, i in enumerate(self.ids)}
 
     def __len__(self) -> int:
@@ -50,6 +69,31 @@ class ExemplarPool:
 
     def similarities(self, query_embedding: np.ndarray) -> np.ndarray:
         return self.embeddings @ np.asarray(query_embedding, dtype=np.float32)
+
+    @property
+    def has_groups(self) -> bool:
+        return bool((self.groups >= 0).any())
+
+    def cost_of(self, indices, paid_groups=()) -> float:
+        """Tokens the exemplars ``indices`` add to a prompt: their own costs plus each group's shared cost once
+        (not for groups in ``paid_groups``, already in the prompt)."""
+        indices = [int(i) for i in indices]
+        if not indices:
+            return 0.0
+        used = {int(g) for g in self.groups[indices] if g >= 0} - {int(g) for g in paid_groups}
+        return float(self.costs[indices].sum()) + float(sum(self.group_costs[g] for g in used))
+
+    def knapsack_groups(self, idx, paid_groups=()):
+        """``(groups, group_costs)`` for ``solve_knapsack`` over the candidates ``idx`` (ids renumbered; a group
+        in ``paid_groups`` costs nothing more), or ``(None, None)`` when the pool has no groups."""
+        if not self.has_groups:
+            return None, None
+        sub = self.groups[np.asarray(idx, dtype=int)]
+        used = sorted({int(g) for g in sub if g >= 0})
+        number = {g: k for k, g in enumerate(used)}
+        paid = {int(g) for g in paid_groups}
+        return (np.asarray([number[int(g)] if g >= 0 else -1 for g in sub], dtype=int),
+                np.asarray([0.0 if g in paid else float(self.group_costs[g]) for g in used]))
 
 
 @dataclass
@@ -81,7 +125,9 @@ def query_values(pool: ExemplarPool, request: SelectionRequest) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Selection:
-    """Chosen pool indices in prompt order (most similar last, closest to the question)."""
+    """Chosen pool indices in prompt order (most similar last, closest to the question). ``shared[k]``: the
+    k-th exemplar belongs to the same group as the one before it, so its prompt refers to the shared part
+    instead of repeating it (all False without groups)."""
 
     indices: tuple[int, ...]
     total_cost: float
@@ -89,11 +135,15 @@ class Selection:
     status: str = "ok"
     relaxed: tuple[str, ...] = ()
     reason: str = ""
+    shared: tuple[bool, ...] = ()
 
     def as_dict(self, pool: ExemplarPool) -> dict:
-        return {"ids": [pool.ids[i] for i in self.indices], "total_cost": self.total_cost,
-                "within_budget": self.within_budget, "status": self.status, "relaxed": list(self.relaxed),
-                "reason": self.reason}
+        out = {"ids": [pool.ids[i] for i in self.indices], "total_cost": self.total_cost,
+               "within_budget": self.within_budget, "status": self.status, "relaxed": list(self.relaxed),
+               "reason": self.reason}
+        if any(self.shared):
+            out["shared"] = list(self.shared)
+        return out
 
 
 def eligible_mask(pool: ExemplarPool, request: SelectionRequest) -> np.ndarray:
@@ -113,13 +163,27 @@ def eligible(pool: ExemplarPool, request: SelectionRequest, indices) -> list[int
     return [int(i) for i in indices if mask[int(i)]]
 
 
-def prompt_order(indices, similarities: np.ndarray) -> tuple[int, ...]:
-    """Order exemplars least similar first, so the most similar sits next to the question (as SEER)."""
-    return tuple(int(i) for i in sorted(indices, key=lambda i: (similarities[i], -i)))
+def prompt_order(indices, similarities: np.ndarray, groups: np.ndarray | None = None) -> tuple[int, ...]:
+    """Order exemplars least similar first, so the most similar sits next to the question (as SEER). With
+    ``groups``, a group's exemplars stay together (the group placed by its most similar member)."""
+    def key(i):
+        return (similarities[i], -i)
+
+    if groups is None or not any(groups[int(i)] >= 0 for i in indices):
+        return tuple(int(i) for i in sorted(indices, key=key))
+    blocks: dict = {}
+    for i in indices:
+        g = int(groups[int(i)])
+        blocks.setdefault(("g", g) if g >= 0 else ("i", int(i)), []).append(int(i))
+    ordered_blocks = sorted(blocks.values(), key=lambda members: max(key(i) for i in members))
+    return tuple(i for members in ordered_blocks for i in sorted(members, key=key))
 
 
 def make_selection(pool: ExemplarPool, request: SelectionRequest, indices, similarities, status="ok",
                    relaxed=(), reason="") -> Selection:
-    ordered = prompt_order(indices, similarities)
-    total = float(pool.costs[list(ordered)].sum()) if ordered else 0.0
-    return Selection(ordered, total, total <= request.capacity + 1e-9, status, tuple(relaxed), reason)
+    ordered = prompt_order(indices, similarities, pool.groups if pool.has_groups else None)
+    total = pool.cost_of(ordered)
+    shared = tuple(k > 0 and pool.groups[i] >= 0 and pool.groups[i] == pool.groups[ordered[k - 1]]
+                   for k, i in enumerate(ordered))
+    return Selection(ordered, total, total <= request.capacity + 1e-9, status, tuple(relaxed), reason,
+                     shared if any(shared) else ())

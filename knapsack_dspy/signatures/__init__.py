@@ -5,18 +5,25 @@ Chain-of-thought is a module choice (``dspy.ChainOfThought`` adds ``reasoning``)
 
 from knapsack_dspy.signatures.answer_from_table_text import AnswerFromTableText
 from knapsack_dspy.signatures.answer_statute_question import AnswerStatuteQuestion
+from knapsack_dspy.signatures.extract_answer import ExtractAnswer
 from knapsack_dspy.signatures.predict_answer_type import PredictAnswerType
 from knapsack_dspy.signatures.predict_modality import PredictModality
 from knapsack_dspy.signatures.write_finqa_program import RepairFinqaProgram, WriteFinqaProgram
-from knapsack_dspy.signatures.write_python_program import RepairPythonProgram, WritePythonProgram
+from knapsack_dspy.signatures.write_python_program import (
+    RepairPythonProgram,
+    WritePythonLookupProgram,
+    WritePythonProgram,
+)
 
 __all__ = [
     "AnswerFromTableText",
     "AnswerStatuteQuestion",
+    "ExtractAnswer",
     "PredictAnswerType",
     "PredictModality",
     "RepairFinqaProgram",
     "RepairPythonProgram",
     "WriteFinqaProgram",
+    "WritePythonLookupProgram",
     "WritePythonProgram",
 ]

@@ -1,34 +1,51 @@
 """Instruction text shared by the program-writing signatures (plain strings, no logic).
 
 The Python conventions are those of SEER (Tonglet et al., 2023) as run by
-``knapsack_dspy.execution.execute_program(kind="python")``; the FinQA DSL is the language of the FinQA
-data set (Chen et al., 2021) as run by ``execute_program(kind="finqa")``.
+``knapsack_dspy.execution.execute_program(kind="python")``, shortened to what the recorded failures of the
+embedded model showed it needs (issue 9: the direction of a change, percentages; the scale is decided from
+the document, so the program does not write it). ``PYTHON_CONVENTIONS`` copies numbers into named variables
+(the style the 1.5B model answered best with, ``knapsack_dspy.data.program_style``);
+``PYTHON_LOOKUP_CONVENTIONS`` reads cells with ``table["row", "col"]`` by the labels shown; the FinQA DSL is
+the language of the FinQA data set (Chen et al., 2021) as run by ``execute_program(kind="finqa")``.
 """
 
 from __future__ import annotations
 
-__all__ = ["FINQA_DSL_CONVENTIONS", "PYTHON_CONVENTIONS", "REPAIR_INSTRUCTIONS"]
+__all__ = ["FINQA_DSL_CONVENTIONS", "PYTHON_CONVENTIONS", "PYTHON_LOOKUP_CONVENTIONS", "REPAIR_INSTRUCTIONS"]
 
 PYTHON_CONVENTIONS = """\
 Conventions for the program:
-- `table["row label", "column label"]` reads a table cell. Row labels are the first cells of the rows,
-  column labels the cells of the first row. Numbers come back as numbers: "$1,234.5" -> 1234.5,
+- Copy each number you need from the table or the text into a variable named after what it is, with a
+  comment saying where it is (row and column): revenue_2019 = 4411  # Revenue, 2019
+  Write numbers without commas; "(1,234)" in a table is -1234.
+- Put the answer in `ans`. "Change from A to B" is B - A. "Percentage change" is (new - old) / old * 100;
+  a percentage of a total is part / total * 100. For several items, `ans` is a list; for "how many",
+  the count; for a name or a value asked as written, the text copied exactly.
+- Do not write units or the scale (thousands, millions): the document states them.
+- Plain statements only: no imports, no functions, no print.
+
+Example:
+revenue_2019 = 4411  # Revenue, 2019
+revenue_2018 = 4044  # Revenue, 2018
+ans = (revenue_2019 - revenue_2018) / revenue_2018 * 100"""
+
+PYTHON_LOOKUP_CONVENTIONS = """\
+Conventions for the program:
+- `table["row label", "column label"]` reads a cell by the labels shown in the table: the first cell of a
+  row and a column's heading, exactly as shown. It returns a number: "$1,234.5" -> 1234.5,
   "(123)" -> -123.0, "12%" -> 12.0.
-- Bind each number read from the table to table_query_0, table_query_1, ... and each number copied
-  from the text to text_variable_0, text_variable_1, ...; name intermediate results step_0, step_1, ...
-- Put the final answer in `ans`: a number for a calculation or a count, a string copied exactly from
-  the table or the text for a span, a list of strings for several spans.
-- Set `scale` to "thousand", "million", "billion" or "percent" when the answer is in that unit (as the
-  table or the text states it), otherwise to "". A percentage answer is in percent units:
-  ans = (table_query_0 - table_query_1) / table_query_1 * 100 with scale = "percent".
-- Write numbers without thousands separators (1234.5, not 1,234.5: a comma makes a tuple in Python).
-- Write plain statements only: no imports, no functions, no print.
+- Bind each number read from the table to table_query_0, table_query_1, ..., and each number copied from
+  the text to text_variable_0, text_variable_1, ... (written without commas: 1234.5).
+- Put the answer in `ans`. "Change from A to B" is B - A. "Percentage change" is (new - old) / old * 100;
+  a percentage of a total is part / total * 100. For several items, `ans` is a list; for "how many",
+  the count; for a name or a value asked as written, the text copied exactly.
+- Do not write units or the scale (thousands, millions): the document states them.
+- Plain statements only: no imports, no functions, no print.
 
 Example:
 table_query_0 = table["Revenue", "2019"]
 table_query_1 = table["Revenue", "2018"]
-ans = (table_query_0 - table_query_1) / table_query_1 * 100
-scale = "percent\""""
+ans = (table_query_0 - table_query_1) / table_query_1 * 100"""
 
 FINQA_DSL_CONVENTIONS = """\
 The program is a comma-separated list of steps `operation(argument1, argument2)`.

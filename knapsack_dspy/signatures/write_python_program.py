@@ -1,12 +1,17 @@
-"""``WritePythonProgram`` / ``RepairPythonProgram``: program-of-thought in SEER-style Python."""
+"""``WritePythonProgram`` / ``WritePythonLookupProgram`` / ``RepairPythonProgram``: program of thought in Python
+(numbers copied into named variables, or read with ``table[...]`` look-ups)."""
 
 from __future__ import annotations
 
 import dspy
 
-from knapsack_dspy.signatures.program_conventions import PYTHON_CONVENTIONS, REPAIR_INSTRUCTIONS
+from knapsack_dspy.signatures.program_conventions import (
+    PYTHON_CONVENTIONS,
+    PYTHON_LOOKUP_CONVENTIONS,
+    REPAIR_INSTRUCTIONS,
+)
 
-__all__ = ["RepairPythonProgram", "WritePythonProgram"]
+__all__ = ["RepairPythonProgram", "WritePythonLookupProgram", "WritePythonProgram"]
 
 
 class WritePythonProgram(dspy.Signature):
@@ -16,7 +21,12 @@ class WritePythonProgram(dspy.Signature):
     table: str = dspy.InputField(desc="the table, one row per line, cells separated by ' | '")
     text: str = dspy.InputField(desc="paragraphs of the report")
     question: str = dspy.InputField()
-    program: str = dspy.OutputField(desc="Python statements that set `ans` (and `scale`)")
+    program: str = dspy.OutputField(desc="Python statements that set `ans`")
+
+
+class WritePythonLookupProgram(WritePythonProgram):
+    __doc__ = ("You are a financial analyst. Read the table and the text, then write a short Python program "
+               "that computes the answer to the question.\n\n" + PYTHON_LOOKUP_CONVENTIONS)
 
 
 class RepairPythonProgram(WritePythonProgram):

@@ -51,12 +51,14 @@ from tqdm.auto import tqdm
 
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.call_counter import call_counts
+from knapsack_dspy.llm.errors import describe_lm_error, lm_error_kind
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.metrics.selection_proxies import selection_proxies
 from knapsack_dspy.modules.compiled_programs import install_selecting_predictor, load_compiled, predictor_at
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import query_text
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
+from knapsack_dspy.modules.shared_fields import group_demos, referring_demo
 from knapsack_dspy.selection.config import SelectionConfig
 from knapsack_dspy.selection.selectors import (
     FIT_ON_SCORING_FUNCTION,
@@ -323,6 +325,7 @@ class KnapsackFewShot(Teleprompter):
         fixed = [dict(d.toDict() if hasattr(d, "toDict") else d) for d in selecting.demos]
         costs = [cost_model.demo_cost(d) for d in _progress(pool.demos, len(pool.demos),
                                                             f"measuring token costs ({name})", self.progress)]
+        costs, groups, group_costs = shared_costs(pool.demos, costs, base_config.shared_fields or (), cost_model)
 
         rng = np.random.default_rng(base_config.seed)
         queries = [(ex, query_inputs(program, name, selecting, ex)) for ex in val]
@@ -335,7 +338,8 @@ class KnapsackFewShot(Teleprompter):
                                   "budget": budget, "token_model": model, "pool_size": len(pool.demos),
                                   "pool_skipped": pool.skipped, "valset_size": len(val),
                                   "val_subset_size": len(val_subset), "configs": [],
-                                  "_pool_tokens": int(sum(costs))}
+                                  "_pool_tokens": int(sum(costs) + sum(group_costs)),
+                                  **({"shared_groups": len(group_costs)} if groups else {})}
 
         # Stage 1: fit every configuration once (no LM calls unless a fixed set is LM-scored) and score it
         # with model-free proxies; keep each fitted state to restore later instead of refitting.
@@ -344,7 +348,8 @@ class KnapsackFewShot(Teleprompter):
         for point, config in configs:
             select.fit(pool.examples, pool.demos, costs, budget=budget, token_model=model, config=config,
                        fit_inputs=self._fit_inputs(program, name, select, config, fit_queries, budget),
-                       signature_fields=list(signature.fields), attributes=self.attributes, ids=pool.ids)
+                       signature_fields=list(signature.fields), attributes=self.attributes, ids=pool.ids,
+                       groups=groups or None, group_costs=group_costs or None)
             snapshots.append(select.dump_state())
             entry = {"config": point}
             if val_subset:
@@ -421,9 +426,30 @@ class KnapsackFewShot(Teleprompter):
         return selection_proxies(rows, select, attributes=select.config.attributes)
 
     def _lm_score(self, program, examples) -> float:
+        """The metric's score of ``program`` on ``examples``. ``dspy.Evaluate`` counts an example whose LM
+        call failed as a zero and goes on; a score built on questions that were never asked would steer the
+        search, so an LM failure (after DSPy's retries) stops the compile with a :class:`CompileError` that
+        says what failed and what to do."""
+        failures: list[BaseException] = []
+
+        def asked(**inputs):
+            if failures:  # the LM failed (after DSPy's retries): ask nothing more, the compile stops below
+                return dspy.Prediction()
+            try:
+                return program(**inputs)
+            except Exception as exc:
+                if lm_error_kind(exc) is None:
+                    raise
+                failures.append(exc)
+                return dspy.Prediction()
+
         evaluate = dspy.Evaluate(devset=examples, metric=self.metric, num_threads=self.num_threads,
                                  display_progress=self.progress, provide_traceback=False)
-        return float(evaluate(program).score)
+        score = float(evaluate(asked).score)
+        if failures:
+            raise CompileError(f"the LM failed while the search scored a configuration on {len(examples)} "
+                               f"validation questions: {describe_lm_error(failures[0])}")
+        return score
 
     def _attribute_accuracy(self, select, val_subset: list[_ValQuery]) -> dict:
         out = {}
@@ -467,3 +493,20 @@ def _lm_cost(before) -> dict[str, Any]:
 
 
 __all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict"]
+
+
+def shared_costs(demos, costs: list, fields, cost_model) -> tuple[list[float], list[int], list[float]]:
+    """``(costs, groups, group_costs)`` for demos sharing the values of ``fields``
+    (``knapsack_dspy.modules.shared_fields``): a grouped demo's cost is its cost without the shared value (its
+    referring form), and its group's cost the most the value adds to a member (the same text in the same
+    place: equal for all). Without ``fields``, or when no two demos share a value: ``(costs, [], [])``."""
+    groups = group_demos(demos, fields) if fields else []
+    if not any(g >= 0 for g in groups):
+        return list(costs), [], []
+    own_costs, group_costs = [], [0.0] * (max(groups) + 1)
+    for demo, cost, g in zip(demos, costs, groups, strict=True):
+        own = float(cost_model.demo_cost(referring_demo(demo, fields))) if g >= 0 else float(cost)
+        own_costs.append(own)
+        if g >= 0:
+            group_costs[g] = max(group_costs[g], float(cost) - own)
+    return own_costs, groups, group_costs

@@ -27,7 +27,9 @@ from knapsack_dspy.data.gold_programs import (
     synthesise_finqa_program,
     synthesise_python_program,
 )
+from knapsack_dspy.data.program_style import as_literal_program
 from knapsack_dspy.data.rendering import render_paragraphs, render_table
+from knapsack_dspy.table_layout import render_layout, table_layout
 
 __all__ = [
     "PARAGRAPH_MODES",
@@ -66,14 +68,19 @@ def _where(fields: Mapping) -> str:
     return f" (record {ident!r})" if ident else ""
 
 
-def render_table_field(table, where: str = "") -> str:
-    """Rows -> ``render_table`` text; a string is taken as already rendered; ``None`` -> ``""``."""
+def render_table_field(table, where: str = "", layout: bool = True) -> str:
+    """Rows -> prompt text; a string is taken as already rendered; ``None`` -> ``""``. ``layout=True``: as
+    :func:`knapsack_dspy.table_layout.render_layout` shows it (one label per column and row, units on their own
+    line -- the labels the sandbox's look-ups accept); ``False``: every source row as written (``render_table``:
+    the FinQA DSL names rows as the official data writes them)."""
     if table is None:
         return ""
     if isinstance(table, str):
         return table
     if not isinstance(table, Sequence):
         raise TypeError(f"table{where}: expected rows of cells or a rendered string, got {type(table).__name__}")
+    if layout:
+        return render_layout(table_layout(table))
     return render_table(table)
 
 
@@ -100,11 +107,11 @@ def gold_paragraphs(fields: Mapping) -> list[str]:
     return [p for i, p in enumerate(paragraphs) if i in wanted]
 
 
-def document_inputs(source, paragraphs: str = "all") -> dict[str, str]:
+def document_inputs(source, paragraphs: str = "all", layout: bool = True) -> dict[str, str]:
     """``{"table", "text", "question"}`` as the table+text signatures take them.
 
     ``paragraphs="gold"`` keeps only the gold evidence paragraphs (for demos; a pre-rendered ``text``
-    is used as it is).
+    is used as it is). ``layout``: render the table as its layout (see :func:`render_table_field`).
     """
     if paragraphs not in PARAGRAPH_MODES:
         raise ValueError(f"paragraphs must be one of {PARAGRAPH_MODES}, got {paragraphs!r}")
@@ -116,7 +123,7 @@ def document_inputs(source, paragraphs: str = "all") -> dict[str, str]:
     chosen = fields.get("paragraphs")
     if paragraphs == "gold" and fields.get("text") is None:
         chosen = gold_paragraphs(fields)
-    return {"table": render_table_field(fields.get("table"), where),
+    return {"table": render_table_field(fields.get("table"), where, layout),
             "text": render_text_field(chosen, fields.get("text"), where),
             "question": question}
 
@@ -244,15 +251,18 @@ def answer_demo(source, *, reasoning: bool = False, paragraphs: str = "all"):
 
 
 def program_demo(source, *, language: str = "python", reasoning: bool = False, paragraphs: str = "all",
-                 execute=None):
-    """Demo for ``WritePythonProgram`` (a verified synthesised gold program, else the literal answer) or
-    ``WriteFinqaProgram`` (the gold DSL program, or the converted TAT-QA derivation)."""
+                 program_style: str = "literal", execute=None):
+    """Demo for ``WritePythonProgram`` (a verified synthesised gold program, else the literal answer; with
+    ``program_style="literal"`` its table look-ups written as the numbers they read, see
+    ``knapsack_dspy.data.program_style``) or ``WriteFinqaProgram`` (the gold DSL program, or the converted
+    TAT-QA derivation)."""
     fields = as_mapping(source)
-    demo = document_inputs(fields, paragraphs)
+    demo = document_inputs(fields, paragraphs, layout=language != "finqa")
     if fields.get("answer") in (None, "", []) and fields.get("answer_value") is None:
         raise ValueError(f"answer{_where(fields)}: the record has no gold answer to show in a demo")
     if language == "python":
-        demo["program"] = synthesise_python_program(fields, execute).code
+        code = synthesise_python_program(fields, execute).code
+        demo["program"] = as_literal_program(code, fields.get("table") or []) if program_style == "literal" else code
     elif language == "finqa":
         program = synthesise_finqa_program(fields, execute)
         if program is None:

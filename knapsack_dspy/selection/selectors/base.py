@@ -135,7 +135,7 @@ class RankingSelector(ExemplarSelector):
         idx, sims = candidates(pool, request)
         order = self.rank(request, idx, sims)
         if self.respect_budget:
-            chosen = greedy_fill(order, pool.costs, request.capacity, self.max_exemplars)
+            chosen = greedy_fill(order, pool, request.capacity, self.max_exemplars)
         else:
             chosen = list(order[: self.max_exemplars])
         return make_selection(pool, request, chosen, sims)
@@ -159,15 +159,20 @@ def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None 
     return idx, sims
 
 
-def greedy_fill(order, costs: np.ndarray, capacity: float, limit: int) -> list[int]:
-    """Take items in the given order, skipping those that no longer fit, up to ``limit`` items."""
-    chosen, used = [], 0.0
+def greedy_fill(order, pool: ExemplarPool, capacity: float, limit: int, paid_groups=()) -> list[int]:
+    """Take items in the given order, skipping those that no longer fit, up to ``limit`` items (an item's cost
+    includes its group's shared cost unless the group is already in: ``paid_groups`` or an earlier item)."""
+    chosen, used, paid = [], 0.0, {int(g) for g in paid_groups}
     for i in order:
         if len(chosen) >= limit:
             break
-        if used + costs[i] <= capacity + 1e-9:
+        g = int(pool.groups[i])
+        extra = float(pool.costs[i]) + (float(pool.group_costs[g]) if g >= 0 and g not in paid else 0.0)
+        if used + extra <= capacity + 1e-9:
             chosen.append(int(i))
-            used += costs[i]
+            used += extra
+            if g >= 0:
+                paid.add(g)
     return chosen
 
 

@@ -39,7 +39,7 @@ class FixedSetSelector(ExemplarSelector):
         rng = np.random.default_rng(self.seed)
         best, best_score, self.candidate_scores_ = None, -np.inf, []
         for _ in range(max(1, self.n_candidates)):
-            draw = greedy_fill(rng.permutation(len(pool)), pool.costs, capacity, self.max_exemplars)
+            draw = greedy_fill(rng.permutation(len(pool)), pool, capacity, self.max_exemplars)
             score = float(score_fn(draw)) if score_fn is not None else 0.0
             self.candidate_scores_.append({"ids": [pool.ids[i] for i in draw], "score": score})
             if best is None or score > best_score:
@@ -65,5 +65,5 @@ class FixedSetSelector(ExemplarSelector):
         sims = query_values(pool, request)
         idx = eligible(pool, request, pool.index_of(self.fixed_ids_))  # never the query or its own document
         if self.respect_budget:
-            idx = greedy_fill(idx, pool.costs, request.capacity, self.max_exemplars)
+            idx = greedy_fill(idx, pool, request.capacity, self.max_exemplars)
         return make_selection(pool, request, idx, sims)

@@ -23,6 +23,8 @@ from knapsack_dspy.selection.selectors.csp import CSPSelector
 from knapsack_dspy.selection.selectors.diverse_kate import DiverseKATESelector
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 from knapsack_dspy.selection.selectors.kate import KATESelector
+from knapsack_dspy.selection.selectors.kate_within_budget import KATEWithinBudgetSelector
+from knapsack_dspy.selection.selectors.no_demos import NoDemosSelector
 from knapsack_dspy.selection.selectors.random_selector import RandomSelector
 from knapsack_dspy.selection.selectors.seer import GoldKnapsackSelector, KnapsackSelector
 from knapsack_dspy.selection.selectors.static_knapsack import HybridKnapsackSelector, StaticKnapsackSelector
@@ -110,6 +112,7 @@ def selector_for_mode(mode: str | None, selector: str | None = None) -> str:
     return selector
 
 
-for _cls in (RandomSelector, FixedSetSelector, KATESelector, DiverseKATESelector, CSPSelector, KnapsackSelector,
-             GoldKnapsackSelector, StaticKnapsackSelector, HybridKnapsackSelector):
+for _cls in (RandomSelector, FixedSetSelector, KATESelector, KATEWithinBudgetSelector, DiverseKATESelector,
+             CSPSelector, KnapsackSelector, GoldKnapsackSelector, StaticKnapsackSelector, HybridKnapsackSelector,
+             NoDemosSelector):
     register_selector(_cls)

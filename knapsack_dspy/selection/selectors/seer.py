@@ -72,10 +72,12 @@ class KnapsackSelector(ExemplarSelector):
         if self.knn_k is not None and self.knn_k < 1:
             raise ValueError(f"knn_k must be >= 1, got {self.knn_k}")
 
-    def _solve(self, pool, request, idx, sims, values, capacity, max_items):
+    def _solve(self, pool, request, idx, sims, values, capacity, max_items, paid_groups=()):
         cons = template_constraints(pool, idx, request.target_attributes, self.attributes, max_items,
                                     self.alpha, self.beta, self.max_per_doc)
-        sol = solve_knapsack(values, pool.costs[idx], capacity, max_items, constraints=cons,
+        groups, group_costs = pool.knapsack_groups(idx, paid_groups)
+        sol = solve_knapsack(values, pool.costs[idx], capacity, max_items, constraints=cons, groups=groups,
+                             group_costs=group_costs,
                              time_limit=self.time_limit)
         return [int(idx[i]) for i in sol.selected], sol
 

@@ -40,7 +40,9 @@ def representative_set(pool, val_embeddings: np.ndarray, capacity: float, max_it
         domain = [d for d in (MODALITIES if attribute == "modality" else sorted(set(labels))) if d in set(labels)]
         cons = seer_template(labels, "__any__", max_items, 0.0, beta, attribute=attribute,
                              uncertain=("__any__",), domain=domain)
-    sol = solve_knapsack(values, pool.costs, capacity, max_items, constraints=cons, time_limit=time_limit)
+    groups, group_costs = pool.knapsack_groups(np.arange(len(pool)))
+    sol = solve_knapsack(values, pool.costs, capacity, max_items, constraints=cons, time_limit=time_limit,
+                         groups=groups, group_costs=group_costs)
     return [pool.ids[i] for i in sol.selected], sol, values
 
 
@@ -80,7 +82,7 @@ class StaticKnapsackSelector(KnapsackSelector):
         sims = query_values(pool, request)
         # a query longer than the compile-time worst case: drop the least similar until it fits
         core = sorted(self._core(pool, request), key=lambda i: -sims[i])
-        return make_selection(pool, request, greedy_fill(core, pool.costs, request.capacity, self.max_exemplars),
+        return make_selection(pool, request, greedy_fill(core, pool, request.capacity, self.max_exemplars),
                               sims)
 
 
@@ -115,14 +117,16 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
 
     def select(self, pool, request):
         sims = query_values(pool, request)
-        core = greedy_fill(sorted(self._core(pool, request), key=lambda i: -sims[i]), pool.costs, request.capacity,
+        core = greedy_fill(sorted(self._core(pool, request), key=lambda i: -sims[i]), pool, request.capacity,
                            self.max_exemplars)
-        core_cost = float(pool.costs[core].sum()) if core else 0.0
+        core_cost = pool.cost_of(core)
+        core_groups = {int(g) for g in pool.groups[core] if g >= 0} if core else set()
         sub_request = replace(request, capacity=request.capacity - core_cost,
                               exclude_ids=request.exclude_ids | frozenset(pool.ids[i] for i in core))
         idx, _ = candidates(pool, sub_request, self.knn_k)
         slots = self.max_exemplars - len(core)
-        chosen, sol = (self._solve(pool, sub_request, idx, sims, sims[idx], sub_request.capacity, slots)
+        chosen, sol = (self._solve(pool, sub_request, idx, sims, sims[idx], sub_request.capacity, slots,
+                                   paid_groups=core_groups)
                        if slots > 0 and idx.size else ([], None))
         return make_selection(pool, request, list(core) + chosen, sims,
                               status=sol.status if sol else "ok", relaxed=sol.relaxed if sol else (),
