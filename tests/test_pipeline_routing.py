@@ -128,3 +128,17 @@ def test_route_classifier_probabilities_are_a_distribution(routed):
     dimension = routed.router.classifier.coef_.shape[1]
     probabilities = routed.router.classifier.predict_proba(np.ones((1, dimension)) / np.sqrt(dimension))
     assert probabilities.shape[1] >= 2 and abs(probabilities.sum() - 1) < 1e-9
+
+
+def test_the_bench_groups_questions_by_route_keeping_the_split_order(routed, data):
+    from knapsack_dspy.bench.runner import cache_friendly_order
+
+    _, tune = data
+    ordered = cache_friendly_order(routed, tune)
+    routes = [routed.prompt_group(ex) for ex in ordered]
+    assert sorted(ex.id for ex in ordered) == sorted(ex.id for ex in tune)
+    assert routes == sorted(routes)  # one block per route
+    for route in set(routes):
+        block = [ex.id for ex in ordered if routed.prompt_group(ex) == route]
+        assert block == [ex.id for ex in tune if routed.prompt_group(ex) == route]
+    assert cache_friendly_order(object(), tune) == tune

@@ -149,6 +149,8 @@ def _answered_row(program, example, prediction, calls, prompts: PromptRecorder) 
     row.update(_answer_details(prediction))
     row.update(prompts.row_fields())
     row.update(_usage(prediction))
+    if getattr(prediction, "sample_answers", None) is not None:  # self-consistency: what each sample computed
+        row.update(sample_answers=_jsonable(prediction.sample_answers), votes=getattr(prediction, "votes", None))
     row.update(score_prediction(example, prediction))
     return row
 

@@ -81,6 +81,11 @@ def aggregate(rows: Iterable[dict]) -> dict[str, dict]:
             m["lm_calls"] = int(sum(r.get("lm_calls", 0) or 0 for r in items))
             m["cache_hits"] = int(sum(r.get("cache_hits", 0) or 0 for r in items))
             m["cost_usd"] = float(sum(r.get("cost_usd", 0.0) or 0.0 for r in items))
+            if (spec.get("samples") or 1) > 1:  # self-consistency: what the samples cost per question
+                m["lm_calls_per_question"] = m["lm_calls"] / n
+                m["tokens_per_question"] = (m["prompt_tokens_used"] + m["completion_tokens_used"]) / n
+                votes = [r["votes"] for r in items if r.get("votes")]
+                m["mean_votes"] = statistics.fmean(votes) if votes else None
         # budget and exemplar statistics over the rows whose selection is recorded (an LM failure keeps it; a
         # failed selection, or a pipeline without one, has none)
         selected = [r for r in items if r.get("within_budget") is not None and r.get("prompt_tokens") is not None]
@@ -241,6 +246,9 @@ def render_markdown(metrics: dict[str, dict], suite_name: str, plots: list[str],
                     ("#exemplars", "mean_exemplars"), ("prompt tokens", "mean_prompt_tokens"),
                     ("answered wrong", "answered_wrong"), ("could not ask", "could_not_ask"),
                     ("internal errors", "internal_errors"), ("score errors", "score_errors"), ("n", "n")]
+            if any((m["spec"].get("samples") or 1) > 1 for m in items):
+                cols[-1:-1] = [("LM calls / q", "lm_calls_per_question"), ("tokens used / q", "tokens_per_question"),
+                               ("votes of the answer", "mean_votes")]
             cols = [c for c in cols if any(m.get(c[1]) is not None for m in items)]
             for optional in ("score_errors", "internal_errors"):
                 if not any(m.get(optional) for m in items):

@@ -38,7 +38,7 @@ SCORE_FIELDS = ("gold", "gold_scale", "em", "f1", "correct", "program_correct", 
 SELECTION_FIELDS = ("gold_case_hit", "program_score")
 _SELECTION_PREFIX = "attribute_match."
 # Pipelines whose ``output`` is a program the FinQA metric executes (the others' output is reasoning text).
-_PROGRAM_PIPELINES = ("pot", "finqa_pot")
+_PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")
 
 
 class RescoreError(ValueError):
@@ -48,7 +48,8 @@ class RescoreError(ValueError):
 def _prediction(row: dict) -> SimpleNamespace:
     spec = row.get("spec") or {}
     program = row.get("output") if spec.get("pipeline") in _PROGRAM_PIPELINES else None
-    return SimpleNamespace(answer=row.get("answer"), scale=row.get("scale"), program=program)
+    language = "python" if spec.get("pipeline") == "python_pot" else "finqa"  # "pot" on FinQA writes the DSL
+    return SimpleNamespace(answer=row.get("answer"), scale=row.get("scale"), program=program, language=language)
 
 
 def rescore_row(row: dict, example) -> dict:

@@ -55,9 +55,22 @@ def _progress(total: int, desc: str, enabled: bool):
 def load_split(spec: RunSpec, which: str, data_dir):
     path = spec.pool_path if which == "pool" else spec.eval_path
     split = spec.pool_split if which == "pool" else spec.eval_split
+    dataset = (spec.pool_dataset or spec.dataset) if which == "pool" else spec.dataset
     if path:
-        return load_examples(spec.dataset, path=path, data_dir=data_dir)
-    return load_examples(spec.dataset, split=split, data_dir=data_dir)
+        return load_examples(dataset, path=path, data_dir=data_dir)
+    return load_examples(dataset, split=split, data_dir=data_dir)
+
+
+def _question_text(question) -> str:
+    return " ".join(str(question or "").casefold().split())
+
+
+def without_eval_questions(pool, evalset) -> list:
+    """The pool without the examples that ask one of the eval questions (same text, case and spacing aside): a
+    pool from another data set (FinQA cases for FinQA documents) may hold the very questions asked, under other
+    ids and document ids, so selection's own-id / own-document exclusion would not catch them."""
+    asked = {_question_text(example.get("question")) for example in evalset}
+    return [example for example in pool if _question_text(example.get("question")) not in asked]
 
 
 def program_path(out_dir: Path, spec: RunSpec) -> Path:
@@ -67,9 +80,10 @@ def program_path(out_dir: Path, spec: RunSpec) -> Path:
 
 def _student(spec: RunSpec, embedder=None, token_counter=None):
     routing = {"route": spec.route} if spec.route else {}
+    sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
     return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                           top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                          embedder=embedder, token_counter=token_counter, model=spec.model, **routing)
+                          embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
 
 
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
@@ -152,10 +166,15 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 overrides["selection_only"] = selection_only
             if overrides:
                 spec = RunSpec(**{**asdict(spec), **overrides})
-            key = (spec.dataset, spec.pool_split, spec.pool_path, spec.eval_split, spec.eval_path)
+            key = (spec.dataset, spec.pool_dataset, spec.pool_split, spec.pool_path, spec.eval_split, spec.eval_path)
             if key not in cache:
                 pool = load_split(spec, "pool", data_dir)
                 evalset = load_split(spec, "eval", data_dir)
+                if spec.pool_dataset and spec.pool_dataset != spec.dataset:
+                    kept = without_eval_questions(pool, evalset)
+                    log(f"pool {spec.pool_dataset}: {len(pool) - len(kept)} examples ask an eval question "
+                        f"and are left out")
+                    pool = kept
                 cache = {key: (pool, evalset)}
             pool, evalset = cache[key]
             examples = _chosen_examples(evalset, spec)
@@ -181,6 +200,8 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             prefetch = getattr(program, "prefetch_embeddings", None)
             if callable(prefetch):
                 prefetch(todo, progress=progress)
+            if not spec.selection_only:
+                todo = cache_friendly_order(program, todo)
             bar = _progress(len(todo), spec.selector, progress)
             spec_fields = {"run": spec.key, "spec": asdict(spec), "provenance": provenance}
             for example in todo:
@@ -193,6 +214,20 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             return write_report(list(store.rows()), out_dir, suite.name)
         except OSError as exc:
             raise results_write_error(Path(exc.filename or out_dir), exc) from None
+
+
+def cache_friendly_order(program, examples: list) -> list:
+    """The examples in an order whose consecutive prompts share long prefixes (a server's prompt cache -- the
+    embedded model's llama.cpp slot, a provider's automatic prefix caching -- reuses them): grouped by the
+    program's ``prompt_group(example)`` (a routed pipeline: the route, whose instructions open the prompt),
+    the eval split's order kept within a group (questions of one document are adjacent there and select
+    similar demos). Rows are still written and reported per question; only the time changes. Programs without
+    ``prompt_group``: the order as given."""
+    group = getattr(program, "prompt_group", None)
+    if not callable(group):
+        return list(examples)
+    keys = {id(ex): group(ex) for ex in examples}
+    return sorted(examples, key=lambda ex: keys[id(ex)])  # stable: the split's order within a group
 
 
 def _adapter_name() -> str:

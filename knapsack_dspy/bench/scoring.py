@@ -4,7 +4,8 @@
   ``correct`` is EM. Loaded examples hold a span answer as one string (the official files: a one-item
   list); a computed 0 is an answer (the official script would read the number 0 as none).
 - FinQA: with a FinQA-DSL program, official execution accuracy (``correct``) and program accuracy;
-  with a direct answer, the official exact match of the executed answer; our own lenient match
+  with a Python program (``prediction.language == "python"``) or a direct answer, the official exact match of
+  the executed answer (program accuracy is defined for the DSL only: ``None``); our own lenient match
   (``metrics.answer_matching.kdspy_lenient_match``, not SEER's rule) is recorded separately
   (``kdspy_lenient``).
 - SARA: label accuracy for entailment cases; exact dollars for numerical cases (+ within 10 %, and the SARA
@@ -79,8 +80,10 @@ def _finqa_scores(example, prediction) -> dict[str, Any]:
             row["program_correct"] = check.equal
             if check.skipped:
                 row["program_check"] = check.skipped
-    else:
+    else:  # a Python program's executed answer, or a direct answer: the official exact match
         correct = answer is not None and finqa_exact_match(answer, example.get("answer"))
+        if program:
+            row["program_correct"] = None  # program accuracy is defined for the FinQA DSL only
     row.update(correct=bool(correct), em=float(bool(correct)),
                kdspy_lenient=answer is not None and kdspy_lenient_match(answer, example.get("answer")))
     return row

@@ -18,7 +18,10 @@ per value; the product over all grid keys gives the runs. Example::
 Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
 ``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
 ``timeout`` (seconds per LM attempt) and ``num_retries`` set how the LM is asked (they are not part of a
-run's key: changing them continues the same run).
+run's key: changing them continues the same run); ``pool_dataset = "finqa_cases"`` draws the exemplar pool
+from another data set than the questions (FinQA questions with documents, answered with case-based exemplars
+that have none); ``samples = 5`` (with ``temperature``) turns on self-consistency in the program pipelines;
+``route = "extract_compute"`` routes span questions to extraction.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class RunSpec:
     eval_split: str = "dev_tune"
     pool_path: str = ""
     eval_path: str = ""
+    pool_dataset: str = ""  # the pool's data set when it is not ``dataset`` (e.g. finqa_cases for finqa questions)
     limit: int | None = None
     seed: int = 0
     alpha: float = 0.75
@@ -85,6 +89,8 @@ class RunSpec:
     timeout: float | None = None  # seconds per LM attempt (make_lm's default 120 s; local/: 600 s generating)
     num_retries: int | None = None  # LM retries on transient failures (make_lm's default: 3; local/: 0)
     route: str = ""  # "extract_compute": span questions extracted, the rest answered by the program; "": one solver
+    samples: int = 1  # self-consistency: programs sampled per question, majority vote (program pipelines)
+    temperature: float = 0.7  # their sampling temperature (used when samples > 1)
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
@@ -104,14 +110,17 @@ class RunSpec:
             parts.append(self.retrieval)
         settings = {k: v for k, v in asdict(self).items() if k not in GRID_KEYS and k not in (
             "limit", "num_threads", "selection_only", *TRANSPORT_KEYS)}
-        for later in ("example_ids", "route"):  # keys of runs written before these settings existed stay the same
-            if not settings[later]:
-                del settings[later]
+        for name in _LATER_SETTINGS:  # keys of runs written before these settings existed stay the same
+            if settings[name] == _FIELD_DEFAULTS[name]:
+                del settings[name]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return "|".join([*parts, digest])
 
 
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
+#: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
+_LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature")
 _GROUP = group_model(RunSpec, GRID_KEYS)
 _TUPLE_FIELDS = ("attributes", "example_ids")
 
@@ -197,7 +206,7 @@ def _positive(name: str, allow_none: bool = False) -> Callable[[RunSpec], str | 
         value = getattr(run, name)
         if value is None and allow_none:
             return None
-        return None if value >= 1 else f"must be at least 1, got {value!r}"
+        return None if value >= 1 else f"must be an integer >= 1, got {value!r}"
     return check
 
 
@@ -221,7 +230,19 @@ def _retries_problem(run: RunSpec) -> str | None:
     return None
 
 
+def _pool_dataset_problem(run: RunSpec) -> str | None:
+    if run.pool_dataset and run.pool_dataset not in DATASETS:
+        return f"unknown dataset {run.pool_dataset!r}; datasets: {', '.join(DATASETS)}"
+    return None
+
+
+def _temperature_problem(run: RunSpec) -> str | None:
+    return None if 0 <= run.temperature <= 2 else f"must be a number from 0 to 2, got {run.temperature!r}"
+
+
 _RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retrieval": _retrieval_problem,
+               "pool_dataset": _pool_dataset_problem, "samples": _positive("samples"),
+               "temperature": _temperature_problem,
                "selector": _selector_problem, "route": _route_problem, "timeout": _transport_problem,
                "num_retries": _retries_problem, "limit": _positive("limit", allow_none=True),
                "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),

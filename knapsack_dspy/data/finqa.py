@@ -9,7 +9,9 @@ count over ``pre_text + post_text``, table indices over the rows). Other keys (`
 
 ``doc_id`` is the source page (``filename`` if present, else the id without its ``-<n>`` question
 suffix), so questions about the same page share it. ``qa`` without ``program`` and ``exe_ans`` (a
-test-style record) loads with empty gold values.
+test-style record) loads with empty gold values. A labelled record without ``gold_inds`` gets the evidence its
+gold program reads (``knapsack_dspy.data.program_evidence``) in ``extra["program_evidence"]`` and the
+``modality`` of that evidence (``gold_evidence`` stays empty: it is not gold).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Mapping
 
 from knapsack_dspy.data.errors import DataError
 from knapsack_dspy.data.example_fields import blank_fields
+from knapsack_dspy.data.program_evidence import program_evidence
 from knapsack_dspy.data.program_template import program_template
 from knapsack_dspy.data.record_fields import (
     get_field,
@@ -109,7 +112,11 @@ def _fields(record: Mapping, record_id: str) -> dict:
     if fields["operators"] and fields["operators"][-1] == "greater":
         fields["answer_type"] = "yes-no"
     gold = qa.get("gold_inds")
-    if gold is not None:
+    if gold is None:
+        found = program_evidence(fields["program"], fields["table"], fields["paragraphs"])
+        extra["program_evidence"] = found
+        fields["modality"] = modality_of_evidence(found) if found else ""
+    else:
         if not isinstance(gold, Mapping):
             raise DataError(f"expected an object of evidence ids, got {type_name(gold)}",
                             field=prefix + "gold_inds")

@@ -1,21 +1,26 @@
-"""Gold SEER-style Python programs synthesised from a pool record, verified by executing them.
+"""Gold SEER-style Python programs synthesised from a pool record, verified strictly.
 
 Few-shot demos for the Python program-of-thought solver need a gold *program*; TAT-QA gives an
 arithmetic ``derivation`` (``"(44.1-56.7)/56.7"``) and FinQA a DSL program instead. This module writes
 the program a SEER prompt shows (Tonglet et al., 2023) and keeps it only when running it through the
-sandbox (:func:`knapsack_dspy.execution.execute_program`) reproduces the gold answer:
+sandbox (:func:`knapsack_dspy.execution.execute_program`) reproduces the gold answer **for the right reason**
+(:mod:`knapsack_dspy.data.gold_program_checks`: structural rules and a perturbation of the cells read):
 
 - **arithmetic** (TAT-QA): every number of the derivation is bound to ``table_query_<i> =
-  table["row", "col"]`` when a table cell holds it (and the labels resolve to that cell exactly as the
-  sandbox resolves them), else to ``text_variable_<i> = <number>``; then ``ans = <the derivation's
-  expression over those names>`` and ``scale = "<gold scale>"``. Percent answers are written in percent
-  units (``* 100`` is appended when the derivation is a ratio). Equal numbers share one name.
+  table["row", "col"]`` when a table cell holds it (labels as the table's layout shows them; of several cells,
+  the one whose labels the question names most), else to ``text_variable_<i> = <number>``; then ``ans = <the
+  derivation's expression over those names>``. The roles of the numbers
+  (:mod:`knapsack_dspy.data.derivation_roles`) decide what is one quantity: equal terms of one sum are two
+  (two cells), the base of ``(a - b) / b`` is one; an average's divisor, a count, ``* 100`` and ``* 1000`` are
+  constants. A record answered from the text only reads no cell. Percent answers are written in percent units
+  (``* 100`` is appended when the derivation is a ratio). No ``scale`` line: the answer's scale is decided from
+  the document (``knapsack_dspy.data.answer_scale``).
 - **span** -> ``ans = "<span>"``; **multi-span** -> ``ans = ["<span>", ...]``; **count** ->
-  ``ans = len([<the counted items>])`` (items from the derivation ``"a##b"``) or ``ans = <n>``.
+  ``ans = len([<the counted items>])`` (items from the derivation ``"a##b"``).
 - **FinQA** (a DSL ``program``) -> ``step_<k> = <a> <op> <b>`` per step, the last one ``ans = ...``.
 
-When no candidate reproduces the answer, the program falls back to the literal answer
-(``ans = -22.22``); :attr:`GoldProgram.verified` tells which happened and ``reason`` why.
+When no candidate is verified, the program falls back to the literal answer (``ans = -22.22``);
+:attr:`GoldProgram.verified` tells which happened, ``reason`` why, ``rejected`` what the strict checks found.
 """
 
 from __future__ import annotations
@@ -25,8 +30,17 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
-from knapsack_dspy.data.tatqa_derivation import SCALE_FACTORS, DerivationLiteral, parse_expression
+from knapsack_dspy.data.derivation_roles import (
+    derivation_roles,
+    finqa_constants,
+    in_answer_unit,
+    parse_folded,
+    positions_in_order,
+)
+from knapsack_dspy.data.gold_program_checks import finding_kind, strict_findings
+from knapsack_dspy.data.tatqa_derivation import DerivationLiteral
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.execution.cell_numbers import parse_cell
 from knapsack_dspy.execution.finqa_dsl import ProgramError, parse_program
@@ -48,12 +62,14 @@ class GoldProgram:
     ``verified``: a synthesised program (not the literal fallback) reproduced the gold answer.
     ``source``: ``"derivation" | "span" | "multi-span" | "count" | "finqa" | "literal"``.
     ``reason``: why synthesis fell back to the literal answer (``""`` when verified).
+    ``rejected``: the strict checks' findings on candidates that gave the gold answer by coincidence.
     """
 
     code: str
     verified: bool
     source: str
     reason: str = ""
+    rejected: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -70,12 +86,8 @@ def _py_number(value: float) -> str:
     return repr(float(value))
 
 
-def _scale_line(scale: str) -> str:
-    return f"scale = {_py_string(scale or '')}"
-
-
-def literal_program(answer, scale: str = "") -> str:
-    """``ans = <answer>`` and ``scale = "<scale>"``: a number, a string or a list of strings."""
+def literal_program(answer) -> str:
+    """``ans = <answer>``: a number, a string or a list of strings."""
     if isinstance(answer, bool):
         answer = str(answer)
     if isinstance(answer, (int, float)):
@@ -84,7 +96,7 @@ def literal_program(answer, scale: str = "") -> str:
         value = "[" + ", ".join(_py_string(item) for item in answer) + "]"
     else:
         value = _py_string("" if answer is None else answer)
-    return f"ans = {value}\n{_scale_line(scale)}"
+    return f"ans = {value}"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -121,39 +133,7 @@ def answers_match(predicted, gold, gold_value=None) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------------
-# TAT-QA derivations
-
-def _parse_derivation(text: str) -> tuple[ast.expr, dict[str, DerivationLiteral]]:
-    """Derivation -> (expression over literal names, name -> literal), each negated literal (an accounting
-    negative ``(5,946)`` or a unary minus) folded into one negative literal, so that a table cell ``(5,946)``
-    binds to it. ``ValueError`` if not arithmetic."""
-    parsed = parse_expression(text)
-    literals = dict(parsed.literals)
-    return _fold_negated_literals(parsed.body, literals), literals
-
-
-def _fold_negated_literals(node: ast.expr, literals: dict[str, DerivationLiteral]) -> ast.expr:
-    """``-(_v0)`` -> a new literal holding the negative number."""
-    if isinstance(node, ast.BinOp):
-        return ast.BinOp(left=_fold_negated_literals(node.left, literals), op=node.op,
-                         right=_fold_negated_literals(node.right, literals))
-    if isinstance(node, ast.UnaryOp):
-        operand = _fold_negated_literals(node.operand, literals)
-        if isinstance(node.op, ast.USub) and isinstance(operand, ast.Name):
-            name = f"_n{len(literals)}"
-            literals[name] = literals[operand.id].negated()
-            return ast.Name(id=name, ctx=ast.Load())
-        return ast.UnaryOp(op=node.op, operand=operand)
-    return node
-
-
-def _in_answer_unit(literal: DerivationLiteral, answer_scale: str) -> float:
-    """The number in the answer's unit (percent units for "12%"): "60.3 million" is 60300 when the answer is in
-    thousands."""
-    if not literal.scale_word:
-        return literal.number
-    return literal.number * literal.scale_factor / SCALE_FACTORS.get(answer_scale, 1.0)
-
+# binding numbers to table cells and text variables
 
 def _rename(node: ast.expr, names: Mapping[str, str]) -> ast.expr:
     """The expression with each literal name replaced by its Python reference (a variable or a number)."""
@@ -168,7 +148,7 @@ def _rename(node: ast.expr, names: Mapping[str, str]) -> ast.expr:
 
 def _cell_locations(table: Sequence[Sequence[str]]):
     """number -> [(row label, column label)] for the cells a program can read with ``table[row, col]``: the
-    labels the model is shown (``knapsack_dspy.table_layout``), each resolving to exactly that cell."""
+    labels the model is shown (``knapsack_dspy.table_layout``), in table order."""
     try:
         view = TableView([list(row) for row in table])
     except TypeError:
@@ -191,106 +171,140 @@ def _row_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]+", str(text).lower()) if w not in _STOPWORDS and len(w) > 2}
 
 
-def _best_location(locations, question: str) -> tuple[str, str]:
-    """Prefer the cell whose row / column labels share most words with the question."""
-    words = set(re.findall(r"\w+", question.lower()))
-
-    def overlap(location):
-        row, col = location
-        return len(words & set(re.findall(r"\w+", f"{row} {col}".lower())))
-
-    return max(locations, key=lambda loc: (overlap(loc), -locations.index(loc)))
+def _named_words(text: str) -> set[str]:
+    """Content words and numbers (years) of a label or a question."""
+    return _row_words(text) | set(re.findall(r"\d+", str(text)))
 
 
-def _bind_number(number: float, cells, question: str, lines_query: list[str], lines_text: list[str]) -> str:
-    """A new variable holding ``number``: a look-up of the table cell that holds it (the one whose labels the
-    question names most) or, without one, the number written out. Appends its line; returns its name."""
-    if cells:
-        row, col = _best_location(cells, question)
-        variable = f"table_query_{len(lines_query)}"
-        lines_query.append(f"{variable} = table[{_py_string(row)}, {_py_string(col)}]")
-    else:
-        variable = f"text_variable_{len(lines_text)}"
-        lines_text.append(f"{variable} = {_py_number(number)}")
-    return variable
+def _names(question: str, label: str) -> bool:
+    """Whether the question names the label: a content word or number in common, or two adjacent words of the
+    label written as one in the question ("FairValue" for "Fair Value")."""
+    if _named_words(label) & _named_words(question):
+        return True
+    words = re.findall(r"[a-z]+", label.lower())
+    joined = re.sub(r"[^a-z]", "", question.lower())
+    return any(len(a + b) > 5 and a + b in joined for a, b in pairwise(words))
 
+
+def _overlap(location: tuple[str, str], words: set[str]) -> int:
+    row, col = location
+    return len(words & set(re.findall(r"\w+", f"{row} {col}".lower())))
+
+
+class _Binder:
+    """Writes the look-up and text-variable lines of one program.
+
+    A number becomes ``table_query_<i> = table["row", "col"]`` when a cell holds it -- the cell whose labels
+    share most words with the question, table order breaking ties -- else ``text_variable_<i> = <number>``.
+    ``table=None`` (a record answered from the text only) binds no cell. A second quantity with the same value
+    (two terms of one sum) gets a cell not read yet that the question names, or a text variable of its own."""
+
+    def __init__(self, table, question: str):
+        self.locations = _cell_locations(table) if table else {}
+        self.question = question
+        self.words = set(re.findall(r"\w+", question.lower()))
+        self.query_lines: list[str] = []
+        self.text_lines: list[str] = []
+        self.read: set[tuple[str, str]] = set()
+
+    def cells(self, number: float) -> list[tuple[str, str]]:
+        return [cell for cell in self.locations.get(number, []) if cell not in self.read]
+
+    def bind(self, number: float, cells: list[tuple[str, str]] | None = None, *, again: bool = False) -> str:
+        """A new variable holding ``number`` (``cells``: the candidate cells, default every unread cell holding
+        it; ``again``: it is another quantity with a value already bound, so only cells the question names)."""
+        cells = self.cells(number) if cells is None else cells
+        if again:
+            cells = [cell for cell in cells if _names(self.question, f"{cell[0]} {cell[1]}")]
+        if cells:
+            row, col = max(cells, key=lambda loc: (_overlap(loc, self.words), -cells.index(loc)))
+            self.read.add((row, col))
+            variable = f"table_query_{len(self.query_lines)}"
+            self.query_lines.append(f"{variable} = table[{_py_string(row)}, {_py_string(col)}]")
+        else:
+            variable = f"text_variable_{len(self.text_lines)}"
+            self.text_lines.append(f"{variable} = {_py_number(number)}")
+        return variable
+
+    def lines(self) -> list[str]:
+        return self.query_lines + self.text_lines
+
+
+# ----------------------------------------------------------------------------------------------------
+# TAT-QA derivations
 
 def tatqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
     """Candidate programs ``[(code, source)]`` for a TAT-QA record, most natural first (not yet run)."""
     answer_type = example.get("answer_type") or ""
     answer = example.get("answer")
-    scale = example.get("scale") or ""
     derivation = (example.get("derivation") or "").strip()
     if answer_type == "span":
-        return [(literal_program(answer if isinstance(answer, str) else str(answer), scale), "span")]
+        return [(literal_program(answer if isinstance(answer, str) else str(answer)), "span")]
     if answer_type == "multi-span":
         spans = list(answer) if isinstance(answer, (list, tuple)) else [str(answer)]
-        return [(literal_program(spans, scale), "multi-span")]
+        return [(literal_program(spans), "multi-span")]
     if answer_type == "count":
         items = [item.strip() for item in derivation.split("##") if item.strip()] if derivation else []
-        code = "ans = len([" + ", ".join(_py_string(item) for item in items) + "])\n" + _scale_line(scale)
+        code = "ans = len([" + ", ".join(_py_string(item) for item in items) + "])"
         return [(code, "count")] if items else []
     if answer_type != "arithmetic" or not derivation:
         return []
-    return [(code, "derivation") for code in _arithmetic_programs(example, derivation, scale)]
+    return [(code, "derivation") for code in _arithmetic_programs(example, derivation)]
 
 
 _INLINE_CONSTANTS = frozenset(float(n) for n in (*range(1, 13), 100, 1000))
 
 
-def _names_in_order(node: ast.expr) -> list[str]:
-    """Literal names left to right as written."""
-    if isinstance(node, ast.Name):
-        return [node.id]
-    if isinstance(node, ast.BinOp):
-        return _names_in_order(node.left) + _names_in_order(node.right)
-    if isinstance(node, ast.UnaryOp):
-        return _names_in_order(node.operand)
-    return []
-
-
-def _arithmetic_programs(example: Mapping, derivation: str, scale: str) -> list[str]:
+def _arithmetic_programs(example: Mapping, derivation: str) -> list[str]:
     try:
-        expression, literals = _parse_derivation(derivation)
+        expression, literals = parse_folded(derivation)
     except ValueError:
         return []
-    used = _names_in_order(expression)
-    table = example.get("table") or []
-    locations = _cell_locations(table) if table else {}
+    scale = example.get("scale") or ""
     question = str(example.get("question") or "")
+    roles = derivation_roles(expression, literals, question)
+    # a record answered from the text only reads no cell: a cell holding the same number is a coincidence
+    table = example.get("table") if (example.get("modality") or "") != "text" else None
     question_words = _row_words(question)
+    used = positions_in_order(expression)
 
     programs = []
     for percent_as_ratio in (False, True):
-        if percent_as_ratio and not any(literals[n].percent for n in used):
+        if percent_as_ratio and not any(literals[p].percent for p in used):
             continue
-        lines_query, lines_text, names, by_key = [], [], {}, {}
-        for name in dict.fromkeys(used):  # first-appearance order, no repeats
-            literal = literals[name]
-            number = _in_answer_unit(literal, scale)
-            key = (number, literal.percent)
-            if key in by_key:
-                names[name] = by_key[key]
+        binder = _Binder(table, question)
+        names: dict[str, str] = {}
+        by_key: dict[tuple[float, bool], list[str]] = {}  # the references already bound to one value
+        for position in used:
+            literal = literals[position]
+            number = in_answer_unit(literal, scale)
+            if position in roles.constants:  # an average's divisor, "* 100", a count: the arithmetic's own
+                names[position] = _py_number(number)
                 continue
-            cells = locations.get(number)
+            key = (number, literal.percent)
+            taken = {names[q] for q in roles.siblings.get(position, ()) if q in names}
+            reuse = next((ref for ref in by_key.get(key, []) if ref not in taken), None)
+            if reuse is not None:  # the same value in another role: the same quantity
+                names[position] = reuse
+                continue
+            cells = None
             if not literal.percent and literal.written.isdigit() and number in _INLINE_CONSTANTS:
-                # "/ 2" of an average or "* 100" stays a literal, unless a cell of a row the question
-                # names holds it ("3 - 2" offices)
-                cells = [cell for cell in cells or [] if _row_words(cell[0]) & question_words]
+                # a small integer ("3 - 2" offices) is a cell only when the question names its row
+                cells = [cell for cell in binder.cells(number) if _row_words(cell[0]) & question_words]
                 if not cells:
-                    names[name] = by_key[key] = _py_number(number)
+                    names[position] = _py_number(number)
                     continue
-            variable = _bind_number(number, cells, question, lines_query, lines_text)
+            variable = binder.bind(number, cells, again=key in by_key)
             reference = f"({variable} / 100)" if (percent_as_ratio and literal.percent) else variable
-            names[name] = by_key[key] = reference
+            names[position] = reference
+            by_key.setdefault(key, []).append(reference)
 
         body = _rename(expression, names)
         variants = [body]
         if scale == "percent":
             variants.append(ast.BinOp(left=body, op=ast.Mult(), right=ast.Constant(100)))
         for variant in variants:
-            lines = lines_query + lines_text + [f"ans = {ast.unparse(variant)}", _scale_line(scale)]
-            programs.append("\n".join(lines))
+            programs.append("\n".join([*binder.lines(), f"ans = {ast.unparse(variant)}"]))
     return programs
 
 
@@ -301,7 +315,10 @@ _FINQA_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
 
 
 def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
-    """The FinQA DSL program as SEER-style Python (``[]`` when it cannot be written)."""
+    """The FinQA DSL program as SEER-style Python (``[]`` when it cannot be written). Number arguments read the
+    table cell that holds them (the one the question names most), except percentages, the ``100`` / ``1000`` of
+    a multiplication or division and a small count divided by; the second of two equal arguments of one step is
+    another quantity (another cell the question names, or a text variable)."""
     program = (example.get("program") or "").strip()
     if not program:
         return []
@@ -309,31 +326,30 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
         steps = parse_program(program)
     except ProgramError:
         return []
-    table = example.get("table") or []
-    locations = _cell_locations(table) if table else {}
-    question = str(example.get("question") or "")
-    lines_query, lines_text, lines_steps, by_text = [], [], [], {}
+    binder = _Binder(example.get("table") or [], str(example.get("question") or ""))
+    lines_steps, by_text = [], {}
+    constants = finqa_constants(steps, official_number)
 
-    def operand(arg: str) -> str | None:
+    def operand(index: int, step, position: int, taken: str | None) -> str | None:
+        arg = step.args[position]
         if arg.startswith("#"):
             return f"step_{int(arg[1:])}"
-        if arg.startswith("const_"):
-            value = official_number(arg)
-            return None if value is None else _py_number(value)
-        if arg in by_text:
-            return by_text[arg]
         value = official_number(arg)
         if value is None:
             return None
-        cells = locations.get(value) if not arg.endswith("%") else None
-        name = _bind_number(value, cells, question, lines_query, lines_text)
-        by_text[arg] = name
+        if arg.startswith("const_") or (index, position) in constants:
+            return _py_number(value)
+        if arg in by_text and by_text[arg] != taken:
+            return by_text[arg]
+        name = binder.bind(value, [] if arg.endswith("%") else None, again=arg in by_text)
+        by_text.setdefault(arg, name)
         return name
 
     for index, step in enumerate(steps):
         target = "ans" if index == len(steps) - 1 else f"step_{index}"
         if step.op in _FINQA_OPERATORS or step.op == "greater":
-            left, right = operand(step.args[0]), operand(step.args[1])
+            left = operand(index, step, 0, None)
+            right = operand(index, step, 1, left)
             if left is None or right is None:
                 return []
             if step.op == "greater":
@@ -342,14 +358,14 @@ def finqa_python_candidates(example: Mapping) -> list[tuple[str, str]]:
                 lines_steps.append(f"{target} = {left} {_FINQA_OPERATORS[step.op]} {right}")
         else:  # table_max / table_min / table_sum / table_average over a row
             lines_steps.append(f"{target} = {step.op}({_py_string(step.args[0])})")
-    return [("\n".join(lines_query + lines_text + lines_steps), "finqa")]
+    return [("\n".join(binder.lines() + lines_steps), "finqa")]
 
 
 # ----------------------------------------------------------------------------------------------------
 # TAT-QA derivation -> FinQA DSL
 
 def _dsl_number(literal: DerivationLiteral, scale: str) -> str:
-    number = _in_answer_unit(literal, scale)
+    number = in_answer_unit(literal, scale)
     text = _py_number(number)
     return text + "%" if literal.percent else text
 
@@ -360,7 +376,7 @@ def finqa_dsl_candidates(example: Mapping) -> list[str]:
     if (example.get("answer_type") or "") != "arithmetic" or not derivation:
         return []
     try:
-        expression, literals = _parse_derivation(derivation)
+        expression, literals = parse_folded(derivation)
     except ValueError:
         return []
     scale = example.get("scale") or ""
@@ -406,16 +422,18 @@ def synthesise_finqa_program(example: Mapping, execute: Executor | None = None) 
 
 # ----------------------------------------------------------------------------------------------------
 
-def synthesise_python_program(example: Mapping, execute: Executor | None = None) -> GoldProgram:
-    """The verified gold Python program of a pool record, or its literal-answer fallback.
+def synthesise_python_program(example: Mapping, execute: Executor | None = None, *, strict: bool = True) -> GoldProgram:
+    """The strictly verified gold Python program of a pool record, or its literal-answer fallback.
 
     ``example``: uniform fields (``answer``, ``answer_value``, ``answer_type``, ``scale``, ``derivation``,
-    ``program``, ``table``). ``execute``: ``execute_program`` (default) or a stand-in with its signature.
+    ``program``, ``table``, ``modality``, ``question``). ``execute``: ``execute_program`` (default) or a stand-in
+    with its signature. A candidate is kept when running it gives the gold answer and, with ``strict``, it breaks
+    no rule of :func:`knapsack_dspy.data.gold_program_checks.strict_findings`; a rejected candidate's findings are
+    kept in ``GoldProgram.rejected``.
     """
     execute = execute or execute_program
     answer = example.get("answer")
     answer_value = example.get("answer_value")
-    scale = example.get("scale") or ""
     dataset = example.get("dataset") or ""
     is_finqa = dataset.startswith("finqa") or (not dataset and (example.get("program") or "").strip()
                                       and not (example.get("derivation") or "").strip())
@@ -428,36 +446,55 @@ def synthesise_python_program(example: Mapping, execute: Executor | None = None)
         gold = answer_value if answer_value is not None else answer
     table = [list(row) for row in (example.get("table") or [])] or None
     reason = "no program could be written from the record" if not candidates else ""
+    rejected: list[str] = []
     for code, source in candidates:
         result = execute(code, table, kind="python")
         if not result.ok:
             reason = f"the synthesised program failed: {result.error}"
             continue
-        if answers_match(result.answer, gold, answer_value) and (result.scale or "") == scale:
-            return GoldProgram(code, True, source)
-        reason = f"the synthesised program gives {result.answer!r}, not {gold!r}"
+        if not answers_match(result.answer, gold, answer_value):
+            reason = f"the synthesised program gives {result.answer!r}, not {gold!r}"
+            continue
+        findings = strict_findings(code, example, execute=execute) if strict and source in ("derivation",
+                                                                                             "finqa") else []
+        if findings:
+            rejected += findings
+            reason = f"the synthesised program reaches the answer by coincidence ({findings[0]})"
+            continue
+        return GoldProgram(code, True, source, rejected=tuple(rejected))
     fallback = answer_value if (example.get("answer_type") or "") in ("arithmetic", "count") and \
         answer_value is not None else answer
-    return GoldProgram(literal_program(fallback, scale), False, "literal", reason)
+    return GoldProgram(literal_program(fallback), False, "literal", reason, tuple(rejected))
 
 
-def verification_report(examples, execute: Executor | None = None) -> dict:
+def verification_report(examples, execute: Executor | None = None, *, strict: bool = True) -> dict:
     """How many pool records get a verified synthesised program, overall and per answer type.
 
     Returns ``{"total", "verified", "share", "table_lookups", "text_variables", "by_answer_type":
-    {type: {"total", "verified"}}, "by_source": {source: n}, "failures": [(id, reason), ...]}``;
-    ``table_lookups`` / ``text_variables`` count verified arithmetic programs using each binding.
+    {type: {"total", "verified"}}, "by_source": {source: n}, "failures": [(id, reason), ...],
+    "coincidental": {"records", "fell_back", "by_kind": {kind: n}, "ids": [...]}}``; ``table_lookups`` /
+    ``text_variables`` count verified arithmetic programs using each binding; ``coincidental`` counts the records
+    with a candidate that gave the gold answer but was rejected by the strict checks (``fell_back``: of them,
+    those left with the literal program; ``by_kind``: records per kind of finding).
     """
     execute = execute or execute_program
     report = {"total": 0, "verified": 0, "table_lookups": 0, "text_variables": 0, "by_answer_type": {},
-              "by_source": {}, "failures": []}
+              "by_source": {}, "failures": [],
+              "coincidental": {"records": 0, "fell_back": 0, "by_kind": {}, "ids": []}}
     for example in examples:
-        gold = synthesise_python_program(example, execute)
+        gold = synthesise_python_program(example, execute, strict=strict)
         answer_type = example.get("answer_type") or "unknown"
         row = report["by_answer_type"].setdefault(answer_type, {"total": 0, "verified": 0})
         row["total"] += 1
         report["total"] += 1
         report["by_source"][gold.source] = report["by_source"].get(gold.source, 0) + 1
+        if gold.rejected:
+            coincidental = report["coincidental"]
+            coincidental["records"] += 1
+            coincidental["fell_back"] += not gold.verified
+            coincidental["ids"].append(example.get("id"))
+            for kind in sorted({finding_kind(f) for f in gold.rejected}):
+                coincidental["by_kind"][kind] = coincidental["by_kind"].get(kind, 0) + 1
         if gold.verified:
             row["verified"] += 1
             report["verified"] += 1

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from knapsack_dspy import config
+from knapsack_dspy.data.document_parts import document_part
 from knapsack_dspy.data.errors import DataError, LoadReport, SkippedRecord
 from knapsack_dspy.data.example_fields import make_example
 from knapsack_dspy.data.finqa import parse_finqa_record
@@ -48,6 +49,9 @@ class DatasetSpec:
     record_size: Callable = lambda record: 1  # examples lost when the whole record is skipped
     documents_note: str = ""  # extra hint when no file is found
     not_splits: tuple[str, ...] = ()  # files matching a pattern that hold no split (listing only)
+    # splits that are a part of another split's file, cut by document (knapsack_dspy.data.document_parts):
+    # name -> (split of the file, "pool" | "eval")
+    parts: tuple[tuple[str, tuple[str, str]], ...] = ()
 
 
 def _ignore_split(parse):
@@ -62,9 +66,11 @@ DATASETS: dict[str, DatasetSpec] = {
         not_splits=("dev_sample_prediction",)),
     "finqa": DatasetSpec(
         "finqa", "finqa", ("{split}.json", "{split}.json.gz", "{split}.jsonl"),
-        _ignore_split(parse_finqa_record), ("train", "dev", "test"),
-        documents_note=("the data directory holds no FinQA documents, only question/program CSVs "
-                        "(dataset 'finqa_cases'); pass path=<official FinQA JSON> or source='hub:<id>'")),
+        _ignore_split(parse_finqa_record), ("train", "dev", "test", "train_docs"),
+        documents_note=("the data directory holds FinQA documents for train_docs only (and its parts "
+                        "train_docs_pool / train_docs_eval); other splits: question/program CSVs (dataset "
+                        "'finqa_cases'), or pass path=<official FinQA JSON> or source='hub:<id>'"),
+        parts=(("train_docs_pool", ("train_docs", "pool")), ("train_docs_eval", ("train_docs", "eval")))),
     "finqa_cases": DatasetSpec(
         "finqa_cases", "finqa", ("{split}_meta.csv.gz", "{split}_meta.csv"),
         lambda record, split: parse_finqa_case(record, split), ("train", "dev")),
@@ -83,12 +89,16 @@ def _available_splits(folder: Path, spec: DatasetSpec) -> list[str]:
                 name = file.name
                 if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
                     found.add(name[len(prefix):len(name) - len(suffix)])
-    return sorted(found - set(spec.not_splits))
+    found -= set(spec.not_splits)
+    found |= {name for name, (whole, _) in spec.parts if whole in found}
+    return sorted(found)
 
 
 def find_split_file(dataset: str, split: str, data_dir: str | os.PathLike | None = None) -> Path:
-    """The file holding ``split`` of ``dataset`` in the data directory; ``DataError`` lists what exists."""
+    """The file holding ``split`` of ``dataset`` in the data directory (for a part, its whole file);
+    ``DataError`` lists what exists."""
     spec = _spec(dataset)
+    split = dict(spec.parts).get(split, (split, ""))[0]
     try:
         folder = config.data_dir(data_dir) / spec.folder
     except config.ConfigError as exc:
@@ -191,6 +201,7 @@ def load_examples(dataset: str, split: str | None = None, data_dir: str | os.Pat
     parse = partial(spec.parse, split=split)
     if not skip_invalid and len(records) > CHECK_FIRST_RECORDS:
         _raise_first_error(records, parse, origin, limit)
+    part = dict(spec.parts).get(split, ("", ""))[1] if path is None and source in (None, "", "local") else ""
     for index, record in enumerate(records):
         if limit is not None and len(examples) >= limit:
             break
@@ -211,6 +222,8 @@ def load_examples(dataset: str, split: str | None = None, data_dir: str | os.Pat
             if isinstance(result, DataError):
                 reject(result, index)
                 continue
+            if part and document_part(result["doc_id"]) != part:
+                continue  # the other part's document
             first = seen.get(result["id"])
             if first is not None:
                 reject(DataError(f"duplicate id (first seen in record {first})", record_id=result["id"],

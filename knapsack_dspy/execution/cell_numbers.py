@@ -3,11 +3,15 @@
 ``"$1,234.5"`` -> 1234.5, ``"(123)"`` -> -123.0, ``"12%"`` -> 12.0 (percent cells keep percent units),
 ``"-4.5"`` / ``"\u22124.5"`` -> -4.5, ``"$ (1,234)"`` -> -1234.0: the package's number grammar
 (:func:`knapsack_dspy.numbers.parse_number`). Placeholders for "no value" (``""``, ``"-"``, ``"\u2014"``,
-``"n/a"``, ``"nm"``, ...) are :data:`MISSING`; any other text is :data:`TEXT`. (The FinQA DSL reads cells
-differently -- the official ``process_row`` -- see ``finqa_executor``.)
+``"n/a"``, ``"nm"``, ...) are :data:`MISSING`; any other text is :data:`TEXT`. FinQA's tokenised tables write a
+number followed by its original spelling in parentheses: ``"-29.6 ( 29.6 )"`` -> -29.6, ``"9.9% ( 9.9 % )"`` -> 9.9
+(the parenthesised spelling must be the same number, its sign aside). (The FinQA DSL reads cells differently --
+the official ``process_row`` -- see ``finqa_executor``.)
 """
 
 from __future__ import annotations
+
+import re
 
 from knapsack_dspy.numbers import number_text, parse_number
 
@@ -46,4 +50,21 @@ def parse_cell(cell) -> float | _Marker:
     if isinstance(text, str) and text.replace("\u00a0", " ").strip().lower() in _PLACEHOLDERS:
         return MISSING
     value = parse_number(text)
+    if value is None and isinstance(text, str):
+        value = _finqa_spelling(text)
     return TEXT if value is None else value
+
+
+_WITH_SPELLING = re.compile(r"^(?P<value>[^()]+?)\s*\(\s*(?P<written>[^()]+?)\s*\)$")
+
+
+def _finqa_spelling(text: str) -> float | None:
+    """``"-29.6 ( 29.6 )"`` -> -29.6: a number and, in parentheses, the same number as the source wrote it."""
+    match = _WITH_SPELLING.match(text)
+    if not match:
+        return None
+    value = parse_number(match.group("value").replace(" ", ""))
+    written = parse_number(match.group("written").replace(" ", ""))
+    if value is None or written is None or abs(value) != abs(written):
+        return None
+    return value

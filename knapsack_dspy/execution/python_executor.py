@@ -383,11 +383,11 @@ def _answer_and_scale(interpreter: _Interpreter):
         raise ProgramFailure("TypeError", "the answer must be a number, text or a list, not the table")
     if isinstance(answer, tuple):
         answer = list(answer)
+    # The program's scale is a hint (the answer's scale is decided with the document, data.answer_scale): a word
+    # outside SCALES ("per share", "year") is dropped, never a failure that would throw a computed answer away.
     scale = variables.get(SCALE, "")
-    if scale is None:
-        scale = ""
     if not isinstance(scale, str) or scale.strip().lower() not in SCALES:
-        raise ProgramFailure("ValueError", f"scale must be one of {', '.join(map(repr, SCALES))}, got {scale!r}")
+        scale = ""
     return answer, scale.strip().lower()
 
 

@@ -158,6 +158,26 @@ class HybridRetriever(dspy.Module):
         scores = self.similarities(question, [row_text(r) for r in rows[n_header:]])
         return list(range(n_header)) + [n_header + i for i in top_n_in_order(scores, budget)]
 
+    def evidence_context(self, question: str, table, paragraphs, evidence_rows: Sequence[int],
+                         evidence_sentences: Sequence[int]) -> tuple[list[int], list[int]]:
+        """(row ids, paragraph ids) of a demo cut down to its evidence: the header rows and the evidence rows
+        (no table when the evidence has no row), and the evidence sentences plus the sentences most similar to
+        the question up to ``top_n_paragraphs`` in all (all when ``None``), in document order."""
+        rows = _check_table(table)
+        texts = _check_paragraphs(paragraphs)
+        wanted_rows = sorted({i for i in evidence_rows if 0 <= i < len(rows)})
+        row_ids = sorted(set(range(header_row_count(rows))) | set(wanted_rows)) if wanted_rows else []
+        kept = {i for i in evidence_sentences if 0 <= i < len(texts)}
+        n = self.top_n_paragraphs
+        if n is None or n >= len(texts):
+            kept = set(range(len(texts)))
+        elif len(kept) < n:
+            for i in self.rank_paragraphs(question, texts):
+                if len(kept) >= n:
+                    break
+                kept.add(i)
+        return row_ids, sorted(kept)
+
     def forward(self, question: str, table=None, paragraphs=None) -> dspy.Prediction:
         if not isinstance(question, str):
             raise TypeError(f"HybridRetriever: 'question' must be a string, got {type(question).__name__}")

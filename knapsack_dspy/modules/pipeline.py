@@ -32,6 +32,7 @@ from pathlib import Path
 import dspy
 from dspy.predict.parameter import Parameter
 
+from knapsack_dspy.data.program_evidence import demo_evidence
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import get_token_counter
@@ -47,7 +48,8 @@ from knapsack_dspy.modules.solvers.extract_answerer import ExtractAnswerer
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 
-DOCUMENT_PIPELINES = ("pot", "finqa_pot", "cot", "few_shot", "zero_shot")
+DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
+PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
 #: How a DocumentQA answers: one solver (None), or routed by answer type between extraction and a program.
 ROUTINGS = (None, "extract_compute")
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
@@ -191,10 +193,13 @@ class _Pipeline(dspy.Module):
         return self.prompt_inputs(example, solver) if solver is not None else None
 
     def render_demo(self, example, solver=None) -> dict:
-        """A pool example in a solver's demo fields (default: the main solver), its context retrieved exactly as
-        a query's is."""
+        """A pool example in a solver's demo fields (default: the main solver), its context retrieved as a query's
+        is (FinQA documents: cut down to their evidence, ``DocumentQA._demo_retrieved``)."""
         solver = solver or self.solve
-        return dict(solver.as_demo(dspy.Example(**{**dict(example), **self._retrieved(example)})))
+        return dict(solver.as_demo(dspy.Example(**{**dict(example), **self._demo_retrieved(example)})))
+
+    def _demo_retrieved(self, example: Mapping) -> dict:
+        return self._retrieved(example)
 
     def prompt_inputs(self, example, solver=None) -> dict:
         return dict((solver or self.solve).prompt_inputs(self._retrieved(example)))
@@ -308,31 +313,40 @@ class _Pipeline(dspy.Module):
 
 class DocumentQA(_Pipeline):
     """Questions over a table + text; demos of one document show its table once per prompt (``shared_fields``).
-    ``pipeline``: pot (Python program, SEER style), finqa_pot (FinQA DSL),
+    ``pipeline``: pot (Python program, SEER style; for FinQA the DSL), python_pot (a Python program for any data
+    set, FinQA included), finqa_pot (FinQA DSL),
     cot (reasoning then answer), few_shot (answer directly, with demos), zero_shot (no demos).
 
     ``selection``: the ``SelectionConfig`` (default: ``SelectionConfig()``); keyword arguments replace single
-    settings of it (``selector="kate"``, ``max_exemplars=2``, ...); any other keyword is an error."""
+    settings of it (``selector="kate"``, ``max_exemplars=2``, ...); any other keyword is an error.
+    ``samples`` / ``temperature``: self-consistency for the program pipelines (``ProgramOfThoughtAnswerer``);
+    saved with the program when ``samples > 1``."""
 
     shared_fields = ("table",)
 
     def __init__(self, pipeline: str = "pot", top_n_paragraphs: int | None = 3, model: str | None = None,
                  embedder=None, token_counter=None, selection: SelectionConfig | None = None, route: str | None = None,
-                 **selection_settings):
+                 samples: int = 1, temperature: float | None = None, **selection_settings):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
         if route not in ROUTINGS:
             raise ValueError(f"route must be one of {ROUTINGS}, got {route!r}")
-        if route is not None and pipeline not in ("pot", "finqa_pot"):
-            raise ValueError(f"route={route!r} routes between extraction and a program: pipeline 'pot' or 'finqa_pot'")
+        if route is not None and pipeline not in PROGRAM_PIPELINES:
+            raise ValueError(f"route={route!r} routes between extraction and a program: pipeline one of "
+                             f"{PROGRAM_PIPELINES}")
+        if samples != 1 and pipeline not in PROGRAM_PIPELINES:
+            raise ValueError(f"samples={samples!r}: self-consistency votes over executed programs; pipeline "
+                             f"{pipeline!r} writes none (use one of {PROGRAM_PIPELINES})")
         config = _selection(type(self).__name__, selection or SelectionConfig(), selection_settings)
+        sampling = {"samples": samples, "temperature": temperature} if samples != 1 else {}
         embedder = embedder or TextEmbedder()  # one embedder (and cache) for retrieval and selection
         spec = {"kind": "document", "pipeline": pipeline, "top_n_paragraphs": top_n_paragraphs, "model": model}
         if route is not None:  # specs of unrouted programs stay as they were
             spec["route"] = route
+        spec.update(sampling)  # so do specs of programs without self-consistency
         super().__init__(spec, config, embedder, token_counter)
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
-        self.solve = make_document_solver(pipeline)
+        self.solve = make_document_solver(pipeline, **sampling)
         if route == "extract_compute":
             self.extract = ExtractAnswerer()
             self.router = AnswerTypeRouter()
@@ -348,6 +362,11 @@ class DocumentQA(_Pipeline):
         """With routing, the extractor's pool holds the span questions; the program writer's holds every question
         (a question routed to it by mistake still finds demos of its kind)."""
         return solver is not self.__dict__.get("extract") or example.get("answer_type") in EXTRACT_TYPES
+
+    def prompt_group(self, example) -> str:
+        """What opens this example's prompt (the bench orders questions by it so consecutive prompts share a
+        prefix): its route ("" unrouted)."""
+        return self._route(example["question"])[1].get("route", "")
 
     def _route(self, question: str) -> tuple:
         if not self.route:
@@ -388,6 +407,21 @@ class DocumentQA(_Pipeline):
         ctx = self.retrieve(question=question, table=table, paragraphs=paragraphs)
         return {"question": question, "table": [table[i] for i in ctx.row_ids],
                 "paragraphs": [paragraphs[i] for i in ctx.paragraph_ids]}
+
+    def _demo_retrieved(self, example: Mapping) -> dict:
+        """A FinQA document record as a demo shows it (documents average ~600 words): the header rows and the rows
+        its gold program reads (``gold_inds`` when given, else found from the program's numbers:
+        ``knapsack_dspy.data.program_evidence``), the sentences its program reads plus the sentences most similar to
+        the question up to ``top_n_paragraphs``. Other records: as a query's retrieval keeps them."""
+        evidence = demo_evidence(example)
+        if evidence is None:
+            return self._retrieved(example)
+        question = example["question"]
+        table = list(example.get("table") or [])
+        paragraphs = list(example.get("paragraphs") or [])
+        row_ids, paragraph_ids = self.retrieve.evidence_context(question, table, paragraphs, *evidence)
+        return {"question": question, "table": [table[i] for i in row_ids],
+                "paragraphs": [paragraphs[i] for i in paragraph_ids]}
 
 
 class StatuteQA(_Pipeline):

@@ -6,6 +6,12 @@ LM's reply cannot be parsed), the LM gets ONE retry that shows it its failed pro
 message; a second failure is recorded in the prediction (``answer=None``, ``error=...``). Problems with
 what the LM wrote never raise out of ``forward``; LM transport errors (connection, rate limit,
 authentication, context overflow) do, unchanged, so that the caller can record them.
+
+Self-consistency (``samples=n > 1``): the LM writes n programs, each call with its own DSPy ``rollout_id``
+(0 .. n-1, part of DSPy's cache key, so the cache does not hand back one sample n times; not sent to the
+provider) at ``temperature`` (and, for the embedded models, llama.cpp ``seed`` = the sample's index, so a run is
+reproducible); each is executed and the executed answers vote (``answer_vote.majority_vote``: failed programs do
+not vote; ties go to the first sample's answer). The winning sample's program and answer are the prediction's.
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ from dspy.utils.exceptions import AdapterParseError
 from knapsack_dspy.data.answer_scale import decide_scale
 from knapsack_dspy.data.program_style import PROGRAM_STYLES
 from knapsack_dspy.execution import execute_program
+from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.modules.selection_context import selection_log
+from knapsack_dspy.modules.solvers.answer_vote import majority_vote
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
@@ -42,6 +50,7 @@ __all__ = ["LANGUAGES", "SCALE_SOURCES", "ProgramOfThoughtAnswerer", "answer_typ
            "numbers_used"]
 
 LANGUAGES = ("python", "finqa")
+DEFAULT_SAMPLE_TEMPERATURE = 0.7  # self-consistency's sampling temperature unless told otherwise
 SCALE_SOURCES = ("document", "program")
 _TIMES_100 = re.compile(r"\*\s*100(?:\.0*)?\b")
 _SIGNATURES = {("python", "literal"): (WritePythonProgram, RepairPythonProgram),
@@ -118,6 +127,8 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
         program's ``scale`` as written. (FinQA DSL programs have no scale.)
     execute: the executor (default ``knapsack_dspy.execution.execute_program``); same signature.
     time_limit: seconds one program may run.
+    samples: programs sampled per question (self-consistency; 1 = one call at the LM's own settings).
+    temperature: the sampling temperature of those programs (``samples > 1``; default 0.7).
 
     ``forward(question, table=None, paragraphs=None, text=None, demos=None)`` ->
     ``dspy.Prediction(program, answer, scale, error, attempts, errors, reasoning, model_scale,
@@ -128,15 +139,26 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
     CoT modes. ``answer_type`` (optional: span / multi-span / arithmetic / count, e.g. a router's
     prediction) tells the scale rule what kind of answer this is; without it the answer's form does.
     ``table`` must be the rows of cells for ``table[...]`` look-ups to work (a rendered string is shown
-    to the LM, but the program then runs without a table).
+    to the LM, but the program then runs without a table). ``language`` says which language the program is in.
+    With ``samples > 1`` also ``sample_answers`` (each sample's executed answer, ``None`` when it failed),
+    ``sample_programs`` and ``votes`` (the winning answer's); ``attempts`` counts the LM calls; the repair call
+    (``retry``) is made only when every sample failed, for the first one.
     """
 
     demo_module = "write"  # demos go into the program writer's prompt (its signature has reasoning in CoT modes)
 
     def __init__(self, language: str = "python", mode: str = "few_shot", *, demo_paragraphs: str = "all",
                  retry: bool = False, retry_with_demos: bool = True, execute: Callable | None = None,
-                 time_limit: float = 1.0, scale_from: str = "document", program_style: str = "literal"):
+                 time_limit: float = 1.0, scale_from: str = "document", program_style: str = "literal",
+                 samples: int = 1, temperature: float | None = None):
         super().__init__()
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                        or not 0 <= temperature <= 2):
+            raise ValueError(f"temperature must be a number from 0 to 2, got {temperature!r}")
+        self.samples = samples
+        self.temperature = None if temperature is None else float(temperature)
         if language not in LANGUAGES:
             raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
         if demo_paragraphs not in PARAGRAPH_MODES:
@@ -202,27 +224,35 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
         call_demos = demos_for_call(self.mode, demos)
 
         with selection_log() as selected:  # what a selecting writer chose, for the retry
-            reply = yield LMCall(self.write, inputs, call_demos)
-        program, reasoning, result, error = self._read_and_run(reply, rows)
+            voting: dict = {}
+            if self.samples > 1:
+                runs = []
+                for index in range(self.samples):
+                    reply = yield LMCall(self.write, {**inputs, "config": self.sample_config(index)}, call_demos)
+                    runs.append(self._read_and_run(reply, rows))
+                program, reasoning, result, error, voting = self._vote(runs)
+                errors: list[str] = voting.pop("errors")
+            else:
+                reply = yield LMCall(self.write, inputs, call_demos)
+                program, reasoning, result, error = self._read_and_run(reply, rows)
+                errors = [] if result is not None else [error]
         if call_demos is None:  # the writer chose: its own demos, or (SelectingPredict) its per-query selection
             call_demos = selected[-1].demos if selected else list(self.predictor.demos)
-        errors: list[str] = []
-        attempts = 1
-        if result is None:
-            errors.append(error)
-            if self.retry:  # SEER-style fallback: show the LM its failed program and the error, once
-                attempts = 2
-                shown = program if len(program) <= MAX_SHOWN_PROGRAM else program[:MAX_SHOWN_PROGRAM] + "\n..."
-                # text no provider can receive (a lone surrogate the model wrote) goes back escaped
-                shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
-                repair_inputs = {**inputs, "failed_program": shown or "(empty)", "error": error}
-                reply = yield LMCall(self.repair, repair_inputs, call_demos if self.retry_with_demos else [])
-                program, reasoning, result, error = self._read_and_run(reply, rows)
-                if result is None:
-                    errors.append(error)
+        attempts = self.samples
+        if result is None and self.retry:  # SEER-style fallback: show the LM its (first) failed program, once
+            attempts += 1
+            shown = program if len(program) <= MAX_SHOWN_PROGRAM else program[:MAX_SHOWN_PROGRAM] + "\n..."
+            # text no provider can receive (a lone surrogate the model wrote) goes back escaped
+            shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
+            repair_inputs = {**inputs, "failed_program": shown or "(empty)", "error": error}
+            reply = yield LMCall(self.repair, repair_inputs, call_demos if self.retry_with_demos else [])
+            program, reasoning, result, error = self._read_and_run(reply, rows)
+            if result is None:
+                errors.append(error)
         if result is None:
             return dspy.Prediction(program=program, answer=None, scale="", error=error, attempts=attempts,
-                                   errors=errors, reasoning=reasoning, model_scale="", scale_reason="")
+                                   errors=errors, reasoning=reasoning, model_scale="", scale_reason="",
+                                   language=self.language, **voting)
         scale, reason = result.scale or "", "the program's scale"
         if self.language == "python" and self.scale_from == "document":
             decision = decide_scale(question, answer_type or answer_type_of(result.answer), result.answer,
@@ -232,7 +262,28 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             scale, reason = decision.scale, decision.reason
         return dspy.Prediction(program=program, answer=result.answer, scale=scale, error=None, attempts=attempts,
                                errors=errors, reasoning=reasoning, model_scale=result.scale or "",
-                               scale_reason=reason)
+                               scale_reason=reason, language=self.language, **voting)
+
+    def sample_config(self, index: int) -> dict:
+        """The LM call settings of sample ``index``: its own ``rollout_id`` and the sampling temperature; for the
+        embedded models also llama.cpp's ``seed`` (providers that do not take a seed are not sent one)."""
+        temperature = DEFAULT_SAMPLE_TEMPERATURE if self.temperature is None else self.temperature
+        config = {"rollout_id": index, "temperature": temperature}
+        lm = dspy.settings.lm
+        if is_local_model(str(getattr(lm, "model", "") or "")):
+            config["seed"] = index
+        return config
+
+    @staticmethod
+    def _vote(runs):
+        """The first program of the winning answer among the samples' ``(program, reasoning, result, error)`` (or,
+        when every sample failed, the first sample) and the vote's fields."""
+        answers = [None if result is None else result.answer for _, _, result, _ in runs]
+        winner, votes = majority_vote(answers)
+        voting = {"sample_answers": answers, "sample_programs": [program for program, *_ in runs], "votes": votes,
+                  "errors": [error for _, _, result, error in runs if result is None]}
+        program, reasoning, result, error = runs[0 if winner is None else winner]
+        return program, reasoning, result, error, voting
 
     def _read_and_run(self, reply, rows):
         """(program, reasoning, execution result or None, error) of one LM reply."""

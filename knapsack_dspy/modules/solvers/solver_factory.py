@@ -11,6 +11,7 @@ __all__ = ["DOCUMENT_SOLVERS", "STATUTE_SOLVERS", "make_document_solver", "make_
 #: pipeline name -> (solver class, constructor arguments)
 DOCUMENT_SOLVERS = {
     "pot": (ProgramOfThoughtAnswerer, {"language": "python", "mode": "few_shot"}),
+    "python_pot": (ProgramOfThoughtAnswerer, {"language": "python", "mode": "few_shot"}),  # pot for any data set
     "finqa_pot": (ProgramOfThoughtAnswerer, {"language": "finqa", "mode": "few_shot"}),
     "cot": (ChainOfThoughtAnswerer, {"mode": "cot"}),
     "few_shot": (ChainOfThoughtAnswerer, {"mode": "few_shot"}),
@@ -20,7 +21,7 @@ STATUTE_SOLVERS = ("zero_shot", "few_shot", "cot")
 
 
 def make_document_solver(pipeline: str, **options):
-    """``pot`` (SEER-style Python), ``finqa_pot`` (FinQA DSL), ``cot``, ``few_shot`` or ``zero_shot``;
+    """``pot`` / ``python_pot`` (SEER-style Python), ``finqa_pot`` (FinQA DSL), ``cot``, ``few_shot`` or ``zero_shot``;
     ``options`` go to the solver (e.g. ``demo_paragraphs="gold"``, ``retry=False``)."""
     if pipeline not in DOCUMENT_SOLVERS:
         raise ValueError(f"unknown document solver {pipeline!r}; choose from {tuple(DOCUMENT_SOLVERS)}")

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Run long LM suites from a pinned export of one commit, in rounds of increasing --limit, into a results
+# directory of the live checkout (commit its predictions.jsonl as it grows; a re-run resumes).
+#
+#   benchmarks/run_pinned.sh COMMIT OUT_DIR STEP "SUITE:MAX" ["SUITE:MAX" ...]
+#   e.g. benchmarks/run_pinned.sh 1a2b3c4 benchmarks/results/answer_quality_1p5b 20 \
+#            benchmarks/answer_quality.toml:200 benchmarks/answer_quality_b1024.toml:100
+#
+# Each round n = STEP, 2*STEP, ... answers the first n questions of every suite (capped at its MAX), so that
+# a partial run compares the selectors on the same questions. The export goes to $PINNED_ROOT/COMMIT
+# (default /work/pinned); the venv is $PYTHON (default: this checkout's .venv); the data is $KDSPY_DATA_DIR
+# (default: this checkout's ../shared/data -- the export's own default would point next to the export).
+# Rows record the commit (git archive stamps knapsack_dspy/_commit.py).
+set -euo pipefail
+commit=$1; out=$(realpath -m "$2"); step=$3; shift 3
+here=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-$here/.venv/bin/python}
+export KDSPY_DATA_DIR=${KDSPY_DATA_DIR:-$(cd "$here/.." && pwd)/shared/data}
+pinned=${PINNED_ROOT:-/work/pinned}/$commit
+if [ ! -d "$pinned" ]; then
+  mkdir -p "$pinned"
+  git -C "$here" archive "$commit" | tar -x -C "$pinned"
+fi
+max=0
+for spec in "$@"; do m=${spec##*:}; [ "$m" -gt "$max" ] && max=$m; done
+for ((n = step; n <= max; n += step)); do
+  for spec in "$@"; do
+    suite=${spec%:*}; cap=${spec##*:}
+    limit=$(( n < cap ? n : cap ))
+    [ "$limit" -lt "$n" ] && [ "$((n - step))" -ge "$cap" ] && continue   # this suite finished earlier
+    echo "== round $n: $suite --limit $limit ($(date -u +%H:%M:%S))"
+    (cd "$pinned" && PYTHONPATH="$pinned" "$python" -m knapsack_dspy.cli.main bench "$pinned/$suite" \
+        --limit "$limit" --out "$out" --quiet)
+  done
+done
+echo "== done ($(date -u +%H:%M:%S))"
