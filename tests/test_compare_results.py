@@ -42,6 +42,14 @@ def test_the_same_rows_and_figures_are_identical_whatever_the_timing(tmp_path):
     assert compare_results.main([str(a), str(b)]) == 0
 
 
+def test_two_commits_differ_in_provenance_by_definition_and_that_is_no_difference(tmp_path):
+    a = _write(tmp_path / "a", [_row("q1", ["e1"], provenance={"code": {"commit": "aaa"}})],
+               _metrics(provenance=[["code aaa", 1]]))
+    b = _write(tmp_path / "b", [_row("q1", ["e1"], provenance={"code": {"commit": "bbb"}})],
+               _metrics(provenance=[["code bbb", 1]]))
+    assert compare_results.identical(compare_results.compare(a, b))
+
+
 def test_exemplar_order_prompt_tokens_and_figures_are_differences(tmp_path, capsys):
     a = _write(tmp_path / "a", [_row("q1", ["e1", "e2"]), _row("q2", ["e3"])], _metrics(gold_case_hit=5.0))
     b = _write(tmp_path / "b", [_row("q1", ["e2", "e1"]), _row("q2", ["e3"], prompt_tokens=1501)],
