@@ -15,7 +15,7 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-__all__ = ["LMCall", "Plan", "arun_plan", "run_plan"]
+__all__ = ["LMCall", "Plan", "PlannedAnswerer", "arun_plan", "run_plan"]
 
 
 @dataclass(frozen=True)
@@ -85,3 +85,13 @@ async def arun_plan(plan: Plan):
             continue
         stepper.resume(value)
     return stepper.result
+
+
+class PlannedAnswerer:
+    """A solver's ``forward`` and ``aforward`` from its one ``_plan(...)`` generator (the same arguments)."""
+
+    def forward(self, *args, **kwargs):
+        return run_plan(self._plan(*args, **kwargs))
+
+    async def aforward(self, *args, **kwargs):
+        return await arun_plan(self._plan(*args, **kwargs))

@@ -20,14 +20,14 @@ from knapsack_dspy.modules.solvers.answerer_modes import (
     demos_for_call,
     uses_reasoning,
 )
-from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, arun_plan, run_plan
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, answer_demo, document_inputs
 from knapsack_dspy.signatures import AnswerFromTableText
 
 __all__ = ["ChainOfThoughtAnswerer"]
 
 
-class ChainOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
+class ChainOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     """Answer from the table and the text without a program.
 
     mode: ``"cot"`` (default: ``dspy.ChainOfThought``, reasoning then answer, with demos),
@@ -53,15 +53,9 @@ class ChainOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
     def as_demo(self, example) -> dspy.Example:
         return answer_demo(example, reasoning=uses_reasoning(self.mode), paragraphs=self.demo_paragraphs)
 
-    def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-                demos: Iterable | None = None) -> dspy.Prediction:
-        return run_plan(self._plan(question, table, paragraphs, text, demos))
-
-    async def aforward(self, question: str, table=None, paragraphs: Iterable[str] | None = None,
-                       text: str | None = None, demos: Iterable | None = None) -> dspy.Prediction:
-        return await arun_plan(self._plan(question, table, paragraphs, text, demos))
-
-    def _plan(self, question, table, paragraphs, text, demos) -> Plan:
+    def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
+              demos: Iterable | None = None) -> Plan:
+        """``forward`` / ``aforward`` (see the class docstring)."""
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
         if isinstance(prediction, AdapterParseError):

@@ -23,7 +23,7 @@ from knapsack_dspy.modules.solvers.answerer_modes import (
     check_mode,
     demos_for_call,
 )
-from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, arun_plan, run_plan
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, as_mapping, document_inputs
 from knapsack_dspy.signatures import ExtractAnswer
 
@@ -56,7 +56,7 @@ def read_spans(text) -> str | list[str] | None:
     return body or None
 
 
-class ExtractAnswerer(DemoPredictorAccess, dspy.Module):
+class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     """Copy the answer from the document.
 
     mode: ``"few_shot"`` (``dspy.Predict`` with demos, default), ``"zero_shot"``, ``"cot"`` or ``"zero_shot_cot"``.
@@ -87,16 +87,9 @@ class ExtractAnswerer(DemoPredictorAccess, dspy.Module):
         demo["answer"] = answer
         return dspy.Example(**demo)
 
-    def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-                demos: Iterable | None = None, answer_type: str | None = None) -> dspy.Prediction:
-        return run_plan(self._plan(question, table, paragraphs, text, demos, answer_type))
-
-    async def aforward(self, question: str, table=None, paragraphs: Iterable[str] | None = None,
-                       text: str | None = None, demos: Iterable | None = None,
-                       answer_type: str | None = None) -> dspy.Prediction:
-        return await arun_plan(self._plan(question, table, paragraphs, text, demos, answer_type))
-
-    def _plan(self, question, table, paragraphs, text, demos, answer_type) -> Plan:
+    def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
+              demos: Iterable | None = None, answer_type: str | None = None) -> Plan:
+        """``forward`` / ``aforward`` (see the class docstring)."""
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
         if isinstance(prediction, AdapterParseError):

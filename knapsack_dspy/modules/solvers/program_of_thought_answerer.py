@@ -36,7 +36,7 @@ from knapsack_dspy.modules.solvers.answerer_modes import (
     demos_for_call,
     uses_reasoning,
 )
-from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, arun_plan, run_plan
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, document_inputs, program_demo
 from knapsack_dspy.signatures import (
     RepairFinqaProgram,
@@ -104,7 +104,7 @@ def _paragraph_texts(paragraphs, text) -> list[str]:
     return [str(paragraphs if paragraphs is not None else text or "")]
 
 
-class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
+class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     """Answer by writing a program that the sandbox executes.
 
     Parameters
@@ -209,16 +209,9 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             return result, None
         return None, result.error or "execution failed"
 
-    def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-                demos: Iterable | None = None, answer_type: str | None = None) -> dspy.Prediction:
-        return run_plan(self._plan(question, table, paragraphs, text, demos, answer_type))
-
-    async def aforward(self, question: str, table=None, paragraphs: Iterable[str] | None = None,
-                       text: str | None = None, demos: Iterable | None = None,
-                       answer_type: str | None = None) -> dspy.Prediction:
-        return await arun_plan(self._plan(question, table, paragraphs, text, demos, answer_type))
-
-    def _plan(self, question, table, paragraphs, text, demos, answer_type) -> Plan:
+    def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
+              demos: Iterable | None = None, answer_type: str | None = None) -> Plan:
+        """``forward`` / ``aforward`` (see the class docstring)."""
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         rows = [list(row) for row in table] if isinstance(table, (list, tuple)) else None
         call_demos = demos_for_call(self.mode, demos)

@@ -15,7 +15,7 @@ from knapsack_dspy.modules.solvers.answerer_modes import (
     demos_for_call,
     uses_reasoning,
 )
-from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, arun_plan, run_plan
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import statute_demo, statute_inputs
 from knapsack_dspy.signatures import AnswerStatuteQuestion
 
@@ -30,7 +30,7 @@ def infer_kind(question: str) -> str:
     return "numerical" if str(question).rstrip().endswith("?") else "entailment"
 
 
-class StatuteAnswerer(DemoPredictorAccess, dspy.Module):
+class StatuteAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     """Apply statutes to the facts of a case.
 
     mode: ``"cot"`` (default), ``"few_shot"``, ``"zero_shot"`` or ``"zero_shot_cot"``.
@@ -56,17 +56,10 @@ class StatuteAnswerer(DemoPredictorAccess, dspy.Module):
     def as_demo(self, example) -> dspy.Example:
         return statute_demo(example, reasoning=uses_reasoning(self.mode), include_statute=self.demo_statute)
 
-    def forward(self, question: str, statute: str | Sequence[str] | None = None, facts: str | None = None,
-                paragraphs: Iterable[str] | None = None, text: str | None = None, kind: str | None = None,
-                demos: Iterable | None = None) -> dspy.Prediction:
-        return run_plan(self._plan(question, statute, facts, paragraphs, text, kind, demos))
-
-    async def aforward(self, question: str, statute: str | Sequence[str] | None = None, facts: str | None = None,
-                       paragraphs: Iterable[str] | None = None, text: str | None = None, kind: str | None = None,
-                       demos: Iterable | None = None) -> dspy.Prediction:
-        return await arun_plan(self._plan(question, statute, facts, paragraphs, text, kind, demos))
-
-    def _plan(self, question, statute, facts, paragraphs, text, kind, demos) -> Plan:
+    def _plan(self, question: str, statute: str | Sequence[str] | None = None, facts: str | None = None,
+              paragraphs: Iterable[str] | None = None, text: str | None = None, kind: str | None = None,
+              demos: Iterable | None = None) -> Plan:
+        """``forward`` / ``aforward`` (see the class docstring)."""
         if kind is not None and kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
         kind = kind or infer_kind(question)
