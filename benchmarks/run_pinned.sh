@@ -4,7 +4,7 @@
 #
 #   benchmarks/run_pinned.sh COMMIT OUT_DIR STEP "SUITE:MAX" ["SUITE:MAX" ...]
 #   e.g. benchmarks/run_pinned.sh 1a2b3c4 benchmarks/results/answer_quality_1p5b 20 \
-#            benchmarks/answer_quality.toml:200 benchmarks/answer_quality_b1024.toml:100
+#            benchmarks/answer_quality.toml:200 benchmarks/answer_quality_b1536.toml:100
 #
 # Each round n = STEP, 2*STEP, ... answers the first n questions of every suite (capped at its MAX), so that
 # a partial run compares the selectors on the same questions. The export goes to $PINNED_ROOT/COMMIT

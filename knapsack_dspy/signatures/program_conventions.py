@@ -13,17 +13,21 @@ from __future__ import annotations
 
 __all__ = ["FINQA_DSL_CONVENTIONS", "PYTHON_CONVENTIONS", "PYTHON_LOOKUP_CONVENTIONS", "REPAIR_INSTRUCTIONS"]
 
-PYTHON_CONVENTIONS = """\
-Conventions for the program:
-- Copy each number you need from the table or the text into a variable named after what it is, with a
-  comment saying where it is (row and column): revenue_2019 = 4411  # Revenue, 2019
-  Write numbers without commas; "(1,234)" in a table is -1234.
+# What both Python styles say about the answer (the failures of the embedded model, issue 9).
+_ANSWER_RULES = """\
 - Put the answer in `ans`. "Change from A to B" is B - A. "Percentage change" is (new - old) / old * 100;
   a percentage of a total is part / total * 100. For several items, `ans` is a list; for "how many",
   the count; for a name or a value asked as written, the text copied exactly.
 - Do not write units or the scale (thousands, millions): the document states them.
 - Plain statements only: no imports, no functions, no print.
+"""
 
+PYTHON_CONVENTIONS = """\
+Conventions for the program:
+- Copy each number you need from the table or the text into a variable named after what it is, with a
+  comment saying where it is (row and column): revenue_2019 = 4411  # Revenue, 2019
+  Write numbers without commas; "(1,234)" in a table is -1234.
+""" + _ANSWER_RULES + """
 Example:
 revenue_2019 = 4411  # Revenue, 2019
 revenue_2018 = 4044  # Revenue, 2018
@@ -36,12 +40,7 @@ Conventions for the program:
   "(123)" -> -123.0, "12%" -> 12.0.
 - Bind each number read from the table to table_query_0, table_query_1, ..., and each number copied from
   the text to text_variable_0, text_variable_1, ... (written without commas: 1234.5).
-- Put the answer in `ans`. "Change from A to B" is B - A. "Percentage change" is (new - old) / old * 100;
-  a percentage of a total is part / total * 100. For several items, `ans` is a list; for "how many",
-  the count; for a name or a value asked as written, the text copied exactly.
-- Do not write units or the scale (thousands, millions): the document states them.
-- Plain statements only: no imports, no functions, no print.
-
+""" + _ANSWER_RULES + """
 Example:
 table_query_0 = table["Revenue", "2019"]
 table_query_1 = table["Revenue", "2018"]
