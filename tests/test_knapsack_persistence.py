@@ -79,7 +79,9 @@ def test_an_mlflow_model_round_trips(tmp_path, compiled):
     mlflow = pytest.importorskip("mlflow")
     pytest.importorskip("mlflow.dspy")
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    mlflow.set_experiment("knapsack")
+    # the artifacts (the pickled model) go under tmp_path too, not into ./mlruns of the working directory
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment(
+        "knapsack", artifact_location=(tmp_path / "artifacts").as_uri()))
     with mlflow.start_run():
         info = mlflow.dspy.log_model(compiled, name="program")
     loaded = mlflow.dspy.load_model(info.model_uri)
