@@ -187,7 +187,7 @@ def test_write_report_renders_table_and_plots(tmp_path):
     em = comparisons[0]["em"]
     assert (em["n"], em["wins"], em["losses"]) == (10, 3, 0) and em["difference"] == pytest.approx(30.0)
     assert em["mcnemar_p"] == pytest.approx(0.25)
-    assert "Paired comparisons" in md and "| seer − kate | 10 | +30.0 [" in md
+    assert "Paired comparisons" in md and "| seer − kate | 10 (10) | +30.0 [" in md
 
 
 def test_exact_match_intervals_are_wilson_and_never_zero_width():

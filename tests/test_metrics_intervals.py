@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from knapsack_dspy.metrics.intervals import (
     Estimate,
     bootstrap_ci,
+    cluster_bootstrap_ci,
     mean_estimate,
     proportion_ci,
     proportion_estimate,
@@ -118,3 +119,38 @@ def test_estimates():
     assert e.value == 0.75 and e.n == 4 and e.low <= e.value <= e.high
     p = proportion_estimate(3, 4).scaled(100)
     assert isinstance(p, Estimate) and p.value == 75.0 and 0 < p.low < 75 < p.high <= 100
+
+
+def test_cluster_bootstrap_with_one_value_per_cluster_is_the_per_question_bootstrap():
+    values = np.random.default_rng(3).random(40)
+    labels = [f"doc{i:03d}" for i in range(40)]  # sorted as the values come: the same draws
+    low, high = cluster_bootstrap_ci(values, labels, seed=5)
+    expected = bootstrap_ci(values, seed=5)
+    assert (low, high) == pytest.approx(tuple(expected), abs=1e-12)
+    # a missing label is a cluster of its own
+    assert cluster_bootstrap_ci(values, [None] * 40, seed=5) != (math.nan, math.nan)
+
+
+def test_cluster_bootstrap_keeps_a_documents_questions_together():
+    # 20 documents of 5 questions each; every question of a document goes the same way
+    doc_effect = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    values = np.repeat(doc_effect, 5)
+    labels = np.repeat([f"d{i}" for i in range(20)], 5).tolist()
+    by_question = bootstrap_ci(values)
+    by_document = cluster_bootstrap_ci(values, labels)
+    assert by_document.high - by_document.low > 1.8 * (by_question.high - by_question.low)
+    # one document: every resample is that document, a zero-width interval at its mean
+    assert cluster_bootstrap_ci([0.0, 1.0, 1.0, 1.0], ["x"] * 4) == (0.75, 0.75)
+    # the statistic is the mean over questions: a big document weighs more than a small one
+    # (draws of two documents: big+big 1.0, big+small 0.9, small+small 0.0; a mean of document means would
+    # give 0.5 for big+small)
+    middle = cluster_bootstrap_ci([1.0] * 9 + [0.0], ["big"] * 9 + ["small"], level=0.4, resamples=4000)
+    assert middle == pytest.approx((0.9, 0.9))
+
+
+def test_cluster_bootstrap_rejects_bad_input():
+    with pytest.raises(ValueError, match="3 values but 2 cluster labels"):
+        cluster_bootstrap_ci([1.0, 2.0, 3.0], ["a", "b"])
+    with pytest.raises(ValueError, match="NaN"):
+        cluster_bootstrap_ci([1.0, math.nan], ["a", "b"])
+    assert all(math.isnan(x) for x in cluster_bootstrap_ci([], []))

@@ -50,3 +50,26 @@ def test_pairing_narrows_the_interval_when_questions_vary_in_difficulty():
     pc = paired_comparison(a, b)
     low_a, high_a = bootstrap_ci(list(a.values()))
     assert (pc.high - pc.low) < 0.5 * (high_a - low_a)
+
+
+def test_grouped_questions_get_an_interval_bootstrapped_by_document():
+    # 12 documents of 5 questions: a wins every question of the even documents and loses those of the odd ones
+    # but one, so the per-question bootstrap sees 60 independent differences and the documents are only 12
+    a, b, groups = {}, {}, {}
+    for doc in range(12):
+        for q in range(5):
+            qid = f"d{doc}q{q}"
+            groups[qid] = f"d{doc}"
+            a[qid], b[qid] = (1.0, 0.0) if doc % 2 == 0 or doc == 11 else (0.0, 1.0)
+    pc = paired_comparison(a, b, groups=groups)
+    assert pc.clusters == 12 and pc.n == 60
+    assert pc.cluster_low <= pc.difference <= pc.cluster_high
+    assert (pc.cluster_high - pc.cluster_low) > 1.8 * (pc.high - pc.low)
+    assert set(pc.to_dict()) >= {"clusters", "cluster_low", "cluster_high"}
+    # without groups nothing is bootstrapped by document; a question without a group is a group of its own
+    plain = paired_comparison(a, b)
+    assert (plain.clusters, plain.cluster_low, plain.cluster_high) == (None, None, None)
+    assert (plain.low, plain.high) == (pc.low, pc.high)
+    assert paired_comparison(a, b, groups={}).clusters == 60
+    empty = paired_comparison({"x": 1.0}, {"y": 1.0}, groups={})
+    assert empty.clusters == 0 and empty.to_dict()["cluster_low"] is None

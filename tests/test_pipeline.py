@@ -188,6 +188,7 @@ def test_bench_resumes_without_duplicates_and_reuses_programs(tmp_path, data, em
     assert "| seer |" in report and "| kate |" in report
     for row in rows:
         assert {"exemplar_ids", "prompt_tokens", "answer", "correct", "latency_s", "error", "em", "f1"} <= set(row)
+        assert 0 <= row["lm_seconds"] <= row["latency_s"]
     assert set(metrics) == {r["run"] for r in rows}
 
 

@@ -2,7 +2,8 @@
 
 A row holds the inputs' ids, the selected exemplar ids, prompt tokens, within-budget flag, the output
 (program / reasoning), the executed answer, correctness (EM / F1 where the dataset defines them),
-latency, usage, the error if any and its kind (``error_kind``, see ``row_outcomes``).
+latency (``latency_s``, of which ``lm_seconds`` inside LM calls and ``selection_ms`` selecting), usage, the error
+if any and its kind (``error_kind``, see ``row_outcomes``).
 
 :func:`run_example` is the per-example guard: answering, scoring and writing the row all happen inside it,
 and nothing an example does -- an LM failure, an answer no metric can read, a value JSON cannot carry --
@@ -19,6 +20,7 @@ from types import SimpleNamespace
 
 import dspy
 
+from knapsack_dspy.bench.lm_timing import LMTimer
 from knapsack_dspy.bench.prompt_record import PromptRecorder
 from knapsack_dspy.bench.row_outcomes import ANSWER, INTERNAL
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
@@ -102,11 +104,11 @@ def _usage(prediction) -> dict:
 def answer_example(program, example, lm) -> dict:
     """The full pipeline on one example with ``lm``; errors are recorded, not raised."""
     inputs = program.example_inputs(example)
-    started = time.perf_counter()
     prompts = PromptRecorder()  # the fingerprint of every prompt this example sends
+    timer = LMTimer()  # the seconds spent inside its LM calls
     with counting_calls() as calls:  # this example's provider calls, cache hits and cost (thread-safe)
         try:
-            with dspy.context(lm=lm, track_usage=True, callbacks=[*dspy.settings.callbacks, prompts]):
+            with dspy.context(lm=lm, track_usage=True, callbacks=[*dspy.settings.callbacks, prompts, timer]):
                 prediction = program(**inputs)
         except KeyboardInterrupt:
             raise
@@ -115,13 +117,12 @@ def answer_example(program, example, lm) -> dict:
             row.update(score_prediction(example, _NO_ANSWER))
             kind = lm_error_kind(exc)
             row.update({"output": None, "answer": None, "error_kind": kind or INTERNAL,
-                        "error": _describe(exc) if kind else _exception_line(exc),
-                        "lm_seconds": time.perf_counter() - started, "lm_calls": calls.calls,
+                        "error": _describe(exc) if kind else _exception_line(exc), "lm_calls": calls.calls,
                         "cache_hits": calls.cache_hits, "cost_usd": calls.cost,
-                        "traceback": traceback.format_exc(limit=3), **prompts.row_fields()})
+                        "traceback": traceback.format_exc(limit=3), **prompts.row_fields(), **timer.row_fields()})
             return row
     try:
-        return _answered_row(program, example, prediction, calls, prompts)
+        return _answered_row(program, example, prediction, calls, prompts, timer)
     except Exception as exc:  # noqa: BLE001 - the answer is kept as far as it can be; the run goes on
         row = _internal_failure(exc, "could not record the answer: ")
         row.update(output=_jsonable(getattr(prediction, "program", None)), correct=False,
@@ -130,7 +131,7 @@ def answer_example(program, example, lm) -> dict:
         return row
 
 
-def _answered_row(program, example, prediction, calls, prompts: PromptRecorder) -> dict:
+def _answered_row(program, example, prediction, calls, prompts: PromptRecorder, timer: LMTimer) -> dict:
     row = _selection_fields(program, prediction.selection, example) if getattr(prediction, "selection", None) else {
         "exemplar_ids": [], "within_budget": True}
     error = getattr(prediction, "error", None)
@@ -148,6 +149,7 @@ def _answered_row(program, example, prediction, calls, prompts: PromptRecorder) 
         row["error_kind"] = ANSWER
     row.update(_answer_details(prediction))
     row.update(prompts.row_fields())
+    row.update(timer.row_fields())
     row.update(_usage(prediction))
     if getattr(prediction, "sample_answers", None) is not None:  # self-consistency: what each sample computed
         row.update(sample_answers=_jsonable(prediction.sample_answers), votes=getattr(prediction, "votes", None))

@@ -31,10 +31,13 @@ def messages_sha256(messages) -> str:
 
 class PromptRecorder(BaseCallback):
     """A DSPy callback collecting the fingerprint of every LM call made while it is active (install it for one
-    example with ``dspy.context(callbacks=[..., recorder])``)."""
+    example with ``dspy.context(callbacks=[..., recorder])``); ``keep_messages``: the messages too (re-rendering a
+    prompt, ``bench.prompt_rendering``; a bench row keeps only the fingerprints)."""
 
-    def __init__(self):
+    def __init__(self, keep_messages: bool = False):
         self.hashes: list[str] = []
+        self.messages: list[list[dict]] = []
+        self.keep_messages = keep_messages
         self._lock = threading.Lock()
 
     def on_lm_start(self, call_id, instance, inputs):
@@ -43,6 +46,9 @@ class PromptRecorder(BaseCallback):
             messages = [{"role": "user", "content": inputs["prompt"]}]
         with self._lock:
             self.hashes.append(messages_sha256(messages))
+            if self.keep_messages:
+                self.messages.append([{"role": str(m.get("role", "")), "content": m.get("content")}
+                                      for m in messages or []])
 
     def row_fields(self) -> dict:
         return {"prompt_sha256": list(self.hashes), "prompt_format": PROMPT_FORMAT_VERSION}

@@ -21,10 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
+from knapsack_dspy.bench.question_facts import eval_split_of, facts_of
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore
-from knapsack_dspy.bench.runner import load_split, program_path
+from knapsack_dspy.bench.runner import load_split, saved_program_path
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
 from knapsack_dspy.modules.pipeline import load_program
 
@@ -71,18 +72,9 @@ def _selection_of(out_dir: Path, row: dict, loaded: dict):
     """The compiled program's ``SelectExemplars`` of the row's run, or None when it is not saved."""
     run = row.get("run")
     if run not in loaded:
-        spec = row.get("spec") or {}
-        path = program_path(out_dir, SimpleNamespace(key=run, selector=spec.get("selector"),
-                                                     budget=spec.get("budget"),
-                                                     max_exemplars=spec.get("max_exemplars")))
+        path = saved_program_path(out_dir, run, row.get("spec") or {})
         loaded[run] = load_program(path).select if path.is_file() else None
     return loaded[run]
-
-
-def _eval_split(spec: dict) -> SimpleNamespace:
-    """What ``runner.load_split`` reads of a run spec, from a stored row's ``spec``."""
-    return SimpleNamespace(dataset=spec.get("dataset"), eval_split=spec.get("eval_split"),
-                           eval_path=spec.get("eval_path"))
 
 
 def _write_atomically(path: Path, rows: list[dict]) -> None:
@@ -113,13 +105,13 @@ def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, suite_name: st
     if not path.is_file():
         raise RescoreError(f"{path} does not exist: nothing to re-score")
     with results_lock(out_dir):
-        counts, rows = _rescore_locked(path, data_dir, log)
+        counts, rows, facts = _rescore_locked(path, data_dir, log)
         if suite_name is not None:
-            counts["runs"] = len(write_report(rows, Path(out_dir), suite_name))
+            counts["runs"] = len(write_report(rows, Path(out_dir), suite_name, facts=facts))
     return counts
 
 
-def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> tuple[dict, list[dict]]:
+def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> tuple[dict, list[dict], dict]:
     with ResultsStore(path, fsync=False) as store:  # repairs a torn last line
         rows = list(store.rows())
     examples_by_split: dict[tuple, dict] = {}
@@ -135,7 +127,7 @@ def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> tuple[d
             continue
         key = (spec.get("dataset"), spec.get("eval_split"), spec.get("eval_path"))
         if key not in examples_by_split:
-            examples_by_split[key] = {ex.id: ex for ex in load_split(_eval_split(spec), "eval", data_dir)}
+            examples_by_split[key] = {ex.id: ex for ex in load_split(eval_split_of(spec), "eval", data_dir)}
         example = examples_by_split[key].get(row.get("example_id"))
         if example is None:
             missing[key] += 1
@@ -168,5 +160,9 @@ def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> tuple[d
     log(f"re-scored {rescored} of {len(rows)} rows: {changed} scores changed"
         + (f"; selection quality changed in {reselected} rows" if reselected else "")
         + (f"; {updated} rows rewritten" if updated else " (file left as it was)"))
+    ids = {str(row.get("example_id")) for row in rows}
+    facts = {}  # the questions' text and gold attributes, for the report (rows do not hold them)
+    for (dataset, _, _), examples in examples_by_split.items():
+        facts.update(facts_of(examples.values(), str(dataset or ""), ids))
     return ({"rows": len(rows), "rescored": rescored, "changed": changed, "updated": updated,
-             "reselected": reselected, "gained": dict(gained), "lost": dict(lost)}, result)
+             "reselected": reselected, "gained": dict(gained), "lost": dict(lost)}, result, facts)

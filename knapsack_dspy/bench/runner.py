@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import dspy
 from tqdm.auto import tqdm
@@ -35,6 +36,7 @@ from knapsack_dspy.bench.dspy_baselines import (
 )
 from knapsack_dspy.bench.example_runner import run_example
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, run_provenance
+from knapsack_dspy.bench.question_facts import facts_of
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore, results_write_error
@@ -84,6 +86,13 @@ def _student(spec: RunSpec, embedder=None, token_counter=None):
     return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                           top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
                           embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
+
+
+def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
+    """``program_path`` of a stored row's run (its ``run`` key and ``spec``)."""
+    return program_path(Path(out_dir), SimpleNamespace(key=run, selector=spec.get("selector"),
+                                                       budget=spec.get("budget"),
+                                                       max_exemplars=spec.get("max_exemplars")))
 
 
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
@@ -156,6 +165,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
         except OSError as exc:
             raise results_write_error(suite_file, exc) from None
         cache: dict = {}
+        facts: dict = {}  # the questions' text and gold attributes, for the report (rows do not hold them)
         for number, spec in enumerate(suite.runs, 1):
             overrides = {}
             if limit is not None:
@@ -178,6 +188,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 cache = {key: (pool, evalset)}
             pool, evalset = cache[key]
             examples = _chosen_examples(evalset, spec)
+            facts.update(facts_of(examples, spec.dataset))
             todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
             again = sum(store.to_redo(spec.key, ex.id) for ex in todo)
             what = "errors" if retry_errors else "transient failures"
@@ -193,7 +204,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                 raise ProvenanceMismatchError(f"{store.path}: {conflict}; write this run elsewhere with "
                                               "--out, or pass --allow-mixed to add its rows anyway")
             counter = token_counter_factory(spec.model) if token_counter_factory else None
-            valset = _validation_slice(pool, spec)
+            valset = validation_slice(pool, spec)
             lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else _default_lm(spec))
             program, _ = compile_program(spec, pool, valset, out_dir, embedder=embedder, token_counter=counter,
                                          progress=progress, lm=lm)
@@ -211,7 +222,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
             if bar is not None:
                 bar.close()
         try:
-            return write_report(list(store.rows()), out_dir, suite.name)
+            return write_report(list(store.rows()), out_dir, suite.name, facts=facts)
         except OSError as exc:
             raise results_write_error(Path(exc.filename or out_dir), exc) from None
 
@@ -260,7 +271,7 @@ def _check_lm_needs(suite: Suite, selection_only: bool | None) -> None:
                          f"{', '.join(n for n in DSPY_BASELINES if not needs_lm(n))}")
 
 
-def _validation_slice(pool, spec: RunSpec):
+def validation_slice(pool, spec: RunSpec):
     """Validation queries for selectors that fit on them at compile time (static, hybrid, fixed: their class
     declares ``fit_on``) and for the DSPy baselines that search with an LM: a seeded slice of the pool itself
     (never the eval split); selection excludes each query's own id and document, so nothing leaks."""

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from knapsack_dspy.cli.common import add_data_options, parse_list, resolve_data_dir, setup_caches
+from knapsack_dspy.cli.common import (
+    add_data_options,
+    add_mlflow_options,
+    mlflow_session,
+    parse_list,
+    resolve_data_dir,
+    setup_caches,
+)
 from knapsack_dspy.cli.main import UserError
 
 EPILOG = """examples:
@@ -22,7 +29,9 @@ with an error. When some questions could not be asked, the command ends with one
 Every row records what produced it (code, packages, model weights, adapter, seed); rows of another origin
 are refused unless --allow-mixed. --selection-only runs no LM (selection-quality metrics only: gold-case
 hit rate, budget coverage, attribute match, latency). --rescore recomputes the scores of the stored
-answers with the current metrics (no LM call).
+answers with the current metrics (no LM call). kdspy report OUT writes the per-question page (OUT/page.html).
+--mlflow logs the suite as an MLflow run (a nested run per run of the suite: settings, metrics with intervals,
+compile report, program; report, plots, predictions and page as artifacts) to a local store (OUT/mlruns) or URI.
 """
 
 
@@ -61,12 +70,12 @@ def register(subparsers) -> None:
     flags.add_argument("--budgets", default="2048", help="comma-separated prompt token budgets")
     flags.add_argument("--max-exemplars", default="4", help="comma-separated values of M")
     flags.add_argument("--name", default="adhoc", help="suite name (results/<name> by default)")
+    add_mlflow_options(p, "the results directory")
     add_data_options(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from knapsack_dspy.bench.runner import run_suite
     from knapsack_dspy.bench.suite import SuiteError, load_suite, suite_from_dict
 
     data_dir = resolve_data_dir(args)
@@ -93,8 +102,18 @@ def run(args) -> int:
 
         suite.runs = [replace(r, **overrides) for r in suite.runs]
     out = Path(args.out or suite.output or Path("results") / suite.name)
-    if args.rescore:
-        return _rescore(out, suite.name, data_dir)
+    if args.mlflow and args.mlflow.endswith(".toml") and not args.suite:
+        raise UserError(f"--mlflow took {args.mlflow!r} as its store; put the suite first: "
+                        f"kdspy bench {args.mlflow} --mlflow")
+    if not args.rescore:
+        _check_lm_setup(args, suite)
+    tags = {"kdspy.command": "bench" + (" --rescore" if args.rescore else ""), "kdspy.results": str(out.resolve())}
+    with mlflow_session(args, out, experiment=suite.name, run_name=suite.name, tags=tags) as tracking:
+        return _run_and_report(args, suite, out, data_dir, tracking)
+
+
+def _check_lm_setup(args, suite) -> None:
+    """Point the caches, and check every run's model configuration (a one-line error before any work)."""
     needs_lm = not args.selection_only and any(not r.selection_only for r in suite.runs)
     setup_caches(args, lm=needs_lm)
     if needs_lm:
@@ -105,10 +124,22 @@ def run(args) -> int:
                 check_lm_config(model, api_base=api_base or None)
             except LLMConfigError as exc:
                 raise UserError(str(exc)) from None
+
+
+def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
+    from knapsack_dspy.bench.runner import run_suite
+
+    if args.rescore:
+        code = _rescore(out, suite.name, data_dir)
+        if tracking is not None:
+            _log_to_mlflow(args, suite, out, data_dir)
+        return code
     metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
                         selection_only=True if args.selection_only else None, progress=not args.quiet,
                         retry_errors=args.retry_errors, allow_mixed=args.allow_mixed)
     code = _print_results(out, len(metrics))
+    if tracking is not None:
+        _log_to_mlflow(args, suite, out, data_dir)
     not_asked = sum(m.get("could_not_ask", 0) for m in metrics.values())
     if not_asked:
         transient = sum(m.get("could_not_ask_transient", 0) for m in metrics.values())
@@ -128,6 +159,30 @@ def _rescore(out: Path, suite_name: str, data_dir) -> int:
     except RescoreError as exc:
         raise UserError(str(exc)) from None
     return _print_results(out, counts["runs"])
+
+
+def _log_to_mlflow(args, suite, out: Path, data_dir) -> None:
+    """Write the per-question page, then log the suite, its runs and the results into the active MLflow run."""
+    import json
+
+    from knapsack_dspy.bench.mlflow_tracking import log_bench_results
+    from knapsack_dspy.bench.results_page import write_results_page
+    from knapsack_dspy.bench.runner import saved_program_path
+
+    outcome = write_results_page(out, data_dir=data_dir, log=lambda message: None)
+    programs, reports = {}, {}
+    for run, m in outcome.report.metrics.items():
+        path = saved_program_path(out, run, m["spec"])
+        programs[run] = path
+        report_file = path.with_suffix(".report.json")
+        if report_file.is_file():
+            reports[run] = json.loads(report_file.read_text())
+    params = {"suite": suite.name, "suite_source": suite.source or "(flags)", "runs": len(suite.runs),
+              "results": str(out), **{k: getattr(args, k) for k in ("limit", "seed", "lm", "selection_only", "rescore",
+                                                                  "retry_errors", "allow_mixed")
+                                      if getattr(args, k) not in (None, False)}}
+    log_bench_results(out, outcome.report.metrics, outcome.report.comparisons, params, programs, reports)
+    print(f"logged to MLflow: experiment {args.mlflow_experiment or suite.name}; page {outcome.page}")
 
 
 def _print_results(out: Path, runs: int) -> int:

@@ -35,6 +35,36 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
                             "(default $KDSPY_CACHE_DIR, else ~/.cache/knapsack-dspy)")
 
 
+def add_mlflow_options(parser: argparse.ArgumentParser, where: str) -> None:
+    group = parser.add_argument_group("experiment tracking (MLflow: pip install 'knapsack-dspy[mlflow]')")
+    group.add_argument("--mlflow", nargs="?", const="", default=None, metavar="URI",
+                       help="log this command to MLflow: the store at URI, else $MLFLOW_TRACKING_URI, else a local "
+                            f"sqlite store in {where}/mlruns (no server; put --mlflow after the positional arguments)")
+    group.add_argument("--mlflow-experiment", metavar="NAME", help="the MLflow experiment (created when missing)")
+    group.add_argument("--mlflow-traces", action="store_true",
+                       help="trace every DSPy call with mlflow.dspy.autolog (with --mlflow)")
+
+
+def mlflow_session(args, default_dir, experiment: str, run_name: str, tags: dict, compile_traces: bool = False):
+    """An active MLflow run for the command when ``--mlflow`` was given (else a context yielding None); a missing
+    MLflow or a bad store is a one-line error before any work starts."""
+    import contextlib
+
+    if getattr(args, "mlflow_traces", False) and args.mlflow is None:
+        raise UserError("--mlflow-traces traces into MLflow: give --mlflow too")
+    if args.mlflow is None:
+        return contextlib.nullcontext()
+    from knapsack_dspy.bench.mlflow_tracking import MlflowUnavailableError, require_mlflow, tracked_run, tracking_uri
+
+    try:
+        require_mlflow()
+        uri = tracking_uri(args.mlflow or None, default_dir)
+        return tracked_run(uri, args.mlflow_experiment or experiment, run_name, traces=args.mlflow_traces,
+                           compile_traces=compile_traces, tags=tags)
+    except MlflowUnavailableError as exc:
+        raise UserError(str(exc)) from None
+
+
 def setup_caches(args, lm: bool = True) -> None:
     """Point every cache at the chosen folder and switch the LM cache on or off (``lm=False``: no LM will be
     called, so DSPy's LM cache and LiteLLM, ~5 s to import, are left alone)."""

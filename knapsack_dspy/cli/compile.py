@@ -9,6 +9,8 @@ from pathlib import Path
 from knapsack_dspy.cli.common import (
     add_data_options,
     add_lm_options,
+    add_mlflow_options,
+    mlflow_session,
     parse_list,
     resolve_data_dir,
     setup_caches,
@@ -24,7 +26,9 @@ EPILOG = """examples:
 
 The pool (trainset) supplies the exemplars; the validation split drives the search. The program JSON
 and a compile report (PROG.report.json: configs tried, proxy / LM scores, the choice, attribute
-predictor accuracy, LM calls and seconds) are written side by side.
+predictor accuracy, LM calls and seconds) are written side by side. --mlflow logs the compile as an
+MLflow run (options, cost and choices, the program and its report) to a local store beside the program
+(mlruns/) or to URI.
 """
 
 
@@ -61,6 +65,7 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True, help="program JSON to write")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_lm_options(p)
+    add_mlflow_options(p, "the program's folder")
     add_data_options(p)
     p.set_defaults(func=run)
 
@@ -107,13 +112,21 @@ def run(args) -> int:
                     if args.search else None)
     tele = KnapsackFewShot(metric=metric, search_space=search_space, max_lm_configs=args.lm_configs,
                            token_counter=student.token_counter, lm_model=args.lm, progress=not args.quiet)
-    try:
-        program = tele.compile(student, trainset=pool, valset=val)
-    except (CompileError, ValueError) as exc:
-        raise UserError(str(exc)) from None
     out = Path(args.output)
-    save_program(program, out)
-    report = program.compile_report
+    with mlflow_session(args, out.resolve().parent, experiment="kdspy compile", run_name=out.stem,
+                        tags={"kdspy.command": "compile"}, compile_traces=True) as tracking:
+        try:
+            program = tele.compile(student, trainset=pool, valset=val)
+        except (CompileError, ValueError) as exc:
+            raise UserError(str(exc)) from None
+        save_program(program, out)
+        report = program.compile_report
+        if tracking is not None:
+            from knapsack_dspy.bench.mlflow_tracking import log_compile
+
+            options = {k: v for k, v in vars(args).items() if k not in ("func", "command", "mlflow_traces")
+                       and v is not None}
+            log_compile(out, report, options)
     for name, part in report["predictors"].items():
         print(f"compiled {args.dataset}/{args.pipeline} ({name}) with selector {part['selector']} ({part['mode']}): "
               f"pool {part['pool_size']}, budget {part['budget']} tokens ({part['token_model']})")

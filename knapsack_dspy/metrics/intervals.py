@@ -4,6 +4,8 @@
   normal ("Wald") interval it stays inside [0, 1] and does not collapse to a point at 0 or n successes.
 - :func:`bootstrap_ci` — seeded percentile bootstrap for the mean (or another statistic) of per-example
   scores that are not 0/1, such as F1 or program similarity.
+- :func:`cluster_bootstrap_ci` — the same for scores that come in clusters (the questions of one document are
+  not independent): whole clusters are resampled, their questions kept together.
 - :class:`Estimate` — a value with its interval and sample size; :func:`proportion_estimate` and
   :func:`mean_estimate` build one.
 
@@ -20,8 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Estimate", "Interval", "bootstrap_ci", "mean_estimate", "proportion_ci", "proportion_estimate",
-           "z_value"]
+__all__ = ["Estimate", "Interval", "bootstrap_ci", "cluster_bootstrap_ci", "mean_estimate", "proportion_ci",
+           "proportion_estimate", "z_value"]
 
 DEFAULT_LEVEL = 0.9
 DEFAULT_RESAMPLES = 2000
@@ -93,17 +95,63 @@ def bootstrap_ci(values: Sequence[float], level: float = DEFAULT_LEVEL, resample
     rng = np.random.default_rng(seed)
     n = data.size
     if statistic is None:
-        stats = np.empty(resamples)
-        batch = max(1, _MAX_BATCH_CELLS // n)
-        for start in range(0, resamples, batch):
-            stop = min(resamples, start + batch)
-            idx = rng.integers(0, n, size=(stop - start, n))
-            stats[start:stop] = data[idx].mean(axis=1)
+        stats = _resampled(lambda idx: data[idx].mean(axis=1), n, resamples, rng)
     else:
         stats = np.array([float(statistic(data[rng.integers(0, n, size=n)])) for _ in range(resamples)])
+    return _percentile_interval(stats, level)
+
+
+def _resampled(statistic: Callable[[np.ndarray], np.ndarray], n: int, resamples: int,
+               rng: np.random.Generator) -> np.ndarray:
+    """``statistic`` of ``resamples`` draws of ``n`` indices with replacement (a batch of draws, one per row, at
+    a time: memory stays bounded)."""
+    stats = np.empty(resamples)
+    batch = max(1, _MAX_BATCH_CELLS // n)
+    for start in range(0, resamples, batch):
+        stop = min(resamples, start + batch)
+        stats[start:stop] = statistic(rng.integers(0, n, size=(stop - start, n)))
+    return stats
+
+
+def _percentile_interval(stats: np.ndarray, level: float) -> Interval:
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(stats, [alpha, 1.0 - alpha])
     return Interval(float(low), float(high))
+
+
+def cluster_bootstrap_ci(values: Sequence[float], clusters: Sequence, level: float = DEFAULT_LEVEL,
+                         resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Interval:
+    """Percentile bootstrap interval of the mean of ``values`` whose items come in clusters (``clusters[i]``:
+    the cluster of ``values[i]``, e.g. the document a question is about; ``None``: a cluster of its own).
+
+    Each resample draws as many clusters as there are, with replacement, and keeps every value of a drawn
+    cluster; the statistic is the mean over all values drawn (a document with five questions weighs five times
+    one with a single question). When the questions of one document tend to go the same way, this interval is
+    wider than the per-question bootstrap, which treats them as independent. With one value per cluster it is
+    the per-question bootstrap (the same draws for the same seed when the clusters sort as the values come;
+    equal up to rounding).
+    Deterministic for a given ``seed``; empty input gives ``(nan, nan)``.
+    """
+    level = _check_level(level)
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    data = np.asarray(values, dtype=float).ravel()
+    labels = list(clusters)
+    if len(labels) != data.size:
+        raise ValueError(f"cluster_bootstrap_ci: {data.size} values but {len(labels)} cluster labels")
+    if data.size == 0:
+        return Interval(math.nan, math.nan)
+    if np.isnan(data).any():
+        raise ValueError("cluster_bootstrap_ci: values contain NaN")
+    # a missing label is a cluster of its own; labels compare as text (ids may mix types)
+    keys = [(0, str(c)) if c is not None else (1, str(i)) for i, c in enumerate(labels)]
+    index: dict[tuple, int] = {key: n for n, key in enumerate(sorted(set(keys)))}
+    inverse = np.array([index[key] for key in keys])
+    sums = np.bincount(inverse, weights=data)
+    counts = np.bincount(inverse).astype(float)
+    stats = _resampled(lambda idx: sums[idx].sum(axis=1) / counts[idx].sum(axis=1), sums.size, resamples,
+                       np.random.default_rng(seed))
+    return _percentile_interval(stats, level)
 
 
 @dataclass(frozen=True)
