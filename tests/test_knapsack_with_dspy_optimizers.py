@@ -5,25 +5,19 @@ budget still exact, and clear errors for what cannot work."""
 import dspy
 import pytest
 from dspy.utils import DummyLM
-from helpers import FieldFillingLM, HashingEmbedder, WordCounter
-from test_knapsack_any_program import TwoStep, qa_examples
+from helpers import FieldFillingLM, WordCounter
+from test_knapsack_any_program import TwoStep, embedder, qa_examples, teleprompter
 
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 from knapsack_dspy.modules.selection_context import selection_log
-from knapsack_dspy.teleprompt import KnapsackFewShot
 from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError
 
-
-@pytest.fixture(scope="module")
-def embedder():
-    return HashingEmbedder()
+__all__ = ["embedder"]  # the module-scoped HashingEmbedder fixture of test_knapsack_any_program
 
 
 def knapsack(embedder, **settings):
-    options = dict(token_counter=WordCounter(), embedder=embedder, progress=False, budget=1500,
-                   reserve_output_tokens=100, selector="seer", max_exemplars=3, attributes=())
-    options.update(settings)
-    return KnapsackFewShot(**options)
+    """The teleprompter of test_knapsack_any_program (word-counted, budget 1500, M=3) with SEER."""
+    return teleprompter(embedder, **{"selector": "seer", **settings})
 
 
 def right_for_even(examples):
