@@ -3,6 +3,7 @@ budget accounting (their first prompts measured), selection-only runs for the LM
 a stand-in LM; and suites checked whole before anything runs."""
 
 import json
+import re
 
 import pytest
 from dspy.utils import DummyLM
@@ -12,6 +13,7 @@ from test_pipeline import data, pytestmark
 from knapsack_dspy.bench.runner import run_suite
 from knapsack_dspy.bench.suite import SuiteError, suite_from_dict
 from knapsack_dspy.cli.main import main
+from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES
 
 __all__ = ["data", "pytestmark"]  # the TAT-QA slice of test_pipeline (90 pool, 8 tuning questions), its skip
 
@@ -72,6 +74,37 @@ def test_an_answered_baseline_row_measures_the_prompt_the_lm_got(tmp_path, data,
         assert row["prompt_tokens"] == WordCounter().count_messages(entry["messages"])
         assert sum(m["role"] == "assistant" for m in entry["messages"]) == len(row["exemplar_ids"]) == 3
         assert row["answer"] == 1
+
+
+def test_a_routed_pipeline_gets_a_baseline_per_demo_predictor(tmp_path, data, monkeypatch):
+    """route = "extract_compute": the router is fitted on the pool, the extractor's demos are its span questions,
+    and an answered row's prompt is the one of the predictor the question was routed to."""
+    routed = dict(route="extract_compute", attributes=["modality", "answer_type"])
+    _, rows = run(tmp_path / "sel", data, monkeypatch, suite(selector=["dspy_labeled", "dspy_knn"],
+                                                             selection_only=True, **routed))
+    assert all(r["error"] is None and len(r["exemplar_ids"]) == 3 and r["prompt_tokens"] > 0 for r in rows)
+    answer_type = {ex.id: ex.get("answer_type") for ex in data[0]}
+    labeled = {tuple(r["exemplar_ids"]) for r in rows if r["spec"]["selector"] == "dspy_labeled"}
+    assert len(labeled) == 2  # one random set per demo predictor: the program writer's and the extractor's
+    assert any(all(answer_type[i] in EXTRACT_TYPES for i in ids) for ids in labeled)
+
+    lm = FieldFillingLM({"program": 'ans = 1\nscale = ""', "answer": "1", "scale": ""})
+    _, answered = run(tmp_path / "lm", data, monkeypatch, suite(selector="dspy_knn", **routed),
+                      lm_factory=lambda spec: lm)
+    assert {r["route"] for r in answered} == {"extract", "compute"}
+    question = {ex.id: ex.question for ex in data[1]}
+    for row in answered:
+        assert row["error"] is None
+        prompt = next(p for p in lm.prompts if asked(p) == question[row["example_id"]])
+        assert ("`program`" in prompt[0]["content"]) == (row["route"] == "compute")
+        assert row["prompt_tokens"] == WordCounter().count_messages(prompt)
+        if row["route"] == "extract":
+            assert all(answer_type[i] in EXTRACT_TYPES for i in row["exemplar_ids"])
+
+
+def asked(messages) -> str:
+    """The question of a prompt's last user message."""
+    return re.search(r"\[\[ ## question ## \]\]\n(.*)", messages[-1]["content"]).group(1).strip()
 
 
 def test_baselines_that_compile_with_an_lm(tmp_path, data, monkeypatch):

@@ -3,16 +3,19 @@
 A suite selects them by name (``selector = ["seer", "dspy_knn", ...]``); the run's program (the same pipeline)
 is compiled by DSPy's optimizer instead of ``KnapsackFewShot``:
 
-- ``dspy_knn``: ``KNNFewShot(k=M)`` on the demo predictor, its trainset the pool in that predictor's fields (the
-  demos our selectors choose from), embedded with the run's embedder (DSPy's KNN embeds every input field joined);
-- ``dspy_labeled``: ``LabeledFewShot(k=M)`` on the demo predictor, the same trainset (M random demos for all);
+- ``dspy_knn``: ``KNNFewShot(k=M)`` on each demo predictor (a routed pipeline has two: the program writer's and
+  the extractor's), its trainset the pool in that predictor's fields (the demos our selectors choose from),
+  embedded with the run's embedder (DSPy's KNN embeds every input field joined);
+- ``dspy_labeled``: ``LabeledFewShot(k=M)`` on each demo predictor, the same trainset (M random demos for all);
 - ``dspy_bootstrap_rs``: ``BootstrapFewShotWithRandomSearch`` on the whole program (LM: the traces come from
   running it), metric: the dataset's correctness;
 - ``dspy_mipro0``: ``MIPROv2(max_bootstrapped_demos=0, max_labeled_demos=0)``: instructions only (LM; optuna).
 
+A routed pipeline's router is fitted on the pool first, as ``KnapsackFewShot`` fits it (``fit_sub_modules``).
 The first two need no LM, so selection-only runs support them. Their rows get the same budget accounting as
-ours: the demo predictor's first prompt is captured when it is formatted (a DSPy callback), its tokens counted
-with the target model's tokenizer, its demos' ids read, and ``within_budget`` = prompt + output reserve <= budget.
+ours: the first prompt of the demo predictor the question is routed to is captured when it is formatted (a DSPy
+callback), its tokens counted with the target model's tokenizer, its demos' ids read, and ``within_budget`` =
+prompt + output reserve <= budget.
 Without an LM (selection only) the program runs until that first LM call, which a stand-in LM refuses.
 """
 
@@ -28,6 +31,8 @@ from typing import Any
 import dspy
 from dspy.clients.base_lm import BaseLM
 from dspy.utils.callback import BaseCallback
+
+from knapsack_dspy.teleprompt.knapsack_few_shot import fit_sub_modules
 
 __all__ = ["DSPY_BASELINES", "BaselineProgram", "PoolView", "compile_baseline", "is_dspy_baseline",
            "needs_lm"]
@@ -81,9 +86,9 @@ def pool_view(pool: Sequence, attributes: Sequence[str]) -> PoolView:
     return view
 
 
-def _demo_trainset(student, name: str, pool: Sequence) -> list[dspy.Example]:
+def _demo_trainset(student, predictor: dspy.Predict, pool: Sequence) -> list[dspy.Example]:
     """The pool in the demo predictor's fields (the demos our selectors choose from), with ids, inputs marked."""
-    predictor = dict(student.named_predictors())[name]
+    name = next(n for n, p in student.named_predictors() if p is predictor)
     inputs = list(predictor.signature.input_fields)
     out = []
     for ex in pool:
@@ -93,10 +98,9 @@ def _demo_trainset(student, name: str, pool: Sequence) -> list[dspy.Example]:
     return out
 
 
-def _replace_demo_predictor(program, holder: dspy.Module) -> None:
-    """Put ``holder`` where the solver's demo predictor was (``solve.write`` / ``solve.answer``)."""
-    solve = program.solve
-    setattr(solve, solve.demo_module, holder)
+def _demo_modules(program) -> list[dspy.Module]:
+    """The sub-modules the demos go into, one per demo solver (``solve.write``; routed: also ``extract.answer``)."""
+    return [getattr(solver, solver.demo_module) for solver in program.demo_solvers().values()]
 
 
 class _Quietly(dspy.Module):
@@ -118,18 +122,21 @@ def compile_baseline(name: str, student, pool: Sequence, valset: Sequence | None
                      embedder: Any, metric: Callable, seed: int = 0, num_threads: int = 1):
     """The run's ``student`` compiled by DSPy's optimizer ``name`` (see the module docstring)."""
     program = student.deepcopy()
-    demo_name = program.demo_predictor_name
+    fit_sub_modules(program, list(pool), embedder)  # a routed pipeline's router learns the answer type
     if name in ("dspy_knn", "dspy_labeled"):
-        trainset = _demo_trainset(program, demo_name, pool)
-        predictor = program.solve.predictor
-        if name == "dspy_labeled":
-            holder = dspy.LabeledFewShot(k=max_exemplars).compile(PredictorHolder(predictor), trainset=trainset)
-        else:
-            knn = dspy.KNNFewShot(k=max_exemplars, trainset=trainset,
-                                  vectorizer=dspy.Embedder(lambda texts: embedder.encode(list(texts)), caching=False),
-                                  max_bootstrapped_demos=0, max_labeled_demos=max_exemplars)
-            holder = _Quietly(knn.compile(PredictorHolder(predictor)))
-        _replace_demo_predictor(program, holder)
+        for solver in program.demo_solvers().values():
+            predictor = solver.predictor
+            trainset = _demo_trainset(program, predictor, pool)
+            if not trainset:  # nothing in this predictor's pool (e.g. no span question for the extractor)
+                continue
+            if name == "dspy_labeled":
+                holder = dspy.LabeledFewShot(k=max_exemplars).compile(PredictorHolder(predictor), trainset=trainset)
+            else:
+                knn = dspy.KNNFewShot(k=max_exemplars, trainset=trainset, vectorizer=dspy.Embedder(
+                    lambda texts: embedder.encode(list(texts)), caching=False),
+                    max_bootstrapped_demos=0, max_labeled_demos=max_exemplars)
+                holder = _Quietly(knn.compile(PredictorHolder(predictor)))
+            setattr(solver, solver.demo_module, holder)  # where the solver's demo predictor was
         return program
     trainset = list(pool)
     val = list(valset or [])
@@ -147,17 +154,18 @@ def compile_baseline(name: str, student, pool: Sequence, valset: Sequence | None
 
 # -- budget accounting of their prompts ----------------------------------------------------------------------
 class _FirstPrompt(BaseCallback):
-    """Records the demo module's first call: when it started, and the first prompt formatted inside it."""
+    """Records the first call of a demo module (the one the question is routed to): when it started, and the
+    first prompt formatted inside it."""
 
-    def __init__(self, demo_module):
-        self.demo_module = demo_module
+    def __init__(self, demo_modules: Sequence):
+        self.demo_modules = list(demo_modules)
         self.started: float | None = None
         self.formatting: float | None = None
         self.demos: list | None = None
         self.messages: list | None = None
 
     def on_module_start(self, call_id, instance, inputs):
-        if instance is self.demo_module and self.started is None:
+        if self.started is None and any(instance is module for module in self.demo_modules):
             self.started = time.perf_counter()
 
     def on_adapter_format_start(self, call_id, instance, inputs):
@@ -199,9 +207,8 @@ class BaselineProgram:
         self.compile_report = dict(report or {})
 
     @property
-    def demo_module(self):
-        solve = self.program.solve
-        return getattr(solve, solve.demo_module)
+    def demo_modules(self) -> list[dspy.Module]:
+        return _demo_modules(self.program)
 
     def example_inputs(self, example) -> dict:
         return self.program.example_inputs(example)
@@ -209,8 +216,13 @@ class BaselineProgram:
     def prefetch_embeddings(self, examples, progress: bool = False) -> int:
         return self.program.prefetch_embeddings(examples, progress=progress)
 
+    def prompt_group(self, example) -> str:
+        """The program's (a routed pipeline: the route; ``bench.runner.cache_friendly_order``), else ""."""
+        group = getattr(self.program, "prompt_group", None)
+        return group(example) if callable(group) else ""
+
     def _capture(self):
-        capture = _FirstPrompt(self.demo_module)
+        capture = _FirstPrompt(self.demo_modules)
         return capture, dspy.context(callbacks=[*dspy.settings.get("callbacks", []), capture])
 
     def _selection(self, capture: _FirstPrompt) -> dict:

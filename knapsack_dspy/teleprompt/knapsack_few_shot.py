@@ -254,7 +254,7 @@ class KnapsackFewShot(Teleprompter):
         prefetch = getattr(program, "prefetch_embeddings", None)  # optional: one batch instead of many calls
         if callable(prefetch):
             prefetch([*trainset, *val], progress=self.progress)
-        fitted = self._fit_modules(program, trainset, embedder)
+        fitted = fit_sub_modules(program, trainset, embedder)
         try:
             if teacher is not None:
                 pools, summary["teacher"] = pools_from_teacher(teacher, targets, trainset, metric=self.metric,
@@ -300,17 +300,6 @@ class KnapsackFewShot(Teleprompter):
         return load_compiled(student, Path(path) if isinstance(path, str) else path, **kwargs)
 
     # ------------------------------------------------------------------------------------------------
-    def _fit_modules(self, program, trainset, embedder) -> list[str]:
-        """Sub-modules that learn from the trainset at compile time (``fit_on_trainset(trainset, embedder)``,
-        e.g. a router choosing a predictor by answer type) are fitted before the pools are built."""
-        fitted = []
-        for name, module in program.named_sub_modules():
-            fit = getattr(module, "fit_on_trainset", None)
-            if callable(fit):
-                fit(trainset, embedder)
-                fitted.append(name)
-        return fitted
-
     def _compile_predictor(self, program, name: str, pool: PredictorPool, val, counter, model, adapter) -> dict:
         selecting = predictor_at(program, name)
         selecting.adapter = adapter
@@ -468,6 +457,19 @@ class KnapsackFewShot(Teleprompter):
         return out
 
 
+def fit_sub_modules(program, trainset, embedder) -> list[str]:
+    """Sub-modules that learn from the trainset at compile time (``fit_on_trainset(trainset, embedder)``, e.g. a
+    router choosing a predictor by answer type) are fitted (before the pools are built); returns their names.
+    Any optimizer compiling such a program calls it first (the bench's DSPy baselines do)."""
+    fitted = []
+    for name, module in program.named_sub_modules():
+        fit = getattr(module, "fit_on_trainset", None)
+        if callable(fit):
+            fit(trainset, embedder)
+            fitted.append(name)
+    return fitted
+
+
 def _query_fields(example) -> dict:
     """A validation example's fields as LM attribute prediction sees them (its raw fields)."""
     return {k: v for k, v in dict(example).items() if k not in ("id", "doc_id")}
@@ -492,7 +494,7 @@ def _lm_cost(before) -> dict[str, Any]:
             "cost_usd": round(spent.cost, 6)}
 
 
-__all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict"]
+__all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict", "fit_sub_modules"]
 
 
 def shared_costs(demos, costs: list, fields, cost_model) -> tuple[list[float], list[int], list[float]]:
