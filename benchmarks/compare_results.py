@@ -15,7 +15,8 @@ and the working tree) into two directories, then compare. Exit status 0 when not
   definition) and the ``spec`` dict (its digest is in the run key; with ``--match spec`` the ``run`` field is
   skipped too, in rows and figures). ``--ignore FIELD`` skips more.
 - **Report figures** (``metrics.json``, per run) are compared the same way, numbers to 1e-9 relative, except
-  timing figures (names with ``_ms``, ``latency`` or ``seconds``), ``provenance`` and ``spec``.
+  timing figures (names with ``_ms``, ``latency``, ``seconds`` or ``time_per``: ``time_per_question``),
+  ``provenance`` and ``spec``.
 
 A resumed run can hold a row twice; the last one counts, as in the report.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 # provenance (the code commit, packages, ...) differs between two commits by definition: what this compares them by
 ROW_IGNORED = frozenset({"latency_s", "selection_ms", "lm_seconds", "traceback", "spec", "provenance"})
 METRIC_IGNORED = frozenset({"spec", "provenance"})
-TIMING_MARKERS = ("_ms", "latency", "seconds")
+TIMING_MARKERS = ("_ms", "latency", "seconds", "time_per")
 
 
 class ResultsReadError(ValueError):

@@ -33,9 +33,11 @@ def _metrics(run=RUN, **figures):
 
 
 def test_the_same_rows_and_figures_are_identical_whatever_the_timing(tmp_path):
-    a = _write(tmp_path / "a", [_row("q1", ["e1", "e2"]), _row("q2", ["e3"])], _metrics(gold_case_hit=5.0))
+    a = _write(tmp_path / "a", [_row("q1", ["e1", "e2"]), _row("q2", ["e3"])],
+               _metrics(gold_case_hit=5.0, time_per_question={"n": 2, "total": 0.2, "selection": 0.19}))
     b = _write(tmp_path / "b", [_row("q2", ["e3"], selection_ms=9.9, latency_s=2.0), _row("q1", ["e1", "e2"])],
-               _metrics(gold_case_hit=5.0, selection_ms_median=7.0))
+               _metrics(gold_case_hit=5.0, selection_ms_median=7.0,
+                        time_per_question={"n": 2, "total": 0.1, "selection": 0.09}))
     result = compare_results.compare(a, b)
     assert compare_results.identical(result)
     assert result["matched"] == 2
