@@ -22,7 +22,6 @@ Without an LM (selection only) the program runs until that first LM call, which 
 from __future__ import annotations
 
 import contextlib
-import io
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ import dspy
 from dspy.clients.base_lm import BaseLM
 from dspy.utils.callback import BaseCallback
 
+from knapsack_dspy.bench.thread_quiet import quiet_in_this_thread
 from knapsack_dspy.teleprompt.knapsack_few_shot import fit_sub_modules
 
 __all__ = ["DSPY_BASELINES", "BaselineProgram", "PoolView", "compile_baseline", "is_dspy_baseline",
@@ -105,8 +105,8 @@ def _demo_modules(program) -> list[dspy.Module]:
 
 class _Quietly(dspy.Module):
     """``module`` with what it prints hidden: KNNFewShot runs BootstrapFewShot at every call, which prints a line
-    and draws a progress bar. (Redirecting the process's stdout / stderr: the bench answers one example at a
-    time.)"""
+    and draws a progress bar. Only the calling thread's output is hidden (``quiet_in_this_thread``): the bench's
+    workers answer in threads."""
 
     def __init__(self, module: dspy.Module):
         super().__init__()
@@ -114,7 +114,7 @@ class _Quietly(dspy.Module):
         self.predict = module.predict
 
     def forward(self, **kwargs):
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with quiet_in_this_thread():
             return self.module(**kwargs)
 
 
