@@ -26,6 +26,7 @@ LAYERS = {
     "knapsack_dspy.modules": 6,
     "knapsack_dspy.teleprompt": 7,
     "knapsack_dspy.bench": 8,
+    "knapsack_dspy.serve": 8,
     "knapsack_dspy.cli": 9,
 }
 

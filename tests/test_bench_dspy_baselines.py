@@ -129,6 +129,12 @@ def test_a_selection_only_run_of_an_lm_baseline_is_refused_before_it_starts(tmp_
     assert not (tmp_path / "predictions.jsonl").exists()
 
 
+def test_baselines_are_refused_on_ray_workers_before_anything_runs(tmp_path, data, monkeypatch):
+    with pytest.raises(SuiteError, match=r"dspy_knn: DSPy's optimizers run in this process only .* use --workers N"):
+        run(tmp_path, data, monkeypatch, suite(selector=["seer", "dspy_knn"]), ray="auto")
+    assert not (tmp_path / "predictions.jsonl").exists()
+
+
 def test_a_bad_suite_is_reported_whole_before_anything_runs(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "bad"\nselector = ["seer", "sear"]\nbudget = 2048\n\n[[runs]]\npipeline = "pot"\n'

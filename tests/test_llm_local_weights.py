@@ -182,3 +182,20 @@ def test_real_small_model_parts_are_installed_with_the_pinned_size():
     spec = LOCAL_MODELS["qwen2.5-coder-0.5b-instruct"]
     parts = locate_parts(spec)
     assert len(parts) == 6 and sum(p.stat().st_size for p in parts) == spec.size
+
+
+def test_parallel_slots_from_env_or_as_requested(monkeypatch):
+    from knapsack_dspy.llm import local_server
+
+    monkeypatch.delenv("KDSPY_LOCAL_SLOTS", raising=False)
+    monkeypatch.setattr(local_server, "_requested_slots", 1)
+    assert local_server.default_slots() == 1
+    local_server.request_slots(3)  # what kdspy bench --workers 3 asks for an embedded model
+    assert local_server.default_slots() == 3
+    monkeypatch.setenv("KDSPY_LOCAL_SLOTS", "2")  # the environment wins
+    assert local_server.default_slots() == 2
+    monkeypatch.setenv("KDSPY_LOCAL_SLOTS", "0")
+    with pytest.raises(Exception, match="KDSPY_LOCAL_SLOTS=0: use at least 1 slot"):
+        local_server.default_slots()
+    server = local_server.LocalServer(None, "model.gguf", n_ctx=4096, n_threads=1, slots=3)
+    assert [server._call_gate.acquire(blocking=False) for _ in range(4)] == [True, True, True, False]

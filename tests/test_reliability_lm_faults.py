@@ -189,12 +189,12 @@ def test_bench_retries_other_errors_only_when_told(env, capsys):
 
 
 def test_timeout_and_retries_are_set_per_suite_and_per_command(env, monkeypatch):
-    from knapsack_dspy.bench import runner
+    from knapsack_dspy.bench import run_job, runner
     from knapsack_dspy.bench.suite import load_suite
 
     seen = []
     monkeypatch.setattr(
-        runner,
+        run_job,
         "make_lm",
         lambda model, **kw: seen.append(kw) or (_ for _ in ()).throw(RuntimeError("stop here")),
     )
@@ -205,7 +205,7 @@ def test_timeout_and_retries_are_set_per_suite_and_per_command(env, monkeypatch)
         spec.key == load_suite(_suite(env / "plain.toml", "http://127.0.0.1:9/v1")).runs[0].key
     )  # not identity
     with pytest.raises(RuntimeError, match="stop here"):
-        runner._default_lm(spec)
+        run_job.default_lm(spec)
     assert seen[-1]["timeout"] == 7.5 and seen[-1]["num_retries"] == 1
     from knapsack_dspy.cli import bench as bench_cli
 

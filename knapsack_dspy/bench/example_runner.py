@@ -5,7 +5,8 @@ A row holds the inputs' ids, the selected exemplar ids, prompt tokens, within-bu
 latency (``latency_s``, of which ``lm_seconds`` inside LM calls and ``selection_ms`` selecting), usage, the error
 if any and its kind (``error_kind``, see ``row_outcomes``).
 
-:func:`run_example` is the per-example guard: answering, scoring and writing the row all happen inside it,
+:func:`run_example` is the per-example guard: answering, scoring and writing the row all happen inside it
+(:func:`example_row` is the same without the writing, for workers that hand their rows to the one writer),
 and nothing an example does -- an LM failure, an answer no metric can read, a value JSON cannot carry --
 raises out of it; the row records what happened. Only a KeyboardInterrupt stops the run (the row in flight is
 simply not written), and a results file that cannot be written (``ResultsFileError``: full disk, read-only
@@ -57,6 +58,14 @@ def _selection_after_failure(program, example) -> dict:
 def run_example(program, example, lm, spec_fields: dict, store, *, selection_only: bool) -> dict:
     """Answer (or, ``selection_only``, select for) ``example``, score it and append its row to ``store``;
     ``spec_fields`` (run key, spec, provenance) are added to the row. Returns the row written."""
+    row = example_row(program, example, lm, spec_fields, selection_only=selection_only)
+    store.append(row)
+    return row
+
+
+def example_row(program, example, lm, spec_fields: dict, *, selection_only: bool) -> dict:
+    """The results row of ``example`` (answered, or selected for, and scored), without writing it: what a worker
+    (a thread, a Ray actor) computes and hands to the one writer. Raises nothing but a KeyboardInterrupt."""
     started = time.perf_counter()
     try:
         row = select_example(program, example) if selection_only else answer_example(program, example, lm)
@@ -64,10 +73,20 @@ def run_example(program, example, lm, spec_fields: dict, store, *, selection_onl
         raise
     except Exception as exc:  # noqa: BLE001 - a failure outside the guarded steps below still makes a row
         row = _internal_failure(exc)
+    return _with_identity(row, example, spec_fields, time.perf_counter() - started)
+
+
+def failed_row(example, spec_fields: dict, error: str) -> dict:
+    """The row of an example that could not be answered for a reason outside the example (``error_kind``
+    ``internal``), e.g. the worker answering it died every time it was tried."""
+    row = {"exemplar_ids": [], "within_budget": None, "error": one_line(error), "error_kind": INTERNAL}
+    return _with_identity(row, example, spec_fields, None)
+
+
+def _with_identity(row: dict, example, spec_fields: dict, seconds: float | None) -> dict:
     row.update(spec_fields)
     row.update(example_id=example.id, doc_id=example.get("doc_id"),
-               latency_s=round(time.perf_counter() - started, 3))
-    store.append(row)
+               latency_s=None if seconds is None else round(seconds, 3))
     return row
 
 

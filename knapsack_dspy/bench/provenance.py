@@ -34,6 +34,7 @@ __all__ = [
     "describe",
     "describe_code",
     "provenance_conflict",
+    "provenance_difference",
     "provenance_summary",
     "run_provenance",
 ]
@@ -122,7 +123,8 @@ def describe(provenance) -> str:
     return ", ".join(parts)
 
 
-def _difference(old, new) -> str:
+def provenance_difference(old, new) -> str:
+    """The first difference between two provenances (or their parts): ``key: old -> new``, or ``same``."""
     if not isinstance(old, dict) or not isinstance(new, dict):
         return (
             f"{'unrecorded' if not isinstance(old, dict) else 'recorded'} -> "
@@ -142,10 +144,10 @@ def provenance_conflict(rows, run: str, provenance: dict) -> str | None:
         old = row.get("provenance")
         environment = _part(old, ENVIRONMENT_KEYS)
         if environment != new_environment:
-            difference = _difference(environment, new_environment)
+            difference = provenance_difference(environment, new_environment)
             return f"the rows there were written by other code or packages ({difference})"
         if row.get("run") == run and _part(old, RUN_KEYS) != new_run:
-            difference = _difference(_part(old, RUN_KEYS), new_run)
+            difference = provenance_difference(_part(old, RUN_KEYS), new_run)
             return f"this run's rows there used another model or setting ({difference})"
     return None
 

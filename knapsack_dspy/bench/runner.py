@@ -17,8 +17,7 @@ import functools
 import hashlib
 import json
 import random
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,26 +25,22 @@ from types import SimpleNamespace
 import dspy
 from tqdm.auto import tqdm
 
-from knapsack_dspy.bench.dspy_baselines import (
-    DSPY_BASELINES,
-    BaselineProgram,
-    compile_baseline,
-    is_dspy_baseline,
-    needs_lm,
-    pool_view,
-)
-from knapsack_dspy.bench.example_runner import run_example
-from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, run_provenance
+from knapsack_dspy.bench.baseline_runs import check_baseline_runs, compile_baseline_run, wants_validation_slice
+from knapsack_dspy.bench.dispatch import write_rows
+from knapsack_dspy.bench.dspy_baselines import is_dspy_baseline
+from knapsack_dspy.bench.local_workers import InlineWorkers, ThreadWorkers
+from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, provenance_difference
 from knapsack_dspy.bench.question_facts import facts_of
+from knapsack_dspy.bench.ray_workers import RayWorkers, WorkerSetup
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore, results_write_error
 from knapsack_dspy.bench.row_outcomes import redo_on_resume
-from knapsack_dspy.bench.scoring import correctness_metric
+from knapsack_dspy.bench.run_job import RunJob, Task, default_lm, spec_provenance
 from knapsack_dspy.bench.suite import RunSpec, Suite, SuiteError
 from knapsack_dspy.data import load_examples
-from knapsack_dspy.llm import make_lm
-from knapsack_dspy.llm.call_counter import call_counts
+from knapsack_dspy.llm.local_models import is_local_model
+from knapsack_dspy.llm.local_server import request_slots
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
@@ -80,6 +75,13 @@ def program_path(out_dir: Path, spec: RunSpec) -> Path:
     return out_dir / "programs" / f"{spec.selector}-b{spec.budget}-m{spec.max_exemplars}-{digest}.json"
 
 
+def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
+    """``program_path`` of a stored row's run (its ``run`` key and ``spec``)."""
+    return program_path(Path(out_dir), SimpleNamespace(key=run, selector=spec.get("selector"),
+                                                       budget=spec.get("budget"),
+                                                       max_exemplars=spec.get("max_exemplars")))
+
+
 def _student(spec: RunSpec, embedder=None, token_counter=None):
     routing = {"route": spec.route} if spec.route else {}
     sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
@@ -88,20 +90,13 @@ def _student(spec: RunSpec, embedder=None, token_counter=None):
                           embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
 
 
-def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
-    """``program_path`` of a stored row's run (its ``run`` key and ``spec``)."""
-    return program_path(Path(out_dir), SimpleNamespace(key=run, selector=spec.get("selector"),
-                                                       budget=spec.get("budget"),
-                                                       max_exemplars=spec.get("max_exemplars")))
-
-
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
                     progress: bool = True, lm=None):
     """Compile (or reload) the run's program. Returns (program, compile report). ``lm``: the run's LM, for the DSPy
-    baselines that need one to compile."""
-    if is_dspy_baseline(spec.selector):
-        return _compile_baseline(spec, pool, valset, out_dir, embedder, token_counter, lm)
+    baselines that need one to compile (``bench/baseline_runs.py``)."""
     path = program_path(out_dir, spec)
+    if is_dspy_baseline(spec.selector):
+        return compile_baseline_run(spec, lambda: _student(spec, embedder, token_counter), pool, valset, path, lm)
     if path.exists():
         program = load_program(path, embedder=embedder, token_counter=token_counter)
         return program, json.loads(path.with_suffix(".report.json").read_text()) if path.with_suffix(
@@ -113,48 +108,23 @@ def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, t
     return program, program.compile_report
 
 
-def _compile_baseline(spec: RunSpec, pool, valset, out_dir: Path, embedder, token_counter, lm):
-    """A run of one of DSPy's optimizers (``bench/dspy_baselines.py``): the LM-free ones are rebuilt (cheap and
-    deterministic); the others are compiled once with the run's LM, saved, and reloaded into a fresh student."""
-    student = _student(spec, embedder, token_counter)
-    counter = student.token_counter
-    path = program_path(out_dir, spec)
-    report_path = path.with_suffix(".report.json")
-    if needs_lm(spec.selector) and path.exists():
-        program = _student(spec, embedder, token_counter)
-        program.load(str(path))
-        report = json.loads(report_path.read_text()) if report_path.exists() else {}
-    else:
-        started, before = time.perf_counter(), call_counts()
-        with dspy.context(**({"lm": lm} if lm is not None else {})):
-            program = compile_baseline(spec.selector, student, pool, valset, max_exemplars=spec.max_exemplars,
-                                       embedder=student.embedder, metric=correctness_metric, seed=spec.seed,
-                                       num_threads=spec.num_threads)
-        spent = call_counts() - before
-        report = {"baseline": spec.selector, "optimizer": DSPY_BASELINES[spec.selector][1],
-                  "pool_size": len(pool), "valset_size": len(valset or []),
-                  "cost": {"lm_calls": spent.calls, "lm_cache_hits": spent.cache_hits,
-                           "seconds": round(time.perf_counter() - started, 2)}}
-        if needs_lm(spec.selector):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            program.save(str(path))
-            report_path.write_text(json.dumps(report, indent=2, default=str))
-    wrapped = BaselineProgram(program, pool=pool_view(pool, spec.attributes), counter=counter, budget=spec.budget,
-                              reserve_output_tokens=spec.reserve_output_tokens, report=report)
-    return wrapped, report
-
-
 def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | None = None,
               seed: int | None = None, selection_only: bool | None = None, progress: bool = True,
               embedder=None, token_counter_factory: Callable | None = None, lm_factory: Callable | None = None,
               log: Callable[[str], None] = print, retry_errors: bool = False,
-              allow_mixed: bool = False) -> dict:
+              allow_mixed: bool = False, workers: int | None = None, ray: str | None = None) -> dict:
     """Run every run of the suite into ``out_dir``; returns the aggregated metrics. Holds ``out_dir``'s lock
     (``results_lock``): a second process on the same directory fails at once with ``ResultsBusyError``.
     ``retry_errors``: answer again every example whose row has an error (transient failures always are).
-    ``allow_mixed``: add rows even when their provenance differs from the rows already there."""
+    ``allow_mixed``: add rows even when their provenance differs from the rows already there.
+    ``workers``: examples answered at once (None: the suite's ``num_threads``, the largest of its runs): threads
+    of this process, or with ``ray`` actors on a Ray cluster (``ray``: ``""`` a local cluster started for the
+    run, ``"auto"`` / ``"ray://host:10001"`` / ``"host:6379"`` an existing one; None: no Ray). Either way this
+    process is the only writer of ``predictions.jsonl``, the work is sharded by (run, example) and each run's
+    program is compiled once, here."""
     out_dir = Path(out_dir)
-    _check_lm_needs(suite, selection_only)
+    count = _worker_count(suite, workers)
+    check_baseline_runs(suite.runs, selection_only, ray)
     redo = functools.partial(redo_on_resume, retry_errors=retry_errors)
     with results_lock(out_dir), ResultsStore(out_dir / "predictions.jsonl", redo=redo) as store:
         suite_file = out_dir / "suite.json"
@@ -164,67 +134,133 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
                                              indent=2, default=str))
         except OSError as exc:
             raise results_write_error(suite_file, exc) from None
-        cache: dict = {}
+        overrides = {key: value for key, value in (("limit", limit), ("seed", seed),
+                                                   ("selection_only", selection_only)) if value is not None}
+        specs = [RunSpec(**{**asdict(spec), **overrides}) if overrides else spec for spec in suite.runs]
         facts: dict = {}  # the questions' text and gold attributes, for the report (rows do not hold them)
-        for number, spec in enumerate(suite.runs, 1):
-            overrides = {}
-            if limit is not None:
-                overrides["limit"] = limit
-            if seed is not None:
-                overrides["seed"] = seed
-            if selection_only is not None:
-                overrides["selection_only"] = selection_only
-            if overrides:
-                spec = RunSpec(**{**asdict(spec), **overrides})
-            key = (spec.dataset, spec.pool_dataset, spec.pool_split, spec.pool_path, spec.eval_split, spec.eval_path)
-            if key not in cache:
-                pool = load_split(spec, "pool", data_dir)
-                evalset = load_split(spec, "eval", data_dir)
-                if spec.pool_dataset and spec.pool_dataset != spec.dataset:
-                    kept = without_eval_questions(pool, evalset)
-                    log(f"pool {spec.pool_dataset}: {len(pool) - len(kept)} examples ask an eval question "
-                        f"and are left out")
-                    pool = kept
-                cache = {key: (pool, evalset)}
-            pool, evalset = cache[key]
-            examples = _chosen_examples(evalset, spec)
-            facts.update(facts_of(examples, spec.dataset))
-            todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
-            again = sum(store.to_redo(spec.key, ex.id) for ex in todo)
-            what = "errors" if retry_errors else "transient failures"
-            done = len(examples) - len(todo)
-            log(f"[{number}/{len(suite.runs)}] {spec.key}: {done} done, {len(todo)} to go"
-                + (f" ({again} asked again: {what} last time)" if again else ""))
+        plan = _plan(specs, store, data_dir, retry_errors, log, facts)
+        provenances = {}
+        for spec, _, todo in plan:
             if not todo:
                 continue
-            provenance = run_provenance(None if spec.selection_only else spec.model, adapter=_adapter_name(),
-                                        seed=spec.seed)
+            provenance = spec_provenance(spec)
             conflict = None if allow_mixed else provenance_conflict(store.rows(), spec.key, provenance)
             if conflict:
                 raise ProvenanceMismatchError(f"{store.path}: {conflict}; write this run elsewhere with "
                                               "--out, or pass --allow-mixed to add its rows anyway")
-            counter = token_counter_factory(spec.model) if token_counter_factory else None
-            valset = validation_slice(pool, spec)
-            lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else _default_lm(spec))
-            program, _ = compile_program(spec, pool, valset, out_dir, embedder=embedder, token_counter=counter,
-                                         progress=progress, lm=lm)
-            prefetch = getattr(program, "prefetch_embeddings", None)
-            if callable(prefetch):
-                prefetch(todo, progress=progress)
-            if not spec.selection_only:
-                todo = cache_friendly_order(program, todo)
-            bar = _progress(len(todo), spec.selector, progress)
-            spec_fields = {"run": spec.key, "spec": asdict(spec), "provenance": provenance}
-            for example in todo:
-                run_example(program, example, lm, spec_fields, store, selection_only=spec.selection_only)
+            provenances[spec.key] = provenance
+        total = sum(len(todo) for _, _, todo in plan)
+        if total:
+            pool = _workers(count, ray, plan, embedder, token_counter_factory, lm_factory, log)
+            tasks = _tasks(plan, provenances, out_dir, data_dir, embedder, token_counter_factory, lm_factory,
+                           progress, log)
+            bar = _progress(total, "questions", progress)
+            try:
+                write_rows(tasks, pool, store, check=None if allow_mixed else _same_origin(store.path),
+                           on_row=None if bar is None else lambda task, row: bar.update(1))
+            finally:
                 if bar is not None:
-                    bar.update(1)
-            if bar is not None:
-                bar.close()
+                    bar.close()
         try:
             return write_report(list(store.rows()), out_dir, suite.name, facts=facts)
         except OSError as exc:
             raise results_write_error(Path(exc.filename or out_dir), exc) from None
+
+
+def _worker_count(suite: Suite, workers: int | None) -> int:
+    """``workers``, else the suite's ``num_threads`` (the largest of its runs); at least 1."""
+    count = workers if workers is not None else max((spec.num_threads for spec in suite.runs), default=1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        source = "workers" if workers is not None else f"{suite.source}: num_threads"
+        raise SuiteError(f"{source} must be a whole number of at least 1, got {count!r}")
+    return count
+
+
+def _plan(specs: list[RunSpec], store, data_dir, retry_errors: bool, log, facts: dict) -> list[tuple]:
+    """(spec, its eval split, examples still to answer) of every run, in order; one log line per run. Adds the
+    facts of every chosen question (answered or not) to ``facts``."""
+    plan, evalsets = [], {}
+    what = "errors" if retry_errors else "transient failures"
+    for number, spec in enumerate(specs, 1):
+        key = (spec.dataset, spec.eval_split, spec.eval_path)
+        if key not in evalsets:
+            evalsets[key] = load_split(spec, "eval", data_dir)
+        examples = _chosen_examples(evalsets[key], spec)
+        facts.update(facts_of(examples, spec.dataset))
+        todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
+        again = sum(store.to_redo(spec.key, ex.id) for ex in todo)
+        log(f"[{number}/{len(specs)}] {spec.key}: {len(examples) - len(todo)} done, {len(todo)} to go"
+            + (f" ({again} asked again: {what} last time)" if again else ""))
+        plan.append((spec, evalsets[key], todo))
+    return plan
+
+
+def _tasks(plan, provenances: dict, out_dir: Path, data_dir, embedder, token_counter_factory, lm_factory,
+           progress: bool, log) -> Iterator[Task]:
+    """Every (run, example) to answer, run by run (within a run in ``cache_friendly_order``); a run's program is
+    compiled (or reloaded) when the first of its examples is asked for, while the workers answer the run
+    before."""
+    pools: dict = {}
+    for spec, evalset, todo in plan:
+        if not todo:
+            continue
+        key = (spec.dataset, spec.pool_dataset, spec.pool_split, spec.pool_path, spec.eval_split, spec.eval_path)
+        if key not in pools:
+            pool = load_split(spec, "pool", data_dir)
+            if spec.pool_dataset and spec.pool_dataset != spec.dataset:
+                kept = without_eval_questions(pool, evalset)
+                log(f"pool {spec.pool_dataset}: {len(pool) - len(kept)} examples ask an eval question "
+                    f"and are left out")
+                pool = kept
+            pools = {key: pool}
+        pool = pools[key]
+        counter = token_counter_factory(spec.model) if token_counter_factory else None
+        lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else default_lm(spec))
+        program, _ = compile_program(spec, pool, validation_slice(pool, spec), out_dir, embedder=embedder,
+                                     token_counter=counter, progress=progress, lm=lm)
+        prefetch = getattr(program, "prefetch_embeddings", None)
+        if callable(prefetch):
+            prefetch(todo, progress=progress)
+        if not spec.selection_only:
+            todo = cache_friendly_order(program, todo)
+        job = RunJob.for_run(spec, program, lm, provenances[spec.key])
+        for example in todo:
+            yield Task(job, example)
+
+
+def _workers(count: int, ray: str | None, plan, embedder, token_counter_factory, lm_factory, log):
+    """The workers that answer the tasks: this process (1), threads (``count``), or Ray actors."""
+    local = any(is_local_model(spec.model) and not spec.selection_only for spec, _, todo in plan if todo)
+    if ray is None:
+        if count == 1:
+            return InlineWorkers()
+        if local:  # one embedded model in this process, decoding the workers' calls as one batch
+            request_slots(count)
+        return ThreadWorkers(count)
+    cache = dspy.cache
+    setup = WorkerSetup(embedder=embedder, token_counter_factory=token_counter_factory, lm_factory=lm_factory,
+                        lm_cache=bool(getattr(cache, "enable_disk_cache", False)
+                                      or getattr(cache, "enable_memory_cache", False)),
+                        adapter=dspy.settings.adapter)
+    workers = RayWorkers(count, address=ray or None, setup=setup, local_model=local, log=log)
+    log(f"Ray: {workers.capacity} workers ready in {workers.startup_s:.1f} s")
+    return workers
+
+
+def _same_origin(path: Path) -> Callable:
+    """A row check: a worker's row must come from the same code, packages and model as the driver's."""
+    def check(task: Task, row: dict) -> None:
+        expected = task.job.fields["provenance"]
+        found = row.get("provenance")
+        if found != expected:
+            difference = provenance_difference(expected, found)
+            hint = "install the same code and packages on every node"
+            if isinstance(found, dict) and {**found, "code": expected["code"]} == expected and (
+                    found["code"].get("commit") == expected["code"].get("commit")):
+                hint = "the working tree changed after this run started (a worker imported it later)"
+            raise ProvenanceMismatchError(f"{path}: a worker's rows come from another origin than this run's "
+                                          f"({difference}); {hint}, or pass --allow-mixed to add its rows anyway")
+    return check
 
 
 def cache_friendly_order(program, examples: list) -> list:
@@ -239,11 +275,6 @@ def cache_friendly_order(program, examples: list) -> list:
         return list(examples)
     keys = {id(ex): group(ex) for ex in examples}
     return sorted(examples, key=lambda ex: keys[id(ex)])  # stable: the split's order within a group
-
-
-def _adapter_name() -> str:
-    """The DSPy adapter that formats the prompts (ChatAdapter unless one is configured)."""
-    return type(dspy.settings.adapter or dspy.ChatAdapter()).__name__
 
 
 def _chosen_examples(evalset, spec: RunSpec) -> list:
@@ -261,28 +292,13 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
     return examples[: spec.limit] if spec.limit else examples
 
 
-def _check_lm_needs(suite: Suite, selection_only: bool | None) -> None:
-    """A DSPy baseline that compiles with an LM cannot run selection-only: said before anything runs."""
-    wrong = sorted({r.selector for r in suite.runs if is_dspy_baseline(r.selector) and needs_lm(r.selector)
-                    and (r.selection_only if selection_only is None else selection_only)})
-    if wrong:
-        raise SuiteError(f"{', '.join(wrong)} compile{'s' if len(wrong) == 1 else ''} with an LM (DSPy's optimizer "
-                         "runs the program): not in a selection-only run; the LM-free baselines are "
-                         f"{', '.join(n for n in DSPY_BASELINES if not needs_lm(n))}")
-
-
 def validation_slice(pool, spec: RunSpec):
     """Validation queries for selectors that fit on them at compile time (static, hybrid, fixed: their class
     declares ``fit_on``) and for the DSPy baselines that search with an LM: a seeded slice of the pool itself
     (never the eval split); selection excludes each query's own id and document, so nothing leaks."""
-    wants = (needs_lm(spec.selector) if is_dspy_baseline(spec.selector)
+    wants = (wants_validation_slice(spec) if is_dspy_baseline(spec.selector)
              else spec.selection_config().selector_class.fit_on is not None)
     if not wants or not spec.val_size:
         return None
     rng = random.Random(spec.seed)
     return rng.sample(list(pool), min(spec.val_size, len(pool)))
-
-
-def _default_lm(spec: RunSpec):
-    return make_lm(spec.model, api_base=spec.api_base or None, max_tokens=spec.max_tokens,
-                   timeout=spec.timeout, num_retries=spec.num_retries)

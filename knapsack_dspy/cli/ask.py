@@ -6,9 +6,8 @@ import argparse
 import csv
 import io
 import json
-from pathlib import Path
 
-from knapsack_dspy.cli.common import add_data_options, add_lm_options, build_lm, setup_caches
+from knapsack_dspy.cli.common import add_data_options, add_lm_options, load_program_and_lm, setup_caches
 from knapsack_dspy.cli.main import UserError
 
 EPILOG = """examples:
@@ -51,6 +50,7 @@ def _input_text(path: str, what: str) -> str:
 
 
 def read_inputs(args) -> dict:
+    from knapsack_dspy.data.query_inputs import QueryInputError, check_query_inputs
     from knapsack_dspy.file_limits import FileLimitError, check_text_values, parse_json
 
     inputs = {"question": None, "table": [], "paragraphs": []}
@@ -80,45 +80,18 @@ def read_inputs(args) -> dict:
         inputs["question"] = args.question
     if not inputs["question"] or not str(inputs["question"]).strip():
         raise UserError("no question: pass --question or an --input JSON with a 'question'")
-    if not isinstance(inputs["table"], list) or any(not isinstance(r, list) for r in inputs["table"]):
-        raise UserError("the table must be a list of rows (lists of cells)")
-    if any(not (cell is None or isinstance(cell, (str, int, float))) or isinstance(cell, bool)
-           for row in inputs["table"] for cell in row):
-        raise UserError("table cells must be strings, numbers or null")
-    if not isinstance(inputs["paragraphs"], list) or any(not isinstance(p, str) for p in inputs["paragraphs"]):
-        raise UserError("paragraphs must be a list of strings")
-    texts = [str(inputs["question"]), *inputs["paragraphs"],
-             *(str(cell) for row in inputs["table"] for cell in row)]
-    if any(not _encodable(text) for text in texts):
-        raise UserError("the question, table or text holds a lone surrogate (\\ud800-\\udfff), which is not "
-                        "a character; no LM can be sent it")
-    return inputs
-
-
-def _encodable(text: str) -> bool:
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+        return check_query_inputs(str(inputs["question"]), inputs["table"], inputs["paragraphs"])
+    except QueryInputError as exc:
+        raise UserError(str(exc)) from None
 
 
 def run(args) -> int:
     import dspy
 
-    from knapsack_dspy.modules.pipeline import load_program
-
     setup_caches(args)
     inputs = read_inputs(args)
-    path = Path(args.program)
-    if not path.exists():
-        raise UserError(f"program file {str(path)!r} not found (write one with 'kdspy compile')")
-    try:
-        program = load_program(path)
-    except (ValueError, OSError, KeyError, TypeError) as exc:  # a file that is not a saved program
-        raise UserError(f"{path}: {exc}") from None
-    args.lm = args.lm or program.model
-    lm = build_lm(args)
+    program, lm = load_program_and_lm(args)
     with dspy.context(lm=lm):
         pred = program(**inputs)
     pool = {pid: i for i, pid in enumerate(program.select.pool_ids)}

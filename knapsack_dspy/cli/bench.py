@@ -20,6 +20,9 @@ EPILOG = """examples:
   kdspy bench benchmarks/finqa_cases.toml --selection-only
   kdspy bench --dataset tatqa --selectors seer,kate,random --budgets 1024,2048 --max-exemplars 2,4 \\
               --lm local/qwen2.5-coder-0.5b-instruct --limit 20 --out results/quick
+  kdspy bench benchmarks/seer_table1.toml --lm openai/gpt-4o-mini --workers 8      # 8 requests at once
+  kdspy bench benchmarks/seer_table1.toml --lm openai/gpt-4o-mini --workers 8 --ray  # on a local Ray cluster
+  kdspy bench benchmarks/seer_table1.toml --workers 16 --ray=auto                   # on a running cluster
 
 Writes OUT/predictions.jsonl (one line per example, flushed as it finishes), OUT/metrics.json,
 OUT/report.md (rows = selectors, columns = metrics with 90% CIs) and PNG plots. Interrupted runs
@@ -32,6 +35,11 @@ hit rate, budget coverage, attribute match, latency). --rescore recomputes the s
 answers with the current metrics (no LM call). kdspy report OUT writes the per-question page (OUT/page.html).
 --mlflow logs the suite as an MLflow run (a nested run per run of the suite: settings, metrics with intervals,
 compile report, program; report, plots, predictions and page as artifacts) to a local store (OUT/mlruns) or URI.
+
+--workers N answers N questions at once (default: the suite's num_threads, else 1): threads of this process
+for API models; for an embedded local/ model, N llama.cpp slots in this process (the default stays 1 worker:
+see docs/scale_out.md). --ray runs the workers as Ray actors (a local cluster, or ADDRESS). Either way this
+process alone writes predictions.jsonl (each question once; rows arrive in the order they finish).
 """
 
 
@@ -56,6 +64,13 @@ def register(subparsers) -> None:
     p.add_argument("--allow-mixed", action="store_true",
                    help="add rows to a results directory whose rows came from other code, packages or model "
                         "weights (refused by default)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="questions answered at once (default: the suite's num_threads, else 1): threads for API "
+                        "models, llama.cpp slots for an embedded local/ model, Ray actors with --ray")
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="answer on a Ray cluster (pip install 'knapsack-dspy[ray]'): no ADDRESS starts a local one "
+                        "for the run; 'auto', ray://HOST:10001 or HOST:6379 joins a running cluster (put SUITE "
+                        "first, or write --ray=ADDRESS)")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="seconds per LM attempt, for every run (default: the suite's 'timeout', else 120; "
                         "local/ models: 600 of generation)")
@@ -79,6 +94,10 @@ def run(args) -> int:
     from knapsack_dspy.bench.suite import SuiteError, load_suite, suite_from_dict
 
     data_dir = resolve_data_dir(args)
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be 1 or more, got {args.workers}")
+    if args.ray and not args.suite and Path(args.ray).is_file():  # "--ray suite.toml": the file is the suite
+        args.suite, args.ray = args.ray, ""
     try:
         if args.suite:
             suite = load_suite(args.suite)
@@ -136,7 +155,8 @@ def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
         return code
     metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
                         selection_only=True if args.selection_only else None, progress=not args.quiet,
-                        retry_errors=args.retry_errors, allow_mixed=args.allow_mixed)
+                        retry_errors=args.retry_errors, allow_mixed=args.allow_mixed, workers=args.workers,
+                        ray=args.ray)
     code = _print_results(out, len(metrics))
     if tracking is not None:
         _log_to_mlflow(args, suite, out, data_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from knapsack_dspy.cli.main import UserError
 
@@ -98,6 +99,22 @@ def build_lm(args):
                        timeout=getattr(args, "timeout", None), num_retries=getattr(args, "num_retries", None))
     except LLMConfigError as exc:
         raise UserError(str(exc)) from None
+
+
+def load_program_and_lm(args):
+    """The compiled program ``args.program`` and the LM to ask it with (``--lm``, else the model it was compiled
+    for; ``args.lm`` is set to it), with one-line errors for a missing or broken program file."""
+    from knapsack_dspy.modules.pipeline import load_program
+
+    path = Path(args.program)
+    if not path.exists():
+        raise UserError(f"program file {str(path)!r} not found (write one with 'kdspy compile')")
+    try:
+        program = load_program(path)
+    except (ValueError, OSError, KeyError, TypeError) as exc:  # a file that is not a saved program
+        raise UserError(f"{path}: {exc}") from None
+    args.lm = args.lm or program.model
+    return program, build_lm(args)
 
 
 def parse_list(text: str | None, cast=str) -> list:

@@ -16,7 +16,7 @@ from knapsack_dspy import __version__
 from knapsack_dspy.messages import one_line
 
 # Sub-command modules, in the order shown by --help. Missing ones are skipped.
-SUBCOMMAND_MODULES = ("score", "compile", "ask", "bench", "report", "demo")
+SUBCOMMAND_MODULES = ("score", "compile", "ask", "bench", "report", "serve", "demo")
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
 
 
@@ -41,6 +41,7 @@ def _user_facing_errors() -> tuple[type[BaseException], ...]:
                          ("knapsack_dspy.bench.results_store", "ResultsFileError"),
                          ("knapsack_dspy.bench.results_lock", "ResultsBusyError"),
                          ("knapsack_dspy.bench.provenance", "ProvenanceMismatchError"),
+                         ("knapsack_dspy.bench.ray_workers", "RayWorkerError"),
                          ("knapsack_dspy.bench.mlflow_tracking", "MlflowUnavailableError"),
                          ("mlflow.exceptions", "MlflowException")):  # a store MLflow cannot open or write
         error = getattr(sys.modules.get(module), name, None)

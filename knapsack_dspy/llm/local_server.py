@@ -1,9 +1,11 @@
 """One in-process llama.cpp server (xllamacpp) per local model, loaded lazily and shared by the process.
 
-``LocalServer`` owns an ``xllamacpp.Server``: completions go through ``handle_chat_completions`` under a lock
-(so calls from several threads, e.g. ``dspy.Evaluate(num_threads=4)``, are serialised: the model has one
-slot and two cores), while tokenisation uses the same server's HTTP endpoints on 127.0.0.1
-(``/tokenize``, ``/apply-template``), which llama.cpp serves from its own HTTP threads.
+``LocalServer`` owns an ``xllamacpp.Server``: completions go through ``handle_chat_completions``, at most
+``slots`` at once (``KDSPY_LOCAL_SLOTS``, default 1: calls from several threads, e.g.
+``dspy.Evaluate(num_threads=4)``, are serialised; ``kdspy bench --workers N`` with an embedded model asks for
+``N`` slots, which llama.cpp decodes as one batch, each slot with the whole context), while tokenisation uses
+the same server's HTTP endpoints on 127.0.0.1 (``/tokenize``, ``/apply-template``), which llama.cpp serves
+from its own HTTP threads.
 
 Threads: every usable core for both prompt processing and generation, unless ``KDSPY_LOCAL_THREADS``
 (generation) / ``KDSPY_LOCAL_BATCH_THREADS`` (prompt) say otherwise. On a machine whose cores are busy with
@@ -32,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 THREADS_ENV = "KDSPY_LOCAL_THREADS"  # generation (decode) threads
 BATCH_THREADS_ENV = "KDSPY_LOCAL_BATCH_THREADS"  # prompt-processing (prefill) threads
+SLOTS_ENV = "KDSPY_LOCAL_SLOTS"  # completions decoded at once (llama.cpp parallel slots)
 # The HTTP endpoints are on loopback: never route them through a proxy from the environment.
 _LOOPBACK_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -43,17 +46,40 @@ def _usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _threads_from_env(name: str) -> int:
+def _count_from_env(name: str, default: int, what: str, unit: str) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
-        return _usable_cores()
+        return default
     try:
         value = int(raw)
     except ValueError:
-        raise LocalModelError(f"{name}={raw!r} is not an integer (CPU threads)") from None
+        raise LocalModelError(f"{name}={raw!r} is not an integer ({what})") from None
     if value < 1:
-        raise LocalModelError(f"{name}={value}: use at least 1 thread")
+        raise LocalModelError(f"{name}={value}: use at least 1 {unit}")
     return value
+
+
+def _threads_from_env(name: str) -> int:
+    return _count_from_env(name, _usable_cores(), "CPU threads", "thread")
+
+
+_requested_slots = 1
+
+
+def request_slots(count: int) -> None:
+    """Serve local models loaded from now on with ``count`` parallel slots (``$KDSPY_LOCAL_SLOTS`` wins): what
+    ``kdspy bench --workers N`` asks for. A model already loaded keeps its slots (a warning says so)."""
+    global _requested_slots
+    _requested_slots = max(1, int(count))
+    for server in loaded_servers():
+        if server.slots < count:
+            logger.warning("%s is already loaded with %d slot(s): %d workers share them", server.spec.model,
+                           server.slots, count)
+
+
+def default_slots() -> int:
+    """Parallel slots: ``$KDSPY_LOCAL_SLOTS``, else what ``request_slots`` asked for (1 unless asked)."""
+    return _count_from_env(SLOTS_ENV, _requested_slots, "parallel slots", "slot")
 
 
 def _default_threads() -> int:
@@ -97,16 +123,17 @@ class LocalServer:
     """A loaded local model. Create through ``get_local_server``; every method is thread-safe."""
 
     def __init__(self, spec: LocalModelSpec, model_path: Path, *, n_ctx: int, n_threads: int,
-                 n_batch_threads: int | None = None):
+                 n_batch_threads: int | None = None, slots: int = 1):
         self.spec = spec
         self.model_path = Path(model_path)
-        self.n_ctx = n_ctx
+        self.n_ctx = n_ctx  # per slot
         self.n_threads = n_threads
         self.n_batch_threads = n_batch_threads or n_threads
+        self.slots = slots
         self.load_seconds: float | None = None
         self._server = None
         self._address: str | None = None
-        self._call_lock = threading.Lock()
+        self._call_gate = threading.BoundedSemaphore(slots)
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> LocalServer:
@@ -119,8 +146,9 @@ class LocalServer:
                 f"the local model runtime is not installed (xllamacpp); {self.spec.pip_install_all()}") from exc
         params = xllamacpp.CommonParams()
         params.model.path = str(self.model_path)
-        params.n_ctx = self.n_ctx
-        params.n_parallel = 1  # one slot: calls are serialised by _call_lock anyway
+        params.n_ctx = self.n_ctx * self.slots  # llama.cpp shares n_ctx out between the slots
+        params.n_parallel = self.slots  # at most this many calls at once (_call_gate)
+        params.kv_unified = False
         params.cpuparams.n_threads = self.n_threads
         params.cpuparams_batch.n_threads = self.n_batch_threads
         params.verbosity = -1  # llama.cpp logs to stderr otherwise
@@ -136,8 +164,8 @@ class LocalServer:
         self.load_seconds = time.perf_counter() - started
         self._address = server.listening_address
         self._server = server
-        logger.info("loaded %s in %.1f s (n_ctx=%d, %d generation / %d prompt threads)", self.spec.model,
-                    self.load_seconds, self.n_ctx, self.n_threads, self.n_batch_threads)
+        logger.info("loaded %s in %.1f s (n_ctx=%d, %d slots, %d generation / %d prompt threads)", self.spec.model,
+                    self.load_seconds, self.n_ctx, self.slots, self.n_threads, self.n_batch_threads)
         return self
 
     @property
@@ -149,7 +177,7 @@ class LocalServer:
     def chat(self, request: dict[str, Any]) -> dict[str, Any]:
         """One OpenAI-style chat completion (non-streaming). Returns the server's dict (may hold ``error``)."""
         self.start()
-        with self._call_lock:
+        with self._call_gate:
             return self._server.handle_chat_completions(dict(request))
 
     # -- tokenisation over HTTP ------------------------------------------------------------------------
@@ -188,7 +216,7 @@ def get_local_server(model: str, cache_dir: str | os.PathLike | None = None, *, 
         if server is None:
             path = ensure_local_weights(spec, cache_dir)
             server = LocalServer(spec, path, n_ctx=local_n_ctx(), n_threads=_default_threads(),
-                                 n_batch_threads=_default_batch_threads())
+                                 n_batch_threads=_default_batch_threads(), slots=default_slots())
             _servers[key] = server
         if start:
             server.start()

@@ -486,7 +486,18 @@ def save_program(program: _Pipeline, path: str | Path) -> Path:
 
 def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeline:
     """Rebuild the pipeline recorded in the program JSON and load its compiled state."""
-    state = read_program_state(path)
+    return program_from_state(read_program_state(path), embedder=embedder, token_counter=token_counter)
+
+
+def program_state_json(program: _Pipeline) -> str:
+    """The program as the JSON text ``save_program`` writes (without the dependency metadata): how a compiled
+    program travels to another process (``program_from_state(json.loads(text))``), never a pickle."""
+    return json.dumps(program.dump_state(), ensure_ascii=False)
+
+
+def program_from_state(state: Mapping, embedder=None, token_counter=None) -> _Pipeline:
+    """The pipeline a saved program state describes (``read_program_state`` / ``program_state_json``), loaded."""
+    state = dict(state)
     spec = state.get("spec")
     if not isinstance(spec, dict) or "kind" not in spec:
         raise ValueError("no pipeline spec in this JSON (was it written by 'kdspy compile' / save_program?)")
@@ -506,4 +517,4 @@ def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeli
 
 
 __all__ = ["DOCUMENT_PIPELINES", "STATUTE_PIPELINES", "DocumentQA", "PipelineSpec", "StatuteQA", "build_pipeline",
-           "load_program", "save_program"]
+           "load_program", "program_from_state", "program_state_json", "save_program"]

@@ -1,0 +1,210 @@
+"""Shared by the scale-out tests (threads, Ray, the server): a deterministic stub reply, a reply that takes its
+time and counts how many requests it serves at once, an LM factory for the stub, and an embedder that kills
+the Ray worker using it.
+
+Everything here is importable by Ray workers (the tests folder travels to them on ``PYTHONPATH``) and
+picklable (classes at module level, no lambdas).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+from helpers import HashingEmbedder, WordCounter
+from openai_stub_server import chat_adapter_reply
+
+DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+HAVE_DATA = (DATA / "tatqa" / "dev_pool.json.gz").exists()
+
+# What must not depend on how many workers answered: the answer and everything about the prompt.
+SAME_FIELDS = ("answer", "scale", "output", "exemplar_ids", "prompt_tokens", "prompt_sha256", "prompt_format",
+               "correct", "error", "error_kind", "within_budget", "lm_calls")
+
+
+def tatqa_splits(pool: int = 40, tune: int = 12) -> dict:
+    """``{"pool": the first TAT-QA dev_pool questions, "eval": the first dev_tune questions}``."""
+    from knapsack_dspy.data import load_examples
+
+    return {"pool": list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:pool],
+            "eval": list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:tune]}
+
+
+def stub_suite(**fields):
+    """A suite for the stub LM: KATE and Random, two exemplars, no attribute constraints, plus ``fields``."""
+    from knapsack_dspy.bench.suite import suite_from_dict
+
+    return suite_from_dict({"name": "scaleout", "selector": ["kate", "random"], "budget": 4000, "max_exemplars": 2,
+                            "model": "openai/stub-model", "attributes": [], **fields})
+
+
+def run_stub_suite(out, suite, splits: dict, base_url: str, embedder=None, **kw):
+    """``run_suite`` of ``suite`` on ``splits`` with the stub LM at ``base_url`` and the cheap stand-ins."""
+    from knapsack_dspy.bench import runner
+
+    kw.setdefault("log", lambda message: None)
+    original, runner.load_split = runner.load_split, lambda spec, which, data_dir: splits[which]
+    try:
+        return runner.run_suite(suite, out, embedder=embedder or HashingEmbedder(), token_counter_factory=word_counter,
+                                lm_factory=StubLM(base_url), progress=False, **kw)
+    finally:
+        runner.load_split = original
+
+
+def rows_of(out: Path) -> dict:
+    """The rows of ``out/predictions.jsonl`` by (run, example), checking that each pair is there once."""
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    keyed = {(r["run"], r["example_id"]): r for r in rows}
+    assert len(keyed) == len(rows)  # each (run, example) once
+    return keyed
+
+
+def same_fields(rows: dict) -> dict:
+    """Of each row, the fields that must not depend on how many workers answered (``SAME_FIELDS``)."""
+    return {key: {name: row.get(name) for name in SAME_FIELDS} for key, row in rows.items()}
+
+
+def question_of(body) -> str:
+    """The question of a chat request the bench sent (the last ``[[ ## question ## ]]`` section)."""
+    text = body["messages"][-1]["content"] if isinstance(body, dict) else ""
+    found = re.findall(r"\[\[ ## question ## \]\]\n(.*?)(?:\n\n|\n\[\[|$)", text, flags=re.S)
+    return found[-1].strip() if found else ""
+
+
+def deterministic_reply(body) -> str:
+    """A program whose answer depends on the question only (its word count)."""
+    return chat_adapter_reply(program=f"ans = {len(question_of(body).split())}\nscale = ''")
+
+
+class SlowReply:
+    """A stub reply that waits ``seconds`` before answering deterministically, and records the most requests it
+    was serving at once (``peak``)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.active = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, body) -> str:
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            time.sleep(self.seconds)
+            return deterministic_reply(body)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def word_counter(model: str) -> WordCounter:
+    """``token_counter_factory``: the word counter for any model."""
+    return WordCounter()
+
+
+class StubLM:
+    """``lm_factory`` for the stub server: ``make_lm`` against ``base_url``, no retries, no cache."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+
+    def __call__(self, spec):
+        from knapsack_dspy.llm import make_lm
+
+        return make_lm("openai/stub-model", api_base=self.base_url, api_key="x", num_retries=0, cache=False,
+                       max_tokens=spec.max_tokens)
+
+
+class DyingEmbedder(HashingEmbedder):
+    """A ``HashingEmbedder`` that, in a copy unpickled in another process (a Ray worker, never the driver that
+    made it), kills that process (``os._exit``, as a crash or an out-of-memory kill would) when asked to embed
+    one of the ``victims`` (question -> marker file, or None): once if the marker file does not exist yet (it is
+    created first), every time if the marker is None."""
+
+    def __init__(self, victims: dict[str, str | None]):
+        super().__init__()
+        self.victims = dict(victims)
+        self.armed = False
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.armed = True
+
+    def encode(self, texts):
+        for question, marker in self.victims.items() if self.armed else ():
+            if any(question in str(text) for text in texts):
+                if marker is None:
+                    os._exit(17)
+                if not Path(marker).exists():
+                    Path(marker).write_text(str(os.getpid()))
+                    os._exit(17)
+        return super().encode(texts)
+
+
+class ServerThread:
+    """An ASGI app served by uvicorn on 127.0.0.1 (a free port) in a thread of this process, for the block."""
+
+    def __init__(self, app):
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        import uvicorn
+
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started and time.time() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def _deep(levels: int) -> bytes:
+    return b'{"question": "q", "table": ' + b"[" * levels + b"]" * levels + b"}"
+
+
+# Requests kdspy serve must answer with a 4xx and a one-line reason (tests/test_serve.py, benchmarks/serve_load.py).
+MALFORMED_REQUESTS = {
+    "not JSON": b"{question: what}",
+    "cut JSON": b'{"question": "what',
+    "not UTF-8": b'{"question": "\xff\xfe"}',
+    "empty body": b"",
+    "a JSON list": [1, 2, 3],
+    "a JSON string": "question",
+    "no question": {"table": [], "paragraphs": []},
+    "empty question": {"question": ""},
+    "blank question": {"question": "   "},
+    "question a number": {"question": 7},
+    "question null": {"question": None},
+    "question a list": {"question": ["what"]},
+    "table a string": {"question": "q", "table": "a,b"},
+    "table rows not lists": {"question": "q", "table": ["a", "b"]},
+    "a cell an object": {"question": "q", "table": [[{"a": 1}]]},
+    "a cell a boolean": {"question": "q", "table": [[True]]},
+    "paragraphs a string": {"question": "q", "paragraphs": "text"},
+    "a paragraph a number": {"question": "q", "paragraphs": [1]},
+    "an unknown field": {"question": "q", "tabel": []},
+    "a lone surrogate": b'{"question": "what \\ud800 is it"}',
+    "a huge integer": b'{"question": "q", "table": [[' + b"9" * 5000 + b"]]}",
+    "nested too deeply": _deep(100_000),
+    "a question too long": {"question": "word " * 2000},
+    "too many cells": {"question": "q", "table": [["1"] * 100] * 600},
+    "a huge body": {"question": "q", "paragraphs": ["x" * 2_000_000]},
+}
