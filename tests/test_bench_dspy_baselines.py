@@ -102,6 +102,23 @@ def test_a_routed_pipeline_gets_a_baseline_per_demo_predictor(tmp_path, data, mo
             assert all(answer_type[i] in EXTRACT_TYPES for i in row["exemplar_ids"])
 
 
+def test_baselines_answer_with_worker_threads(tmp_path, data, monkeypatch, capsys):
+    """--workers 3: each row measures its own question's prompt; KNN's output hidden per thread, print intact."""
+    lm = FieldFillingLM({"program": 'ans = 1\nscale = ""'})
+    _, rows = run(tmp_path, data, monkeypatch, suite(selector=["dspy_knn", "dspy_labeled"]),
+                  lm_factory=lambda spec: lm, workers=3)
+    question = {ex.id: ex.question for ex in data[1]}
+    assert len(rows) == 2 * len(data[1])
+    for row in rows:
+        assert row["error"] is None and len(row["exemplar_ids"]) == 3
+        prompts = [p for p in lm.prompts if asked(p) == question[row["example_id"]]
+                   and [m["content"] for m in p if m["role"] == "assistant"]]
+        assert row["prompt_tokens"] in {WordCounter().count_messages(p) for p in prompts}
+    capsys.readouterr()
+    print("still printing")
+    assert capsys.readouterr().out == "still printing\n"
+
+
 def asked(messages) -> str:
     """The question of a prompt's last user message."""
     return re.search(r"\[\[ ## question ## \]\]\n(.*)", messages[-1]["content"]).group(1).strip()
