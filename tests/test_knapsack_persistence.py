@@ -82,9 +82,13 @@ def test_an_mlflow_model_round_trips(tmp_path, compiled):
     # the artifacts (the pickled model) go under tmp_path too, not into ./mlruns of the working directory
     mlflow.set_experiment(experiment_id=mlflow.create_experiment(
         "knapsack", artifact_location=(tmp_path / "artifacts").as_uri()))
-    with mlflow.start_run():
-        info = mlflow.dspy.log_model(compiled, name="program")
-    loaded = mlflow.dspy.load_model(info.model_uri)
+    try:
+        with mlflow.start_run():
+            info = mlflow.dspy.log_model(compiled, name="program")
+        loaded = mlflow.dspy.load_model(info.model_uri)
+    finally:  # loading makes the model the process's active one: later metrics would be logged against it
+        mlflow.clear_active_model()
+        mlflow.set_tracking_uri(None)
     assert type(loaded) is TwoStep
     assert selections(loaded) == selections(compiled)
     assert answers(loaded) == answers(compiled)
