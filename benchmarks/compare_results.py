@@ -11,10 +11,12 @@ and the working tree) into two directories, then compare. Exit status 0 when not
   digest, for directories written by code whose ``RunSpec`` fields differ. Every field of a matched row is
   compared (exemplar ids and their order, prompt tokens, within-budget, answers, scores, selection quality,
   errors, ...) except what is timing or bookkeeping: ``latency_s``, ``selection_ms``, ``lm_seconds``,
-  ``traceback`` and the ``spec`` dict (its digest is in the run key; with ``--match spec`` the ``run`` field is
+  ``traceback``, ``provenance`` (which commit and packages wrote the row: two commits differ there by
+  definition) and the ``spec`` dict (its digest is in the run key; with ``--match spec`` the ``run`` field is
   skipped too, in rows and figures). ``--ignore FIELD`` skips more.
 - **Report figures** (``metrics.json``, per run) are compared the same way, numbers to 1e-9 relative, except
-  timing figures (names with ``_ms``, ``latency`` or ``seconds``) and ``spec``.
+  timing figures (names with ``_ms``, ``latency``, ``seconds`` or ``time_per``: ``time_per_question``),
+  ``provenance`` and ``spec``.
 
 A resumed run can hold a row twice; the last one counts, as in the report.
 """
@@ -28,9 +30,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROW_IGNORED = frozenset({"latency_s", "selection_ms", "lm_seconds", "traceback", "spec"})
-METRIC_IGNORED = frozenset({"spec"})
-TIMING_MARKERS = ("_ms", "latency", "seconds")
+# provenance (the code commit, packages, ...) differs between two commits by definition: what this compares them by
+ROW_IGNORED = frozenset({"latency_s", "selection_ms", "lm_seconds", "traceback", "spec", "provenance"})
+METRIC_IGNORED = frozenset({"spec", "provenance"})
+TIMING_MARKERS = ("_ms", "latency", "seconds", "time_per")
 
 
 class ResultsReadError(ValueError):

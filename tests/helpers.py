@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
 import numpy as np
@@ -42,3 +43,43 @@ class WordCounter:
 
     def count_text(self, text):
         return len(str(text).split())
+
+
+class FieldFillingLM:
+    """Builds a DSPy ``BaseLM`` that answers any ChatAdapter prompt: it reads the output fields named in the system
+    message and fills each (``values[field]`` when given, a callable of the messages, else a short text). For
+    DSPy's own optimizers (MIPROv2's proposer, GEPA's reflection), whose signatures a fixed DummyLM cannot know."""
+
+    def __new__(cls, values=None):
+        import dspy
+        from dspy.clients.base_lm import BaseLM
+
+        class _FieldFilling(BaseLM):
+            def __init__(self):
+                super().__init__(model="field-filling", model_type="chat", temperature=0.0, max_tokens=1000,
+                                 cache=False)
+                self.values = dict(values or {})
+                self.prompts: list[list[dict]] = []
+
+            def forward(self, prompt=None, messages=None, **kwargs):
+                from litellm import Choices, Message, ModelResponse, Usage
+
+                self.prompts.append(list(messages))
+                system = messages[0]["content"]
+                outputs = system.split("Your output fields are:", 1)[1].split("All interactions", 1)[0]
+                names = re.findall(r"\d+\. `(\w+)`", outputs)
+                values = {}
+                for name in names:
+                    value = self.values.get(name, f"some {name}")
+                    values[name] = value(messages) if callable(value) else value
+                if "Outputs will be a JSON object" in system:  # JSONAdapter (GEPA's reflection uses it)
+                    text = json.dumps(values)
+                else:
+                    text = "\n\n".join([*(f"[[ ## {k} ## ]]\n{v}" for k, v in values.items()),
+                                         "[[ ## completed ## ]]"])
+                return ModelResponse(choices=[Choices(message=Message(role="assistant", content=text))],
+                                     usage=Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2),
+                                     model="field-filling")
+
+        del dspy
+        return _FieldFilling()

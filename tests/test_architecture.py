@@ -200,3 +200,15 @@ def test_no_selector_name_is_tested_outside_the_selection_package(package):
                 if compared & names:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {sorted(compared & names)}")
     assert found == []
+
+
+def test_the_public_names_load_lazily_from_the_top():
+    code = ("import sys, knapsack_dspy as k\n"
+            "before = sorted(m for m in ('dspy', 'litellm') if m in sys.modules)\n"
+            "from knapsack_dspy import (KnapsackFewShot, SelectExemplars, SelectionConfig, solve_knapsack,\n"
+            "                           AttributeConstraint, load_examples, make_lm)\n"
+            "from knapsack_dspy.teleprompt import KnapsackFewShot as K\n"
+            "print(before, KnapsackFewShot is K, all(getattr(k, n) is not None for n in k.__all__),\n"
+            "      set(k.__all__) <= set(dir(k)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[] True True True"

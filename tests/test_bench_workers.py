@@ -71,7 +71,7 @@ def test_the_suites_num_threads_is_the_number_of_workers_unless_given(tmp_path, 
     with StubOpenAIServer(reply=slow) as server:
         run_stub_suite(tmp_path / "b", stub_suite(num_threads=3, limit=4), splits, server.base_url, workers=1)
     assert slow.peak == 1
-    with pytest.raises(SuiteError, match="num_threads must be a whole number of at least 1, got 0"):
+    with pytest.raises(SuiteError, match="num_threads: must be an integer >= 1, got 0"):  # when the suite is read
         runner.run_suite(stub_suite(num_threads=0), tmp_path / "c", progress=False, log=lambda m: None)
     with pytest.raises(SuiteError, match="workers must be"):
         runner.run_suite(stub_suite(), tmp_path / "c", workers=0, progress=False, log=lambda m: None)

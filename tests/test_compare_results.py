@@ -33,13 +33,23 @@ def _metrics(run=RUN, **figures):
 
 
 def test_the_same_rows_and_figures_are_identical_whatever_the_timing(tmp_path):
-    a = _write(tmp_path / "a", [_row("q1", ["e1", "e2"]), _row("q2", ["e3"])], _metrics(gold_case_hit=5.0))
+    a = _write(tmp_path / "a", [_row("q1", ["e1", "e2"]), _row("q2", ["e3"])],
+               _metrics(gold_case_hit=5.0, time_per_question={"n": 2, "total": 0.2, "selection": 0.19}))
     b = _write(tmp_path / "b", [_row("q2", ["e3"], selection_ms=9.9, latency_s=2.0), _row("q1", ["e1", "e2"])],
-               _metrics(gold_case_hit=5.0, selection_ms_median=7.0))
+               _metrics(gold_case_hit=5.0, selection_ms_median=7.0,
+                        time_per_question={"n": 2, "total": 0.1, "selection": 0.09}))
     result = compare_results.compare(a, b)
     assert compare_results.identical(result)
     assert result["matched"] == 2
     assert compare_results.main([str(a), str(b)]) == 0
+
+
+def test_two_commits_differ_in_provenance_by_definition_and_that_is_no_difference(tmp_path):
+    a = _write(tmp_path / "a", [_row("q1", ["e1"], provenance={"code": {"commit": "aaa"}})],
+               _metrics(provenance=[["code aaa", 1]]))
+    b = _write(tmp_path / "b", [_row("q1", ["e1"], provenance={"code": {"commit": "bbb"}})],
+               _metrics(provenance=[["code bbb", 1]]))
+    assert compare_results.identical(compare_results.compare(a, b))
 
 
 def test_exemplar_order_prompt_tokens_and_figures_are_differences(tmp_path, capsys):

@@ -133,6 +133,13 @@ def test_pipelines_reject_unknown_keywords(embedder):
     assert document.spec.spec["pipeline"] == "finqa_pot" and document.selection_settings.selector == "csp"
 
 
+def test_a_misspelled_input_is_an_error_not_a_silent_wrong_answer(data, embedder):
+    program = compiled(data, embedder)
+    with pytest.raises(TypeError, match=r"DocumentQA\(\) got unexpected keyword 'tables'; it takes question, table, "
+                                        r"paragraphs, id, doc_id and gold values of answer_type, modality"):
+        program(question="What was the revenue?", tables=[["a", "b"]])
+
+
 def test_load_program_rejects_foreign_json(tmp_path):
     bad = tmp_path / "x.json"
     bad.write_text(json.dumps({"predict": {}}))

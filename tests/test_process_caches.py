@@ -117,10 +117,13 @@ def test_query_prompt_sizes_are_remembered_per_counter():
     assert PromptCostModel(QA, CountingCounter(per_message=10)).base_tokens(inputs) > first
 
 
-def test_rendered_demos_are_shared_by_pipelines_with_the_same_settings(monkeypatch):
+def test_rendered_demos_are_shared_by_pipelines_with_the_same_settings(monkeypatch, tmp_path):
+    from knapsack_dspy.disk_memo import DiskMemo
     from knapsack_dspy.modules import pipeline
 
+    monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path / "cache"))  # nothing rendered by an earlier test or run
     monkeypatch.setattr(pipeline, "_rendered_demos", BoundedMemo(100))
+    monkeypatch.setattr(pipeline, "_rendered_demos_on_disk", DiskMemo("rendered_demos"))
     rendered = []
     original = pipeline._Pipeline.render_demo
 

@@ -85,7 +85,7 @@ def test_bad_settings_are_refused():
         ProgramOfThoughtAnswerer(samples=3, temperature=5)
     with pytest.raises(ValueError, match="self-consistency votes over executed programs"):
         build_pipeline("tatqa", "cot", samples=3, embedder=HashingEmbedder(), token_counter=WordCounter())
-    with pytest.raises(SuiteError, match="'samples' must be an integer >= 1"):
+    with pytest.raises(SuiteError, match="samples: must be an integer >= 1, got 0"):
         suite_from_dict({"samples": 0})
 
 

@@ -124,6 +124,7 @@ def test_lm_transport_errors_propagate():
     dspy.configure(lm=BrokenTransportLM([]))
     with pytest.raises(ConnectionError, match="unreachable"):
         ProgramOfThoughtAnswerer()(question="q", table=TABLE)
+    assert dspy.settings.get("knapsack_selection_logs") is None  # the answer's selection log was left
 
 
 def test_finqa_dsl_programs():

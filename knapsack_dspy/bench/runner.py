@@ -25,7 +25,9 @@ from types import SimpleNamespace
 import dspy
 from tqdm.auto import tqdm
 
+from knapsack_dspy.bench.baseline_runs import check_baseline_runs, compile_baseline_run, wants_validation_slice
 from knapsack_dspy.bench.dispatch import write_rows
+from knapsack_dspy.bench.dspy_baselines import is_dspy_baseline
 from knapsack_dspy.bench.local_workers import InlineWorkers, ThreadWorkers
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError, provenance_conflict, provenance_difference
 from knapsack_dspy.bench.question_facts import facts_of
@@ -81,19 +83,26 @@ def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
                                                        max_exemplars=spec.get("max_exemplars")))
 
 
+def _student(spec: RunSpec, embedder=None, token_counter=None):
+    routing = {"route": spec.route} if spec.route else {}
+    sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
+    return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
+                          top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
+                          embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
+
+
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
-                    progress: bool = True):
-    """Compile (or reload) the run's program. Returns (program, compile report)."""
+                    progress: bool = True, lm=None):
+    """Compile (or reload) the run's program. Returns (program, compile report). ``lm``: the run's LM, for the DSPy
+    baselines that need one to compile (``bench/baseline_runs.py``)."""
     path = program_path(out_dir, spec)
+    if is_dspy_baseline(spec.selector):
+        return compile_baseline_run(spec, lambda: _student(spec, embedder, token_counter), pool, valset, path, lm)
     if path.exists():
         program = load_program(path, embedder=embedder, token_counter=token_counter)
         return program, json.loads(path.with_suffix(".report.json").read_text()) if path.with_suffix(
             ".report.json").exists() else {}
-    routing = {"route": spec.route} if spec.route else {}
-    sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
-    student = build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
-                             top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                             embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
+    student = _student(spec, embedder, token_counter)
     tele = KnapsackFewShot(token_counter=student.token_counter, lm_model=spec.model, progress=progress)
     program = tele.compile(student, trainset=pool, valset=valset)
     save_program(program, path)
@@ -116,6 +125,7 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
     program is compiled once, here."""
     out_dir = Path(out_dir)
     count = _worker_count(suite, workers)
+    check_baseline_runs(suite.runs, selection_only, ray)
     redo = functools.partial(redo_on_resume, retry_errors=retry_errors)
     with results_lock(out_dir), ResultsStore(out_dir / "predictions.jsonl", redo=redo) as store:
         suite_file = out_dir / "suite.json"
@@ -206,14 +216,14 @@ def _tasks(plan, provenances: dict, out_dir: Path, data_dir, embedder, token_cou
             pools = {key: pool}
         pool = pools[key]
         counter = token_counter_factory(spec.model) if token_counter_factory else None
+        lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else default_lm(spec))
         program, _ = compile_program(spec, pool, validation_slice(pool, spec), out_dir, embedder=embedder,
-                                     token_counter=counter, progress=progress)
+                                     token_counter=counter, progress=progress, lm=lm)
         prefetch = getattr(program, "prefetch_embeddings", None)
         if callable(prefetch):
             prefetch(todo, progress=progress)
         if not spec.selection_only:
             todo = cache_friendly_order(program, todo)
-        lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else default_lm(spec))
         job = RunJob.for_run(spec, program, lm, provenances[spec.key])
         for example in todo:
             yield Task(job, example)
@@ -272,9 +282,11 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
 
 def validation_slice(pool, spec: RunSpec):
     """Validation queries for selectors that fit on them at compile time (static, hybrid, fixed: their class
-    declares ``fit_on``): a seeded slice of the pool itself (never the eval split); selection excludes each
-    query's own id and document, so nothing leaks."""
-    if spec.selection_config().selector_class.fit_on is None or not spec.val_size:
+    declares ``fit_on``) and for the DSPy baselines that search with an LM: a seeded slice of the pool itself
+    (never the eval split); selection excludes each query's own id and document, so nothing leaks."""
+    wants = (wants_validation_slice(spec) if is_dspy_baseline(spec.selector)
+             else spec.selection_config().selector_class.fit_on is not None)
+    if not wants or not spec.val_size:
         return None
     rng = random.Random(spec.seed)
     return rng.sample(list(pool), min(spec.val_size, len(pool)))

@@ -32,12 +32,19 @@ import hashlib
 import itertools
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from knapsack_dspy.bench.dspy_baselines import DSPY_BASELINES, is_dspy_baseline
+from knapsack_dspy.bench.suite_schema import group_model, group_problems, run_problems
+from knapsack_dspy.data.loader import DATASETS
 from knapsack_dspy.file_limits import FileLimitError, read_file_text
-from knapsack_dspy.selection.config import DEMO_ORDERS, SelectionConfig
+from knapsack_dspy.modules.pipeline import DOCUMENT_PIPELINES, ROUTINGS, STATUTE_PIPELINES
+from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
+from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
+from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, SELECTORS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,8 +97,10 @@ class RunSpec:
     latency_budget: float | None = None  # seconds a prompt may take (predicted; opt-in), SelectionConfig's
 
     def selection_config(self) -> SelectionConfig:
-        """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set)."""
-        return SelectionConfig(selector=self.selector, max_exemplars=self.max_exemplars, budget=self.budget,
+        """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
+        baseline's run keeps the default selector, which it does not use)."""
+        selector = DEFAULT_SELECTOR if is_dspy_baseline(self.selector) else self.selector
+        return SelectionConfig(selector=selector, max_exemplars=self.max_exemplars, budget=self.budget,
                                reserve_output_tokens=self.reserve_output_tokens, alpha=self.alpha, beta=self.beta,
                                attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
                                val_size=self.val_size, seed=self.seed, demo_order=self.demo_order,
@@ -118,76 +127,132 @@ _FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
 #: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
 _LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature", "demo_order",
                    "latency_budget")
+_GROUP = group_model(RunSpec, GRID_KEYS)
+_TUPLE_FIELDS = ("attributes", "example_ids")
 
 
-def _coerce(name: str, value: Any, source: str) -> Any:
-    default = _FIELD_TYPES[name].default
-    if name == "attributes":
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise SuiteError(f"{source}: 'attributes' must be a list of names")
-        return tuple(value)
-    if name == "example_ids":
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
-            raise SuiteError(f"{source}: 'example_ids' must be a list of question ids")
-        return tuple(value)
-    if name in ("limit", "top_n_paragraphs") and value is None:
-        return None
-    if name in ("timeout", "latency_budget"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise SuiteError(f"{source}: {name!r} must be a positive number of seconds, got {value!r}")
+def _value(name: str, value: Any) -> Any:
+    """A checked value as ``RunSpec`` holds it (a name list as a tuple, a number as a float)."""
+    if name in _TUPLE_FIELDS:
+        return tuple([value] if isinstance(value, str) else value)
+    if isinstance(_FIELD_TYPES[name].default, float) or (name in ("timeout", "latency_budget") and value is not None):
         return float(value)
-    if name == "demo_order" and value not in DEMO_ORDERS:
-        raise SuiteError(f"{source}: 'demo_order' must be one of {', '.join(DEMO_ORDERS)}, got {value!r}")
-    if name == "num_retries":
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise SuiteError(f"{source}: 'num_retries' must be a non-negative integer, got {value!r}")
-        return value
-    if name == "samples" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise SuiteError(f"{source}: 'samples' must be an integer >= 1, got {value!r}")
-    if name == "temperature" and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not 0 <= value <= 2):
-        raise SuiteError(f"{source}: 'temperature' must be a number from 0 to 2, got {value!r}")
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise SuiteError(f"{source}: {name!r} must be true or false, got {value!r}")
-        return value
-    if isinstance(default, int) or name in ("limit", "top_n_paragraphs"):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SuiteError(f"{source}: {name!r} must be an integer, got {value!r}")
-        return value
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SuiteError(f"{source}: {name!r} must be a number, got {value!r}")
-        return float(value)
-    if not isinstance(value, str):
-        raise SuiteError(f"{source}: {name!r} must be a string, got {value!r}")
     return value
 
 
 def expand(group: dict, source: str) -> list[RunSpec]:
-    unknown = set(group) - set(_FIELD_TYPES) - {"name", "runs", "output", "description"}
-    if unknown:
-        raise SuiteError(f"{source}: unknown keys {sorted(unknown)}; valid keys: {sorted(_FIELD_TYPES)}")
+    """The runs of one (type-checked) run group: the product over its grid keys' lists."""
     scalars, axes = {}, []
     for name, value in group.items():
         if name not in _FIELD_TYPES:
             continue
         if name in GRID_KEYS and isinstance(value, list):
-            if not value:
-                raise SuiteError(f"{source}: {name!r} is an empty list")
-            axes.append((name, [_coerce(name, v, source) for v in value]))
+            axes.append((name, [_value(name, v) for v in value]))
         else:
-            scalars[name] = _coerce(name, value, source)
+            scalars[name] = _value(name, value)
     runs = []
     for combo in itertools.product(*(vals for _, vals in axes)):
         params = dict(scalars)
         params.update({name: v for (name, _), v in zip(axes, combo, strict=True)})
         runs.append(RunSpec(**params))
     return runs
+
+
+def _dataset_problem(run: RunSpec) -> str | None:
+    if run.dataset not in DATASETS:
+        return f"unknown dataset {run.dataset!r}; datasets: {', '.join(DATASETS)}"
+    return None
+
+
+def _pipeline_problem(run: RunSpec) -> str | None:
+    if run.dataset not in DATASETS:
+        return None
+    allowed = STATUTE_PIPELINES if run.dataset == "sara" else DOCUMENT_PIPELINES
+    return None if run.pipeline in allowed else (
+        f"unknown pipeline {run.pipeline!r} for {run.dataset}; pipelines: {', '.join(allowed)}")
+
+
+def _retrieval_problem(run: RunSpec) -> str | None:
+    if run.retrieval and run.retrieval not in STRATEGIES:
+        return f"unknown retrieval strategy {run.retrieval!r}; strategies: {', '.join(STRATEGIES)}"
+    return None
+
+
+def _selector_problem(run: RunSpec) -> str | None:
+    if run.selector not in SELECTORS and not is_dspy_baseline(run.selector):
+        return (f"unknown selector {run.selector!r}; ours: {', '.join(SELECTORS)}; DSPy's optimizers: "
+                f"{', '.join(DSPY_BASELINES)}")
+    return None
+
+
+def _selection_problems(run: RunSpec) -> list[tuple[str, str]]:
+    """(key, reason) of the run's selection settings as ``SelectionConfig`` checks them (the setting it names)."""
+    if run.selector not in SELECTORS and not is_dspy_baseline(run.selector):
+        return []
+    selector = DEFAULT_SELECTOR if is_dspy_baseline(run.selector) else run.selector
+    settings = {"max_exemplars": run.max_exemplars, "budget": run.budget, "alpha": run.alpha, "beta": run.beta,
+                "reserve_output_tokens": run.reserve_output_tokens, "attributes": tuple(run.attributes),
+                "attribute_source": run.attribute_source or None, "val_size": run.val_size, "seed": run.seed}
+    found = []
+    for name, value in settings.items():  # one setting at a time: every bad one is reported
+        try:
+            SelectionConfig(selector=selector, **{name: value})
+        except SelectionConfigError as exc:
+            found.append((name, str(exc)))
+    if not found:
+        try:
+            run.selection_config()
+        except SelectionConfigError as exc:  # settings that are fine alone but not together
+            found.append(("selector", str(exc)))
+    return found
+
+
+def _positive(name: str, allow_none: bool = False) -> Callable[[RunSpec], str | None]:
+    def check(run: RunSpec) -> str | None:
+        value = getattr(run, name)
+        if value is None and allow_none:
+            return None
+        return None if value >= 1 else f"must be an integer >= 1, got {value!r}"
+    return check
+
+
+def _route_problem(run: RunSpec) -> str | None:
+    if (run.route or None) not in ROUTINGS:
+        return f"unknown route {run.route!r}; routes: {', '.join(r for r in ROUTINGS if r)} (or none)"
+    if run.route and (run.dataset == "sara" or run.pipeline not in ("pot", "finqa_pot")):
+        return f"route {run.route!r} routes between extraction and a program: pipeline 'pot' or 'finqa_pot'"
+    return None
+
+
+def _transport_problem(run: RunSpec) -> str | None:
+    if run.timeout is not None and not run.timeout > 0:
+        return f"timeout must be a positive number of seconds, got {run.timeout!r}"
+    return None
+
+
+def _retries_problem(run: RunSpec) -> str | None:
+    if run.num_retries is not None and run.num_retries < 0:
+        return f"num_retries must be a non-negative integer, got {run.num_retries!r}"
+    return None
+
+
+def _pool_dataset_problem(run: RunSpec) -> str | None:
+    if run.pool_dataset and run.pool_dataset not in DATASETS:
+        return f"unknown dataset {run.pool_dataset!r}; datasets: {', '.join(DATASETS)}"
+    return None
+
+
+def _temperature_problem(run: RunSpec) -> str | None:
+    return None if 0 <= run.temperature <= 2 else f"must be a number from 0 to 2, got {run.temperature!r}"
+
+
+_RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retrieval": _retrieval_problem,
+               "pool_dataset": _pool_dataset_problem, "samples": _positive("samples"),
+               "temperature": _temperature_problem,
+               "selector": _selector_problem, "route": _route_problem, "timeout": _transport_problem,
+               "num_retries": _retries_problem, "limit": _positive("limit", allow_none=True),
+               "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),
+               "max_tokens": _positive("max_tokens"), "num_threads": _positive("num_threads")}
 
 
 @dataclass
@@ -218,19 +283,34 @@ def load_suite(path: str | Path) -> Suite:
 
 
 def suite_from_dict(raw: dict, source: str = "<flags>") -> Suite:
+    """The suite a TOML file (or flags) describes. Every problem of every run group is collected (types, unknown
+    keys, then each run's dataset, pipeline, retrieval, selector and selection settings) and raised as one
+    ``SuiteError``, one line per problem, before any run starts."""
     defaults = {k: v for k, v in raw.items() if k != "runs"}
     groups = raw.get("runs") or [{}]
-    if not isinstance(groups, list):
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
         raise SuiteError(f"{source}: 'runs' must be an array of tables ([[runs]])")
     runs: list[RunSpec] = []
+    problems: list[str] = []
     seen = set()
     for i, group in enumerate(groups):
         merged = dict(defaults)
         merged.update(group)
-        for run in expand(merged, f"{source} (runs[{i}])" if raw.get("runs") else source):
+        where = f"runs[{i}] " if raw.get("runs") else ""
+        found, bad_keys = group_problems(_GROUP, merged, where)
+        problems += found
+        checked = {k: v for k, v in merged.items() if k not in bad_keys}
+        for run in expand(checked, where):
+            problems += run_problems(run, where, _RUN_CHECKS)
+            problems += [f"{where}{key}: {reason}" for key, reason in _selection_problems(run)]
+            if found:
+                continue
             if run.key not in seen:
                 seen.add(run.key)
                 runs.append(run)
+    if problems:
+        unique = list(dict.fromkeys(problems))
+        raise SuiteError(f"{source}: {len(unique)} problem{'s' if len(unique) > 1 else ''}:\n  " + "\n  ".join(unique))
     name = str(raw.get("name") or Path(source).stem)
     return Suite(name=name, runs=runs, output=str(raw.get("output") or ""),
                  description=str(raw.get("description") or ""), source=source, raw=raw)

@@ -85,6 +85,11 @@ class TokenCounter:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, context_window={self.context_window}, exact={self.exact})"
 
+    def __reduce__(self):
+        # Pickled as its model (a program saved with save_program=True): unpickling gives the process's shared
+        # counter, with its own tokenizer handles and memo (locks and model-server handles are not pickled).
+        return (get_token_counter, (self.model,))
+
 
 def _litellm():
     """LiteLLM, imported when an API model's tokens are counted (~2-4 s: a local model's counts never need it)."""

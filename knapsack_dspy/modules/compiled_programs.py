@@ -114,7 +114,6 @@ def load_compiled(student: dspy.Module, path_or_state: str | Path | Mapping, *, 
                          f"(it has {sorted(state)})")
     student.load_state(state, allow_unsafe_lm_state=allow_unsafe_lm_state)
     student.compile_report = compile_report_of(student)
-    student._compiled = True
     return student
 
 

@@ -22,6 +22,7 @@ programs, with a separate ``select`` module, still load).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hashlib
 import json
@@ -231,6 +232,12 @@ class _Pipeline(dspy.Module):
         return {"question": question, "table": table, "paragraphs": paragraphs}
 
     def _hints(self, question, table, paragraphs, id, doc_id, attributes: Mapping):
+        known = set(self.selection_settings.attributes)
+        unknown = sorted(set(attributes) - known)
+        if unknown:  # e.g. tables=[...] for table=[...]: answering without the table would be silently wrong
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword {', '.join(map(repr, unknown))}; it takes "
+                            "question, table, paragraphs, id, doc_id"
+                            + (f" and gold values of {', '.join(sorted(known))}" if known else ""))
         return selection_hints(id=id, doc_id=doc_id, attributes=attributes,
                                fields=self._select_fields(question, table, paragraphs))
 
@@ -271,6 +278,24 @@ class _Pipeline(dspy.Module):
         extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
         with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
             pred = solver(**query, demos=None if self.uses_demos else [], **extra)
+        return self._with_selection(pred, selected, route)
+
+    async def aforward(self, question: str, table=None, paragraphs=None, id: str | None = None,
+                       doc_id: str | None = None, **attributes):
+        """``forward`` for ``await program.acall(...)``: retrieval and routing (CPU: embeddings) in a worker
+        thread, the LM through DSPy's async path."""
+        query, (solver, route) = await asyncio.to_thread(
+            lambda: (self._retrieved({"question": question, "table": table, "paragraphs": paragraphs}),
+                     self._route(question)))
+        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
+        with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
+            pred = await solver.acall(**query, demos=None if self.uses_demos else [], **extra)
+        return self._with_selection(pred, selected, route)
+
+    @staticmethod
+    def _with_selection(pred, selected, route) -> dspy.Prediction:
+        """The solver's prediction with what its demo predictor selected (its first call: the writer) and the
+        route it took."""
         selection = selected[0].info if selected else dict(_NO_SELECTION)
         return dspy.Prediction(**dict(pred), exemplar_ids=selection.get("ids", []), selection=selection, **route)
 

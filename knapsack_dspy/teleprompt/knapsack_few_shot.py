@@ -254,12 +254,9 @@ class KnapsackFewShot(Teleprompter):
         prefetch = getattr(program, "prefetch_embeddings", None)  # optional: one batch instead of many calls
         if callable(prefetch):
             prefetch([*trainset, *val], progress=self.progress)
-        fitted = self._fit_modules(program, trainset, embedder)
+        fitted = fit_sub_modules(program, trainset, embedder)
         try:
             if teacher is not None:
-                if dspy.settings.lm is None and not all(p.lm for _, p in teacher.named_predictors()):
-                    raise CompileError("teacher=: the teacher runs on the trainset, which needs an LM "
-                                       "(dspy.configure(lm=...))")
                 pools, summary["teacher"] = pools_from_teacher(teacher, targets, trainset, metric=self.metric,
                                                                progress=self.progress)
             else:
@@ -290,7 +287,9 @@ class KnapsackFewShot(Teleprompter):
         for name in reports:
             predictor_at(program, name).selection.compile_report = {**reports[name], "compile": shared}
         program.compile_report = {**shared, "predictors": reports}
-        program._compiled = True
+        # Not marked ``_compiled``: DSPy freezes a compiled sub-program (its parent's named_parameters, and so its
+        # save(), would leave the selection out) and BootstrapFewShot / MIPROv2 (which bootstraps demos even for
+        # a zero-demo run) refuse a compiled student; a knapsack program must stay open to both.
         return program
 
     @staticmethod
@@ -301,17 +300,6 @@ class KnapsackFewShot(Teleprompter):
         return load_compiled(student, Path(path) if isinstance(path, str) else path, **kwargs)
 
     # ------------------------------------------------------------------------------------------------
-    def _fit_modules(self, program, trainset, embedder) -> list[str]:
-        """Sub-modules that learn from the trainset at compile time (``fit_on_trainset(trainset, embedder)``,
-        e.g. a router choosing a predictor by answer type) are fitted before the pools are built."""
-        fitted = []
-        for name, module in program.named_sub_modules():
-            fit = getattr(module, "fit_on_trainset", None)
-            if callable(fit):
-                fit(trainset, embedder)
-                fitted.append(name)
-        return fitted
-
     def _compile_predictor(self, program, name: str, pool: PredictorPool, val, counter, model, adapter) -> dict:
         selecting = predictor_at(program, name)
         selecting.adapter = adapter
@@ -469,6 +457,19 @@ class KnapsackFewShot(Teleprompter):
         return out
 
 
+def fit_sub_modules(program, trainset, embedder) -> list[str]:
+    """Sub-modules that learn from the trainset at compile time (``fit_on_trainset(trainset, embedder)``, e.g. a
+    router choosing a predictor by answer type) are fitted (before the pools are built); returns their names.
+    Any optimizer compiling such a program calls it first (the bench's DSPy baselines do)."""
+    fitted = []
+    for name, module in program.named_sub_modules():
+        fit = getattr(module, "fit_on_trainset", None)
+        if callable(fit):
+            fit(trainset, embedder)
+            fitted.append(name)
+    return fitted
+
+
 def _query_fields(example) -> dict:
     """A validation example's fields as LM attribute prediction sees them (its raw fields)."""
     return {k: v for k, v in dict(example).items() if k not in ("id", "doc_id")}
@@ -493,7 +494,7 @@ def _lm_cost(before) -> dict[str, Any]:
             "cost_usd": round(spent.cost, 6)}
 
 
-__all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict"]
+__all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict", "fit_sub_modules"]
 
 
 def shared_costs(demos, costs: list, fields, cost_model) -> tuple[list[float], list[int], list[float]]:

@@ -123,6 +123,8 @@ def pools_from_teacher(teacher: dspy.Module, predictors: Mapping[str, dspy.Predi
     if missing:
         raise PoolError(f"the teacher has no predictor {missing} (its predictors: {sorted(names_of.values())}); "
                         "the teacher must have the student's structure")
+    if dspy.settings.lm is None and not all(p.lm for _, p in teacher.named_predictors()):
+        raise PoolError("teacher=: the teacher runs on the trainset, which needs an LM (dspy.configure(lm=...))")
     pools = {name: PredictorPool(name) for name in predictors}
     summary: dict[str, Any] = {"runs": 0, "successes": 0, "failures": 0, "rejected_by_metric": 0, "first_error": None}
     for i, example in enumerate(_progress(trainset, len(trainset), "teacher traces", progress)):

@@ -17,8 +17,7 @@ from collections.abc import Iterable
 
 import dspy
 
-__all__ = ["MODES", "build_predictor", "call_with_demos", "check_mode", "demos_for_call", "inner_predict",
-           "uses_reasoning"]
+__all__ = ["MODES", "build_predictor", "check_mode", "demos_for_call", "inner_predict", "uses_reasoning"]
 
 MODES = ("zero_shot", "few_shot", "cot", "zero_shot_cot")
 
@@ -67,8 +66,3 @@ def demos_for_call(mode: str, demos: Iterable | None) -> list | None:
     if demos is None:
         return None
     return [d if isinstance(d, dspy.Example) else dspy.Example(**dict(d)) for d in demos]
-
-
-def call_with_demos(module: dspy.Module, inputs: dict, demos: list | None):
-    """``module(**inputs, demos=demos)``, or without ``demos`` when ``None`` (the predictor decides)."""
-    return module(**inputs) if demos is None else module(**inputs, demos=demos)

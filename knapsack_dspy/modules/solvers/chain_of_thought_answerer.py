@@ -16,18 +16,18 @@ from knapsack_dspy.modules.solvers.answer_parsing import normalise_scale, parse_
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
-    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
 )
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, answer_demo, document_inputs
 from knapsack_dspy.signatures import AnswerFromTableText
 
 __all__ = ["ChainOfThoughtAnswerer"]
 
 
-class ChainOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
+class ChainOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     """Answer from the table and the text without a program.
 
     mode: ``"cot"`` (default: ``dspy.ChainOfThought``, reasoning then answer, with demos),
@@ -53,14 +53,13 @@ class ChainOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
     def as_demo(self, example) -> dspy.Example:
         return answer_demo(example, reasoning=uses_reasoning(self.mode), paragraphs=self.demo_paragraphs)
 
-    def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-                demos: Iterable | None = None) -> dspy.Prediction:
+    def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
+              demos: Iterable | None = None) -> Plan:
+        """``forward`` / ``aforward`` (see the class docstring)."""
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
-        call_demos = demos_for_call(self.mode, demos)
-        try:
-            prediction = call_with_demos(self.answer, inputs, call_demos)
-        except AdapterParseError as exc:
-            return dspy.Prediction(answer=None, scale="", raw_answer=exc.lm_response, reasoning=None,
+        prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
+        if isinstance(prediction, AdapterParseError):
+            return dspy.Prediction(answer=None, scale="", raw_answer=prediction.lm_response, reasoning=None,
                                    error="the reply did not follow the required output format")
         raw = prediction.get("answer")
         value, hinted_scale = parse_answer(raw)

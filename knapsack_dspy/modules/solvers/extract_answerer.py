@@ -20,10 +20,10 @@ from knapsack_dspy.modules.solvers.answer_parsing import strip_answer_decoration
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
-    call_with_demos,
     check_mode,
     demos_for_call,
 )
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, as_mapping, document_inputs
 from knapsack_dspy.signatures import ExtractAnswer
 
@@ -56,7 +56,7 @@ def read_spans(text) -> str | list[str] | None:
     return body or None
 
 
-class ExtractAnswerer(DemoPredictorAccess, dspy.Module):
+class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     """Copy the answer from the document.
 
     mode: ``"few_shot"`` (``dspy.Predict`` with demos, default), ``"zero_shot"``, ``"cot"`` or ``"zero_shot_cot"``.
@@ -87,13 +87,13 @@ class ExtractAnswerer(DemoPredictorAccess, dspy.Module):
         demo["answer"] = answer
         return dspy.Example(**demo)
 
-    def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-                demos: Iterable | None = None, answer_type: str | None = None) -> dspy.Prediction:
+    def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
+              demos: Iterable | None = None, answer_type: str | None = None) -> Plan:
+        """``forward`` / ``aforward`` (see the class docstring)."""
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
-        try:
-            prediction = call_with_demos(self.answer, inputs, demos_for_call(self.mode, demos))
-        except AdapterParseError as exc:
-            return dspy.Prediction(answer=None, scale="", raw_answer=exc.lm_response, reasoning=None,
+        prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
+        if isinstance(prediction, AdapterParseError):
+            return dspy.Prediction(answer=None, scale="", raw_answer=prediction.lm_response, reasoning=None,
                                    error="the reply did not follow the required output format", scale_reason="")
         raw = prediction.get("answer")
         value = read_spans(raw)

@@ -34,13 +34,13 @@ from knapsack_dspy.modules.solvers.answer_vote import majority_vote
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
-    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
 )
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, document_inputs, program_demo
-from knapsack_dspy.modules.solvers.repair_turn import repair_with_writer
+from knapsack_dspy.modules.solvers.repair_turn import WriterRepair
 from knapsack_dspy.signatures import WriteFinqaProgram, WritePythonLookupProgram, WritePythonProgram
 
 __all__ = ["LANGUAGES", "SCALE_SOURCES", "ProgramOfThoughtAnswerer", "answer_type_of", "clean_program_text",
@@ -99,7 +99,7 @@ def _paragraph_texts(paragraphs, text) -> list[str]:
     return [str(paragraphs if paragraphs is not None else text or "")]
 
 
-class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
+class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     """Answer by writing a program that the sandbox executes.
 
     Parameters
@@ -204,8 +204,9 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             return result, None
         return None, result.error or "execution failed"
 
-    def forward(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-                demos: Iterable | None = None, answer_type: str | None = None) -> dspy.Prediction:
+    def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
+              demos: Iterable | None = None, answer_type: str | None = None) -> Plan:
+        """``forward`` / ``aforward`` (see the class docstring)."""
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         rows = [list(row) for row in table] if isinstance(table, (list, tuple)) else None
         call_demos = demos_for_call(self.mode, demos)
@@ -213,10 +214,15 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
         with selection_log() as selected:  # what a selecting writer chose, for the retry
             voting: dict = {}
             if self.samples > 1:
-                program, reasoning, result, error, voting = self._sample_and_vote(inputs, rows, call_demos)
+                runs = []
+                for index in range(self.samples):
+                    reply = yield LMCall(self.write, {**inputs, "config": self.sample_config(index)}, call_demos)
+                    runs.append(self._read_and_run(reply, rows))
+                program, reasoning, result, error, voting = self._vote(runs)
                 errors: list[str] = voting.pop("errors")
             else:
-                program, reasoning, result, error = self._call_and_run(self.write, inputs, rows, call_demos)
+                reply = yield LMCall(self.write, inputs, call_demos)
+                program, reasoning, result, error = self._read_and_run(reply, rows)
                 errors = [] if result is not None else [error]
         if call_demos is None:  # the writer chose: its own demos, or (SelectingPredict) its per-query selection
             call_demos = selected[-1].demos if selected else list(self.predictor.demos)
@@ -227,8 +233,9 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             # text no provider can receive (a lone surrogate the model wrote) goes back escaped
             shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
             failed = {"program": shown or "(empty)", "reasoning": reasoning or ""}
-            program, reasoning, result, error = self._repair(inputs, rows, call_demos if self.retry_with_demos
-                                                             else [], failed, error)
+            repair = WriterRepair(self.predictor, failed, error)
+            reply = yield LMCall(repair, inputs, call_demos if self.retry_with_demos else [])
+            program, reasoning, result, error = self._read_and_run(reply, rows)
             if result is None:
                 errors.append(error)
         if result is None:
@@ -256,11 +263,10 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
             config["seed"] = index
         return config
 
-    def _sample_and_vote(self, inputs, rows, demos):
-        """``samples`` programs, executed; the first program of the winning answer (or, when every sample failed,
-        the first sample) and the vote's fields."""
-        runs = [self._call_and_run(self.write, inputs, rows, demos, config=self.sample_config(index))
-                for index in range(self.samples)]
+    @staticmethod
+    def _vote(runs):
+        """The first program of the winning answer among the samples' ``(program, reasoning, result, error)`` (or,
+        when every sample failed, the first sample) and the vote's fields."""
         answers = [None if result is None else result.answer for _, _, result, _ in runs]
         winner, votes = majority_vote(answers)
         voting = {"sample_answers": answers, "sample_programs": [program for program, *_ in runs], "votes": votes,
@@ -268,20 +274,10 @@ class ProgramOfThoughtAnswerer(DemoPredictorAccess, dspy.Module):
         program, reasoning, result, error = runs[0 if winner is None else winner]
         return program, reasoning, result, error, voting
 
-    def _repair(self, inputs, rows, demos, failed: dict, error: str):
-        """The repair call (the writer's conversation continued with its failed reply and the error), run."""
-        return self._run_reply(lambda: repair_with_writer(self.predictor, inputs, demos, failed, error), rows)
-
-    def _call_and_run(self, module, inputs, rows, demos, config: dict | None = None):
-        return self._run_reply(
-            lambda: call_with_demos(module, {**inputs, **({"config": config} if config else {})}, demos), rows)
-
-    def _run_reply(self, call, rows):
-        """(program, reasoning, execution result or None, error) of the LM call ``call()``, its program run."""
-        try:
-            prediction = call()
-        except AdapterParseError as exc:
-            return (clean_program_text(exc.lm_response or "", self.language), None, None, _FORMAT_ERROR)
-        program = clean_program_text(prediction.get("program"), self.language)
+    def _read_and_run(self, reply, rows):
+        """(program, reasoning, execution result or None, error) of one LM reply."""
+        if isinstance(reply, AdapterParseError):
+            return clean_program_text(reply.lm_response or "", self.language), None, None, _FORMAT_ERROR
+        program = clean_program_text(reply.get("program"), self.language)
         result, error = self._run(program, rows)
-        return program, prediction.get("reasoning"), result, error
+        return program, reply.get("reasoning"), result, error

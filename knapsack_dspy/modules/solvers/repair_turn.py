@@ -17,7 +17,7 @@ from typing import Any
 
 import dspy
 
-__all__ = ["REPAIR_REQUEST", "continued_adapter", "repair_turns", "repair_with_writer"]
+__all__ = ["REPAIR_REQUEST", "WriterRepair", "continued_adapter", "repair_turns", "repair_with_writer"]
 
 #: The user turn after a failed program (``{error}``: what went wrong when it ran).
 REPAIR_REQUEST = ("Running that program failed: {error}\n\nWrite a corrected program that answers the same "
@@ -62,13 +62,29 @@ def repair_turns(adapter, signature, outputs: Mapping[str, Any], error: str) -> 
     return [{"role": "assistant", "content": reply}, {"role": "user", "content": request}]
 
 
+class WriterRepair(dspy.Module):
+    """The repair call as a module (what a solver's plan asks its driver to call, sync or async): ``writer``'s LM
+    (its signature, settings and adapter: a ``SelectingPredict``'s pinned one, else the configured one) asked to
+    correct its failed reply ``outputs``: the writer's prompt for the inputs with the demos, the failed reply,
+    the error. Returns the prediction in the writer's output fields."""
+
+    def __init__(self, writer: dspy.Predict, outputs: Mapping[str, Any], error: str):
+        super().__init__()
+        adapter = getattr(writer, "adapter", None) or dspy.settings.adapter or dspy.ChatAdapter()
+        self._adapter = continued_adapter(adapter, repair_turns(adapter, writer.signature, outputs, error))
+        self.predict = dspy.Predict(writer.signature, **dict(writer.config))
+        self.predict.lm = writer.lm
+
+    def forward(self, demos: Sequence = (), **inputs):
+        with dspy.context(adapter=self._adapter):
+            return self.predict(**inputs, demos=list(demos))
+
+    async def aforward(self, demos: Sequence = (), **inputs):
+        with dspy.context(adapter=self._adapter):
+            return await self.predict.acall(**inputs, demos=list(demos))
+
+
 def repair_with_writer(writer: dspy.Predict, inputs: Mapping[str, Any], demos: list, outputs: Mapping[str, Any],
                        error: str) -> dspy.Prediction:
-    """Ask ``writer``'s LM (its signature, settings and adapter: a ``SelectingPredict``'s pinned one, else the
-    configured one) to correct its failed reply ``outputs``: the writer's prompt for ``inputs`` with ``demos``,
-    the failed reply, the error. Returns the prediction in the writer's output fields."""
-    adapter = getattr(writer, "adapter", None) or dspy.settings.adapter or dspy.ChatAdapter()
-    repair = dspy.Predict(writer.signature, **dict(writer.config))
-    repair.lm = writer.lm
-    with dspy.context(adapter=continued_adapter(adapter, repair_turns(adapter, writer.signature, outputs, error))):
-        return repair(**dict(inputs), demos=list(demos))
+    """:class:`WriterRepair` called once: ``writer``'s failed reply ``outputs`` corrected for ``inputs``."""
+    return WriterRepair(writer, outputs, error)(**dict(inputs), demos=list(demos))

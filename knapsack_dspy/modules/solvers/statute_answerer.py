@@ -11,11 +11,11 @@ from knapsack_dspy.modules.solvers.answer_parsing import parse_statute_answer
 from knapsack_dspy.modules.solvers.answerer_modes import (
     DemoPredictorAccess,
     build_predictor,
-    call_with_demos,
     check_mode,
     demos_for_call,
     uses_reasoning,
 )
+from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import statute_demo, statute_inputs
 from knapsack_dspy.signatures import AnswerStatuteQuestion
 
@@ -30,7 +30,7 @@ def infer_kind(question: str) -> str:
     return "numerical" if str(question).rstrip().endswith("?") else "entailment"
 
 
-class StatuteAnswerer(DemoPredictorAccess, dspy.Module):
+class StatuteAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     """Apply statutes to the facts of a case.
 
     mode: ``"cot"`` (default), ``"few_shot"``, ``"zero_shot"`` or ``"zero_shot_cot"``.
@@ -56,19 +56,18 @@ class StatuteAnswerer(DemoPredictorAccess, dspy.Module):
     def as_demo(self, example) -> dspy.Example:
         return statute_demo(example, reasoning=uses_reasoning(self.mode), include_statute=self.demo_statute)
 
-    def forward(self, question: str, statute: str | Sequence[str] | None = None, facts: str | None = None,
-                paragraphs: Iterable[str] | None = None, text: str | None = None, kind: str | None = None,
-                demos: Iterable | None = None) -> dspy.Prediction:
+    def _plan(self, question: str, statute: str | Sequence[str] | None = None, facts: str | None = None,
+              paragraphs: Iterable[str] | None = None, text: str | None = None, kind: str | None = None,
+              demos: Iterable | None = None) -> Plan:
+        """``forward`` / ``aforward`` (see the class docstring)."""
         if kind is not None and kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
         kind = kind or infer_kind(question)
         inputs = self.prompt_inputs({"question": question, "statute": statute, "facts": facts,
                                      "paragraphs": paragraphs, "text": text})
-        call_demos = demos_for_call(self.mode, demos)
-        try:
-            prediction = call_with_demos(self.answer, inputs, call_demos)
-        except AdapterParseError as exc:
-            return dspy.Prediction(answer=None, kind=kind, raw_answer=exc.lm_response, reasoning=None,
+        prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
+        if isinstance(prediction, AdapterParseError):
+            return dspy.Prediction(answer=None, kind=kind, raw_answer=prediction.lm_response, reasoning=None,
                                    error="the reply did not follow the required output format")
         raw = prediction.get("answer")
         value = parse_statute_answer(raw, kind=kind)
