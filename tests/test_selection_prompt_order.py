@@ -170,7 +170,7 @@ def test_suites_take_demo_order_and_latency_budget_and_old_run_keys_stay():
     assert run.key != plain.key
     config = run.selection_config()
     assert (config.demo_order, config.latency_budget) == ("canonical", 12.0)
-    with pytest.raises(SuiteError, match="'demo_order' must be one of similarity, canonical"):
+    with pytest.raises(SuiteError, match=r"demo_order: demo_order must be one of \('similarity', 'canonical'\)"):
         suite_from_dict({"demo_order": "shuffled"})
-    with pytest.raises(SuiteError, match="'latency_budget' must be a positive number of seconds"):
+    with pytest.raises(SuiteError, match="latency_budget: latency_budget must be a positive number of seconds"):
         suite_from_dict({"latency_budget": -1})

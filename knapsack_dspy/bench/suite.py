@@ -192,7 +192,8 @@ def _selection_problems(run: RunSpec) -> list[tuple[str, str]]:
     selector = DEFAULT_SELECTOR if is_dspy_baseline(run.selector) else run.selector
     settings = {"max_exemplars": run.max_exemplars, "budget": run.budget, "alpha": run.alpha, "beta": run.beta,
                 "reserve_output_tokens": run.reserve_output_tokens, "attributes": tuple(run.attributes),
-                "attribute_source": run.attribute_source or None, "val_size": run.val_size, "seed": run.seed}
+                "attribute_source": run.attribute_source or None, "val_size": run.val_size, "seed": run.seed,
+                "demo_order": run.demo_order, "latency_budget": run.latency_budget}
     found = []
     for name, value in settings.items():  # one setting at a time: every bad one is reported
         try:
