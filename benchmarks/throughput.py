@@ -300,8 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="baseline,after")
     parser.add_argument("--loads", default="quiet,busy")
     parser.add_argument("--model", default=MODEL)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput"))
-    parser.add_argument("--baseline-dir", default=f"/tmp/kdspy-baseline-{BASELINE_COMMIT}")
+    # absolute: the baseline's benches run from its export, where a relative path would name another folder
+    parser.add_argument("--out", type=lambda p: str(Path(p).resolve()),
+                        default=str(ROOT / "benchmarks" / "results" / "throughput"))
+    parser.add_argument("--baseline-dir", type=lambda p: str(Path(p).resolve()),
+                        default=f"/tmp/kdspy-baseline-{BASELINE_COMMIT}")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--json", help="report: also write the figures here")
     args = parser.parse_args(argv)
