@@ -1,0 +1,67 @@
+"""Paired comparison of one selector's rows in two results directories: the same questions, EM and F1.
+
+For two runs of the same questions made by different code (e.g. the answer-quality run against the recorded
+embedded run): per pair ``A_SELECTOR:B_SELECTOR`` the questions both directories answered, EM and F1 of each, the
+difference with its 90 % paired-bootstrap interval, better / worse counts and McNemar's exact p (EM). No LM.
+
+    python benchmarks/compare_runs.py benchmarks/results/answer_quality_1p5b \\
+        benchmarks/results/embedded_seer_kate_random --pairs seer:seer kate:kate
+
+``--common-with-all`` restricts every pair to the questions every selector of directory A has answered (a run
+still growing compares the same questions throughout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from knapsack_dspy.bench.results_store import ResultsStore
+from knapsack_dspy.metrics.paired import paired_comparison
+
+
+def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl``."""
+    path = results_dir / "predictions.jsonl"
+    if not path.is_file():
+        sys.exit(f"compare_runs: no predictions.jsonl in {results_dir}")
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for row in ResultsStore(path).rows():
+        by_metric = out.setdefault(row["spec"]["selector"], {"em": {}, "f1": {}})
+        for metric in by_metric:
+            by_metric[metric][row["example_id"]] = float(row.get(metric) or 0.0)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dir_a", type=Path)
+    parser.add_argument("dir_b", type=Path)
+    parser.add_argument("--pairs", nargs="+", required=True, help="A_SELECTOR:B_SELECTOR ...")
+    parser.add_argument("--common-with-all", action="store_true", default=True,
+                        help="only the questions every selector of dir_a answered (default)")
+    parser.add_argument("--all-shared", dest="common_with_all", action="store_false",
+                        help="every question the two selectors share")
+    args = parser.parse_args(argv)
+    a, b = scores(args.dir_a), scores(args.dir_b)
+    common = set.intersection(*(set(m["em"]) for m in a.values())) if args.common_with_all and a else None
+    print("| A − B | n | EM A | EM B | EM difference [90 %] | better / worse | McNemar p | F1 difference [90 %] |")
+    print("|---|---|---|---|---|---|---|---|")
+    for pair in args.pairs:
+        sel_a, _, sel_b = pair.partition(":")
+        if sel_a not in a or sel_b not in b:
+            sys.exit(f"compare_runs: {pair!r}: selector {sel_a if sel_a not in a else sel_b!r} not in "
+                     f"{args.dir_a if sel_a not in a else args.dir_b}")
+        keep = (lambda d: {k: v for k, v in d.items() if k in common}) if common is not None else dict
+        em = paired_comparison(keep(a[sel_a]["em"]), b[sel_b]["em"])
+        f1 = paired_comparison(keep(a[sel_a]["f1"]), b[sel_b]["f1"])
+        p = "–" if em.mcnemar_p is None else f"{em.mcnemar_p:.2f}"
+        print(f"| {sel_a} − {sel_b} | {em.n} | {100 * em.mean_a:.1f} | {100 * em.mean_b:.1f} | "
+              f"{100 * em.difference:+.1f} [{100 * em.low:+.1f}, {100 * em.high:+.1f}] | {em.wins} / {em.losses} | "
+              f"{p} | {100 * f1.difference:+.1f} [{100 * f1.low:+.1f}, {100 * f1.high:+.1f}] |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
