@@ -73,6 +73,24 @@ def test_a_repair_keeps_the_writers_prompt_as_its_prefix(data, embedder):
     assert repair[: len(first)] == first and [m["role"] for m in repair[len(first):]] == ["assistant", "user"]
 
 
+
+def test_an_awaited_repair_sends_the_same_prompts_as_a_called_one(data, embedder):
+    import asyncio
+
+    program = compiled(data, embedder)
+    program.solve.retry = True
+    query = data[1][0]
+    replies = [{"program": "ans = table['nowhere', 'x']"}, {"program": "ans = 42\nscale = \"\""}]
+    sync_lm, async_lm = DummyLM(list(replies)), DummyLM(list(replies))
+    with dspy.context(lm=sync_lm):
+        called = program(**program.example_inputs(query))
+    with dspy.context(lm=async_lm):
+        awaited = asyncio.run(program.acall(**program.example_inputs(query)))
+    assert (awaited.answer, awaited.attempts) == (called.answer, called.attempts) == (42, 2)
+    assert [h["messages"] for h in async_lm.history] == [h["messages"] for h in sync_lm.history]
+    first, repair = async_lm.history[0]["messages"], async_lm.history[1]["messages"]
+    assert repair[: len(first)] == first and [m["role"] for m in repair[len(first):]] == ["assistant", "user"]
+
 def test_save_load_program_round_trip(tmp_path, data, embedder):
     program = compiled(data, embedder)
     path = save_program(program, tmp_path / "prog.json")
@@ -88,7 +106,7 @@ def test_a_saved_program_holds_the_selection_settings_once(tmp_path, data, embed
     saved = json.loads(path.read_text())
     assert saved["spec"] == {"version": 3, "kind": "document", "pipeline": "pot", "top_n_paragraphs": 3,
                              "model": None}
-    assert "select" not in saved and "solve.repair" not in saved  # the writer alone selects (a repair reuses it)
+    assert "select" not in saved  # the writer alone selects (a repair continues its conversation)
     selection = saved["solve.write"]["selection"]
     assert selection["config"]["max_exemplars"] == 3
     assert selection["config"]["attributes"] == ["modality", "answer_type"]

@@ -12,8 +12,8 @@ pipelines offer the compile hooks: ``demo_for`` (a pool example as that predicto
 as a query's is), ``inputs_for`` (a query's inputs to it), ``selection_config`` (their ``SelectionConfig``),
 ``embedder`` (shared by retrieval and selection) and ``prefetch_embeddings``; ``forward`` tells the predictor
 the question's id, document and gold attributes (``selection_hints``) and returns what it selected
-(``exemplar_ids``, ``selection``). Their other predictors (the program repair) get no pool: a repair re-sends
-the writer's demos.
+(``exemplar_ids``, ``selection``). A program repair is the writer's conversation continued
+(``solvers/repair_turn.py``): it re-sends the writer's demos and has no pool of its own.
 
 They carry their own construction spec in the saved JSON, so ``load_program(path)`` rebuilds the right
 pipeline before loading its state (spec version 3: the selection is in the demo predictor's state; version-2

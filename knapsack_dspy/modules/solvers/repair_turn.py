@@ -17,7 +17,7 @@ from typing import Any
 
 import dspy
 
-__all__ = ["REPAIR_REQUEST", "WriterRepair", "continued_adapter", "repair_turns", "repair_with_writer"]
+__all__ = ["REPAIR_REQUEST", "WriterRepair", "continued_adapter", "repair_turns"]
 
 #: The user turn after a failed program (``{error}``: what went wrong when it ran).
 REPAIR_REQUEST = ("Running that program failed: {error}\n\nWrite a corrected program that answers the same "
@@ -83,8 +83,3 @@ class WriterRepair(dspy.Module):
         with dspy.context(adapter=self._adapter):
             return await self.predict.acall(**inputs, demos=list(demos))
 
-
-def repair_with_writer(writer: dspy.Predict, inputs: Mapping[str, Any], demos: list, outputs: Mapping[str, Any],
-                       error: str) -> dspy.Prediction:
-    """:class:`WriterRepair` called once: ``writer``'s failed reply ``outputs`` corrected for ``inputs``."""
-    return WriterRepair(writer, outputs, error)(**dict(inputs), demos=list(demos))
