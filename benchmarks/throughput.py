@@ -64,10 +64,10 @@ NON_INFERIORITY_MARGIN = -5.0  # EM points: the lower 90 % bound of (after - bas
 NEW_TOKENS = {("baseline", "seer"): 1232, ("baseline", "hybrid"): 998, ("baseline", "static"): 786,
               ("after", "seer"): 1022, ("after", "seer-canonical"): 914, ("after", "hybrid"): 710,
               ("after", "hybrid-canonical"): 675, ("after", "static"): 219}
-#: assumed (prefill, decode) tokens per second: quiet from the 1.5B's rates (llm/latency_rates.py; decode 13.9
-#: at load ~2, docs/llm.md); busy with passive waits 6.1 tok/s decode, with spinning waits 1.0 (issue 13)
-ASSUMED_RATES = {"quiet": (32.0, 13.9), "busy": (32.0, 6.1), "busy-spinning": (25.0, 1.0)}
-CALL_OVERHEAD_S, OUTPUT_TOKENS, OTHER_S = 1.4, 60, 0.5  # per question: a call's fixed cost, its reply, the rest
+#: measured (prefill, decode) tokens per second of the 1.5B (2026-11-23, idle 2 cores; docs/llm.md "Threads"):
+#: quiet with passive waits, beside one busy-loop with passive waits, beside it with spinning (active) waits
+ASSUMED_RATES = {"quiet": (76.8, 18.5), "busy": (45.1, 15.7), "busy-spinning": (45.3, 8.7)}
+CALL_OVERHEAD_S, OUTPUT_TOKENS, OTHER_S = 0.06, 60, 0.5  # per question: a call's fixed cost, its reply, the rest
 STARTUP_S = 30  # per cell and round: a bench process's imports, loading the model, reloading the program
 
 
