@@ -7,8 +7,8 @@ difference with its 90 % paired-bootstrap interval, better / worse counts and Mc
     python benchmarks/compare_runs.py benchmarks/results/answer_quality_1p5b \\
         benchmarks/results/embedded_seer_kate_random --pairs seer:seer kate:kate
 
-``--common-with-all`` restricts every pair to the questions every selector of directory A has answered (a run
-still growing compares the same questions throughout).
+By default every pair is restricted to the questions every selector of directory A has answered (a run still
+growing compares the same questions throughout); ``--all-shared`` takes every question the two selectors share.
 """
 
 from __future__ import annotations
@@ -39,13 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dir_a", type=Path)
     parser.add_argument("dir_b", type=Path)
     parser.add_argument("--pairs", nargs="+", required=True, help="A_SELECTOR:B_SELECTOR ...")
-    parser.add_argument("--common-with-all", action="store_true", default=True,
-                        help="only the questions every selector of dir_a answered (default)")
-    parser.add_argument("--all-shared", dest="common_with_all", action="store_false",
-                        help="every question the two selectors share")
+    parser.add_argument("--all-shared", action="store_true",
+                        help="every question the two selectors share (default: only the questions every selector "
+                             "of dir_a answered)")
     args = parser.parse_args(argv)
     a, b = scores(args.dir_a), scores(args.dir_b)
-    common = set.intersection(*(set(m["em"]) for m in a.values())) if args.common_with_all and a else None
+    common = None if args.all_shared or not a else set.intersection(*(set(m["em"]) for m in a.values()))
     print("| A − B | n | EM A | EM B | EM difference [90 %] | better / worse | McNemar p | F1 difference [90 %] |")
     print("|---|---|---|---|---|---|---|---|")
     for pair in args.pairs:
