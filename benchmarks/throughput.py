@@ -65,8 +65,9 @@ NEW_TOKENS = {("baseline", "seer"): 1232, ("baseline", "hybrid"): 998, ("baselin
               ("after", "seer"): 1022, ("after", "seer-canonical"): 914, ("after", "hybrid"): 710,
               ("after", "hybrid-canonical"): 675, ("after", "static"): 219}
 #: measured (prefill, decode) tokens per second of the 1.5B (2026-11-23, idle 2 cores; docs/llm.md "Threads"):
-#: quiet with passive waits, beside one busy-loop with passive waits, beside it with spinning (active) waits
-ASSUMED_RATES = {"quiet": (76.8, 18.5), "busy": (45.1, 15.7), "busy-spinning": (45.3, 8.7)}
+#: with passive waits quiet and beside one busy-loop, then the same with spinning (active) waits -- the baseline's
+ASSUMED_RATES = {"quiet": (76.8, 18.5), "busy": (45.1, 15.7),
+                 "quiet-spinning": (75.2, 27.7), "busy-spinning": (45.3, 8.7)}
 CALL_OVERHEAD_S, OUTPUT_TOKENS, OTHER_S = 0.06, 60, 0.5  # per question: a call's fixed cost, its reply, the rest
 STARTUP_S = 30  # per cell and round: a bench process's imports, loading the model, reloading the program
 
@@ -75,8 +76,8 @@ def assumed_seconds(cell: Cell) -> float:
     """A rough LM time per question for ``plan`` (one call, no repair); measure, do not trust it."""
     variant = "after" if cell.variant.startswith("after") else "baseline"
     new = NEW_TOKENS.get((variant, cell.mode), NEW_TOKENS[(variant, cell.mode.split("-")[0])])
-    spinning = cell.load == "busy" and cell.variant in ("baseline", "after-omp-active")
-    prefill, decode = ASSUMED_RATES["busy-spinning" if spinning else cell.load]
+    spinning = cell.variant in ("baseline", "after-omp-active")
+    prefill, decode = ASSUMED_RATES[f"{cell.load}-spinning" if spinning else cell.load]
     return CALL_OVERHEAD_S + new / prefill + OUTPUT_TOKENS / decode + OTHER_S
 
 

@@ -56,6 +56,23 @@ def test_cells_leave_out_what_the_baseline_cannot_run():
     assert throughput.rounds(args) == [25, 50, 60]
 
 
+def test_the_plan_prices_the_baseline_with_spinning_waits_on_both_loads():
+    def rates_used(variant, load):
+        seconds = throughput.assumed_seconds(throughput.Cell(variant, "seer", load))
+        return seconds - throughput.CALL_OVERHEAD_S - throughput.OTHER_S
+
+    new = throughput.NEW_TOKENS[("baseline", "seer")]
+    for load in ("quiet", "busy"):
+        prefill, decode = throughput.ASSUMED_RATES[f"{load}-spinning"]
+        expected = new / prefill + throughput.OUTPUT_TOKENS / decode
+        assert rates_used("baseline", load) == pytest.approx(expected)
+        assert rates_used("after-omp-active", load) != rates_used("after", load)
+    # spinning waits decode faster on a quiet machine and slower beside a busy-loop
+    spinning_gain = [throughput.ASSUMED_RATES[f"{load}-spinning"][1] / throughput.ASSUMED_RATES[load][1]
+                     for load in ("quiet", "busy")]
+    assert spinning_gain[0] > 1 > spinning_gain[1]
+
+
 def test_the_busy_loop_runs_beside_the_block_and_is_stopped_after_it():
     busy_loop = _script("busy_loop")
     with busy_loop.busy_loop(False) as nothing:
