@@ -77,3 +77,28 @@ def test_the_text_stating_the_tables_unit_counts_when_the_table_does_not():
     decision = decide_scale("What was the revenue?", "span", "183.2", table=table,
                             paragraphs=["The components are as follows (in millions):"])
     assert decision.scale == "million"
+
+
+def test_a_unit_stated_inside_a_spanning_column_header_counts():
+    # TAT-QA keeps "Appropriation of earnings (in thousand NT dollars)" as the header over two year columns
+    header = "Appropriation of earnings (in thousand NT dollars)"
+    table = [["", header, "", "Cash dividend per share (NT dollars)", ""],
+             ["", "2018", "2019", "2018", "2019"],
+             ["Legal reserve", "$707,299", "$963,947", "", ""],
+             ["Cash dividends", "$8,030,000", "$10,879,050", "$3.00", "$4.00"]]
+    decision = decide_scale("What is the average Legal reserve?", "arithmetic", 835623.0, table=table,
+                            used_values=[707299, 963947])
+    assert decision.scale == "thousand"
+    per_share = decide_scale("What is the change in cash dividend per share?", "arithmetic", 1.0, table=table,
+                             used_values=[3.0, 4.0])
+    assert per_share.scale == ""
+
+
+@pytest.mark.parametrize("stated, expected", [
+    ("Amounts are presented (in thousand NT dollars).", "thousand"),
+    ("The plan covers (about 1 million) members.", ""),  # a number in parentheses is not a unit line
+])
+def test_a_singular_unit_statement_in_the_text_counts_only_after_in(stated, expected):
+    table = [["", "2019"], ["Revenue", "183.2"]]
+    decision = decide_scale("What was the revenue?", "span", "183.2", table=table, paragraphs=[stated])
+    assert decision.scale == expected

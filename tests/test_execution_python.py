@@ -177,9 +177,19 @@ def test_an_unknown_scale_is_dropped_not_an_error(scale):
 
 
 def test_missing_answer_is_an_error():
-    result = run("x = 1")
+    result = run("scale = 'million'")
     assert not result.ok and result.error == "NameError: the program did not set 'ans'"
-    assert result.variables == {"x": 1}
+    assert result.variables == {"scale": "million"}
+
+
+def test_without_ans_the_last_assigned_value_answers():
+    # the 1.5B model's way of forgetting ans: the answer computed into a named variable
+    result = run("a = 423209\nb = 428501\nmean_tax = (a + b) / 2\nscale = 'thousand'")
+    assert result.ok and result.answer == 425855.0 and result.scale == "thousand"
+    assert run("total = 1\ntotal += 2").answer == 3
+    # a trailing expression still answers first (as before); ans always wins
+    assert run("x = 1\nx + 1\ny = 5").answer == 2
+    assert run("ans = 7\nz = 9").answer == 7
 
 
 def test_runtime_errors_name_the_line():
@@ -330,3 +340,27 @@ def test_whole_word_matching_does_not_accept_parts_of_numbers():
     assert execute_python('ans = table["Revenue", "2019"]', table).answer == 5.0
     assert not execute_python('ans = table["Revenue", "201"]', table).ok   # "201" is not the word "2019"
     assert not execute_python('ans = table["Revenue", "000"]', table).ok   # in both columns: ambiguous
+
+
+def test_comprehensions_and_generator_expressions_run_with_their_own_loop_names():
+    program = ("incomes = [53330, 21524, 29251]\n"
+               "ans = sum(1 for income in incomes if income > 30000)")
+    assert run(program).answer == 1
+    assert run("ans = [a * b for a, b in [(1, 2), (3, 4)]]").answer == [2, 12]
+    assert run("ans = [x + y for x in [1, 2] for y in [10, 20] if x + y != 21]").answer == [11, 12, 22]
+    assert run("ans = max(v for v in table['Revenue', :])", TABLE).answer == max(
+        run("ans = table['Revenue', :]", TABLE).answer)
+    leaked = run("x = 5\nvalues = [x for x in [1, 2]]\nans = x")
+    assert leaked.answer == 5 and "x" in leaked.variables  # the loop name did not replace x
+    assert run("ans = [y for y in [1]]\nz = y").error == "NameError: name 'y' is not defined (line 2)"
+
+
+@pytest.mark.parametrize("program, error", [
+    ("ans = {x for x in [1]}", "NotAllowed: set comprehensions not allowed"),
+    ("ans = {x: x for x in [1]}", "NotAllowed: dict comprehensions not allowed"),
+    ("ans = [1 for sum in [1]]", "NotAllowed: 'sum' is a reserved name"),
+    ("ans = [a for a, b in [1, 2]]", "ValueError: cannot unpack 1 into 2 names"),
+    ("ans = [a for a in 5]", "TypeError: cannot loop over a int"),
+])
+def test_comprehensions_outside_the_subset_fail_with_a_reason(program, error):
+    assert run(program).error.startswith(error)

@@ -25,9 +25,36 @@ TABLE = [["", "2019", "2018"], ["", "$'000", "$'000"], ["Revenue", "4,411", "4,0
 @pytest.mark.parametrize(("reply", "value"), [
     ('["2019", "2018"]', ["2019", "2018"]), ('["2019"]', "2019"), ("Answer: $9.6 million", "$9.6 million"),
     ('"Retail"', "Retail"), ("[2019, 2018]", ["2019", "2018"]), ("", None), (None, None),
+    # numbers with comma thousands separators, items separated by ", " (JSON would read four numbers)
+    ("[423,209, 428,501]", ["423,209", "428,501"]), ("[$1,200, $3,400]", ["$1,200", "$3,400"]),
+    ("[1,234]", ["1", "234"]), ("[1,2,3]", ["1", "2", "3"]),  # no ", ": JSON's reading stands
+    ("['Debtors, net', 'Cash']", ["Debtors, net", "Cash"]),  # a Python-style list keeps its commas
 ])
 def test_replies_are_read_as_spans(reply, value):
     assert read_spans(reply) == value
+
+
+def test_the_scale_reads_units_from_the_whole_document_not_only_the_prompts_paragraphs():
+    table = [["", "2019", "2018"], ["Deferred tax assets", "$19,795", "$22,201"]]
+    stated = "The following table (in thousands, except share data) shows our deferred taxes."
+    dspy.configure(lm=DummyLM([{"answer": "22,201"}] * 2), adapter=dspy.ChatAdapter())
+    extractor = ExtractAnswerer()
+    shown = ["Deferred taxes are recorded for temporary differences."]
+    question = "What were the deferred tax assets in 2018?"
+    assert extractor(question=question, table=table, paragraphs=shown, demos=[]).scale == ""
+    pred = extractor(question=question, table=table, paragraphs=shown, demos=[], unit_paragraphs=[stated, *shown])
+    assert pred.answer == "22,201" and pred.scale == "thousand"
+
+
+def test_the_pipeline_gives_its_solvers_the_whole_documents_paragraphs():
+    program = build_pipeline("tatqa", "pot", route="extract_compute")
+    paragraphs = ["one (in thousands)", "two", "three", "four"]
+    for solver, route in ((program.extract, {"route": "extract", "routed_answer_type": "span"}),
+                          (program.solve, {"route": "compute", "routed_answer_type": "arithmetic"})):
+        extra = program._solver_extras(solver, route, paragraphs)
+        assert extra["unit_paragraphs"] == paragraphs
+    assert "unit_paragraphs" not in build_pipeline("tatqa", "cot")._solver_extras(
+        build_pipeline("tatqa", "cot").solve, {}, paragraphs)
 
 
 def test_span_answers_are_shown_as_written():

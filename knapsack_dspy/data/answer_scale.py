@@ -11,13 +11,15 @@ question says the rest ("What is the percentage change ..."). :func:`decide_scal
 3. an arithmetic answer computed only from percentages (cells written with "%", columns in "%", rows
    that are rates, margins or yields) that adds, subtracts or averages them is ``percent``;
 4. otherwise the unit of the numbers the answer was computed from or copied from: the column's or the
-   table's unit for a cell, the word after the number for a text number ("$2.2 billion"), the unit the
-   text states for the table ("(in thousands)"); per-share amounts, counts of shares / employees and
-   ratios have none;
+   table's unit for a cell (or a unit statement in the column's header label, "(in thousand NT
+   dollars)"), the word after the number for a text number ("$2.2 billion"), the unit the text states
+   for the table ("(in thousands)"); per-share amounts, counts of shares / employees and ratios have none;
 5. a span that is not a number (a name, a date, a sentence) has no scale; a number written with "%"
    carries its unit in the text.
 
 The model's own scale is used only where the document is silent (no located number, no stated unit).
+``paragraphs`` should be the whole document's text, not only what a prompt shows: a unit is often stated
+once, in a paragraph retrieval does not pick for the question (``DocumentQA`` passes them all).
 :func:`decide_scale` returns the scale and a short reason (recorded in bench rows, so a wrong scale can
 be traced to the rule that chose it).
 """
@@ -47,8 +49,12 @@ _COUNT_QUESTION = re.compile(r"\bhow many\b(?!.*\b(?:dollars?|thousands?|million
 _YEAR = re.compile(r"^\s*(?:FY\s?)?(?:19|20)\d\d\s*$", re.IGNORECASE)
 _MONEY_WORD = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?\s*(thousand|million|billion|bn|m)\b", re.IGNORECASE)
 _TEXT_UNIT = re.compile(r"\((?:[^()]*?)(?:in\s*)?(?:thousands|millions|billions)[^()]*\)"
+                        r"|\(\s*in\s+(?:thousand|million|billion)\b[^()]*\)"  # "(in thousand NT dollars)"
                         r"|\bin\s+(?:thousands|millions|billions)\b|\$\s?['’]000|['’]000s?\b|\b(?:[$€£]|us\$)\s?m\b",
                         re.IGNORECASE)
+# A unit statement inside a column's label ("Appropriation of earnings (in thousand NT dollars) 2018"): the
+# table layout keeps such a header as the label of the columns it spans.
+_LABEL_UNIT = re.compile(r"\((?:[^()]*?\s)?in\s+(thousands?|millions?|billions?)\b[^()]*\)", re.IGNORECASE)
 _WORD_AFTER = re.compile(r"^\s*(%|percent\b|per cent\b|thousands?\b|millions?\b|billions?\b|bn\b|m\b|k\b)",
                          re.IGNORECASE)
 _NUMBER_IN_TEXT = re.compile(r"\(?-?[$€£¥]?\s?\d[\d,]*(?:\.\d+)?")
@@ -91,6 +97,9 @@ def locate_number(value: float, layout: TableLayout, paragraphs: Sequence[str]) 
                 continue
             column_unit = layout.column_scale(j) if j < len(layout.column_units) else layout.scale
             column = layout.column_labels[j] if j < len(layout.column_labels) else ""
+            if not column_unit:
+                stated = _LABEL_UNIT.search(column)
+                column_unit = unit_of_text(stated.group(1)) if stated else ""
             percent = cell.strip().rstrip(")").endswith("%") or column_unit == "percent" or bool(
                 _RATE_LABEL.search(row.label))
             no_unit = bool(_NO_UNIT_LABEL.search(row.label) or _NO_UNIT_LABEL.search(column)) and not percent

@@ -9,14 +9,17 @@
 The program is parsed with :mod:`ast` and interpreted node by node; nothing is ever passed to ``exec`` /
 ``eval``. Only a whitelist is interpreted: number / string / list / tuple literals, names, ``+ - * / // %
 **``, unary ``- + not``, comparisons, ``and`` / ``or``, ``x if c else y``, assignment to simple names
-(also ``+=``-style), subscripts of ``table`` / ``table.loc`` / lists / strings, and calls to the functions
-of :mod:`knapsack_dspy.execution.python_functions`. Everything else (imports, attributes other than
-``table.loc``, other calls, loops, comprehensions, lambdas, ``def`` / ``class`` / ``with`` / ``try``,
-f-strings, dunder names, ...) is rejected before anything runs. Sizes, magnitudes, syntax-tree size and
-depth and the wall-clock time (checked at every node) are bounded (:class:`Limits`).
+(also ``+=``-style), subscripts of ``table`` / ``table.loc`` / lists / strings, list comprehensions and
+generator expressions (``sum(1 for x in values if x > 0)``: evaluated to a list, their loop names local to
+them), and calls to the functions of :mod:`knapsack_dspy.execution.python_functions`. Everything else
+(imports, attributes other than ``table.loc``, other calls, ``for`` / ``while`` statements, set and dict
+comprehensions, lambdas, ``def`` / ``class`` / ``with`` / ``try``, f-strings, dunder names, ...) is rejected
+before anything runs. Sizes, magnitudes, syntax-tree size and depth and the wall-clock time (checked at every
+node) are bounded (:class:`Limits`).
 
-The answer is the variable ``ans``; a program that never sets ``ans`` but ends with an expression (for
-instance a lone expression) answers with that expression's value.
+The answer is the variable ``ans``. A program that never sets ``ans`` answers with the value of its last
+expression statement (a lone expression), and one with neither with the last value it assigned (other than
+``scale``): small models often compute the answer into a named variable and forget the final ``ans = ...``.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ _COMPARE = {
 _ALLOWED = (
     ast.Module, ast.Expr, ast.Assign, ast.AugAssign, ast.Pass,
     ast.Constant, ast.Name, ast.List, ast.Tuple, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp,
-    ast.Subscript, ast.Slice, ast.Attribute, ast.Call,
+    ast.Subscript, ast.Slice, ast.Attribute, ast.Call, ast.ListComp, ast.GeneratorExp, ast.comprehension,
     ast.Load, ast.Store, ast.And, ast.Or, ast.USub, ast.UAdd, ast.Not,
     *_BINARY, *_COMPARE,
 )
@@ -62,8 +65,8 @@ _DESCRIPTIONS = {
     ast.AsyncFunctionDef: "def", ast.ClassDef: "class", ast.While: "while loops", ast.For: "for loops",
     ast.AsyncFor: "for loops", ast.With: "with", ast.AsyncWith: "with", ast.Try: "try",
     ast.Raise: "raise", ast.Assert: "assert", ast.Delete: "del", ast.Global: "global",
-    ast.Nonlocal: "nonlocal", ast.ListComp: "comprehensions", ast.SetComp: "comprehensions",
-    ast.DictComp: "comprehensions", ast.GeneratorExp: "generator expressions", ast.Yield: "yield",
+    ast.Nonlocal: "nonlocal", ast.SetComp: "set comprehensions", ast.DictComp: "dict comprehensions",
+    ast.Yield: "yield",
     ast.YieldFrom: "yield", ast.Await: "await", ast.Return: "return", ast.If: "if statements (use "
     "'x if condition else y')", ast.JoinedStr: "f-strings", ast.FormattedValue: "f-strings",
     ast.NamedExpr: "':='", ast.Starred: "'*' unpacking", ast.Dict: "dict literals", ast.Set: "set literals",
@@ -155,6 +158,13 @@ def _validate(tree: ast.Module, limits: Limits) -> None:
                                                    f"{', '.join(FUNCTIONS)})", line)
             if node.keywords:
                 raise ProgramFailure("NotAllowed", "keyword arguments are not allowed", line)
+        elif isinstance(node, ast.comprehension):
+            if node.is_async:
+                raise ProgramFailure("NotAllowed", "async comprehensions are not allowed", line)
+            for target in _loop_names(node.target, line):
+                _check_name(target.id, target)
+                if _reserved(target.id):
+                    raise ProgramFailure("NotAllowed", f"{target.id!r} is a reserved name", line)
         elif isinstance(node, (ast.Assign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -170,6 +180,16 @@ def _validate(tree: ast.Module, limits: Limits) -> None:
         stack.extend((child, depth + 1, line) for child in reversed(list(ast.iter_child_nodes(node))))
 
 
+def _loop_names(target, line) -> list[ast.Name]:
+    """The names a comprehension's ``for`` binds: a name, or a flat tuple / list of names."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(t, ast.Name) for t in target.elts):
+        return list(target.elts)
+    raise ProgramFailure("NotAllowed", "a comprehension's 'for' binds a name or a tuple of names "
+                                       f"(not {ast.unparse(target)[:40]!r})", line)
+
+
 class _Interpreter:
     def __init__(self, view: TableView | None, limits: Limits, deadline: float, time_limit: float):
         self.variables: dict = {}
@@ -180,6 +200,7 @@ class _Interpreter:
         self.context = CallContext(table=view, limits=limits)
         self.last_expression = None
         self.saw_expression = False
+        self.last_assigned: str | None = None  # the name the last assignment bound (the fallback answer)
 
     # -- statements -----------------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
@@ -196,15 +217,21 @@ class _Interpreter:
             value = self._storable(self.eval(node.value), node)
             for target in node.targets:
                 self.variables[target.id] = value
+            self._assigned(node.targets[-1].id)
         elif isinstance(node, ast.AugAssign):
             current = self._name(node.target.id, node.target)
             value = self.eval(node.value)
             self.variables[node.target.id] = self._storable(
                 binary_operation(_BINARY[type(node.op)], current, value, self.limits), node)
+            self._assigned(node.target.id)
         elif isinstance(node, ast.Expr):
             self.last_expression = self.eval(node.value)
             self.saw_expression = True
         # ast.Pass: nothing
+
+    def _assigned(self, name: str) -> None:
+        if name != SCALE:
+            self.last_assigned = name
 
     def _storable(self, value, node):
         if isinstance(value, _TableRef):
@@ -297,6 +324,46 @@ class _Interpreter:
         condition = self._plain(self.eval(node.test), node.test)
         return self.eval(node.body if condition else node.orelse)
 
+    def _ListComp(self, node):
+        return self._comprehension(node)
+
+    def _GeneratorExp(self, node):  # evaluated at once, to a list: every function here takes a list
+        return self._comprehension(node)
+
+    def _comprehension(self, node) -> list:
+        saved = dict(self.variables)  # the loop names are the comprehension's own (as in Python 3)
+        out: list = []
+        try:
+            self._produce(node.elt, node.generators, out)
+        finally:
+            self.variables = saved
+        return check_value(out, self.limits)
+
+    def _produce(self, elt, generators, out: list) -> None:
+        first, rest = generators[0], generators[1:]
+        iterable = self._plain(self.eval(first.iter), first.iter)
+        if not isinstance(iterable, (list, tuple, str)):
+            raise ProgramFailure("TypeError", f"cannot loop over a {type(iterable).__name__}")
+        names = _loop_names(first.target, _line(first.target))
+        for item in iterable:
+            self._tick()
+            if len(names) == 1 and isinstance(first.target, ast.Name):
+                self.variables[names[0].id] = item
+            else:
+                if not isinstance(item, (list, tuple)) or len(item) != len(names):
+                    raise ProgramFailure("ValueError", f"cannot unpack {item!r:.40} into {len(names)} names")
+                for name, value in zip(names, item, strict=True):
+                    self.variables[name.id] = value
+            if not all(self._plain(self.eval(test), test) for test in first.ifs):
+                continue
+            if rest:
+                self._produce(elt, rest, out)
+            else:
+                out.append(self._plain(self.eval(elt), elt))
+                if len(out) > self.limits.max_items:
+                    raise ProgramFailure("LimitExceeded", f"list too long (more than {self.limits.max_items} "
+                                                          "items)")
+
     def _Attribute(self, node):
         return self.eval(node.value)  # validated: only table.loc
 
@@ -377,6 +444,8 @@ def _answer_and_scale(interpreter: _Interpreter):
         answer = variables[ANSWER]
     elif interpreter.saw_expression:
         answer = interpreter.last_expression
+    elif interpreter.last_assigned is not None:
+        answer = variables[interpreter.last_assigned]
     else:
         raise ProgramFailure("NameError", f"the program did not set {ANSWER!r}")
     if isinstance(answer, _TableRef):

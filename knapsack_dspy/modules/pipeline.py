@@ -274,8 +274,7 @@ class _Pipeline(dspy.Module):
                 **attributes):
         query = self._retrieved({"question": question, "table": table, "paragraphs": paragraphs})
         solver, route = self._route(question)
-        # the extractor reads a multi-span answer type as "a list is expected"; a program's answer shows its kind
-        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
+        extra = self._solver_extras(solver, route, paragraphs)
         with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
             pred = solver(**query, demos=None if self.uses_demos else [], **extra)
         return self._with_selection(pred, selected, route)
@@ -287,10 +286,21 @@ class _Pipeline(dspy.Module):
         query, (solver, route) = await asyncio.to_thread(
             lambda: (self._retrieved({"question": question, "table": table, "paragraphs": paragraphs}),
                      self._route(question)))
-        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
+        extra = self._solver_extras(solver, route, paragraphs)
         with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
             pred = await solver.acall(**query, demos=None if self.uses_demos else [], **extra)
         return self._with_selection(pred, selected, route)
+
+    @staticmethod
+    def _solver_extras(solver, route, paragraphs) -> dict:
+        """Inputs a solver takes besides the prompt's: the routed answer type for the extractor (it reads
+        "multi-span" as "a list is expected"; a program's answer shows its kind), and the whole document's
+        paragraphs for solvers whose scale rule reads the document's units (a unit is often stated once, in a
+        paragraph retrieval leaves out; the prompt is unchanged)."""
+        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
+        if getattr(solver, "reads_units", False) and paragraphs is not None and not isinstance(paragraphs, str):
+            extra["unit_paragraphs"] = [str(p) for p in paragraphs]
+        return extra
 
     @staticmethod
     def _with_selection(pred, selected, route) -> dspy.Prediction:

@@ -9,7 +9,9 @@ in thousands, a name has none.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from collections.abc import Iterable
 
 import dspy
@@ -38,9 +40,34 @@ def span_answer_text(answer) -> str:
     return "" if answer is None else str(answer)
 
 
+# "423,209, 428,501": numbers written with thousands separators, the items separated by ", "
+_SEPARATED_ITEM = re.compile(r"^[-(]?[$€£¥]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\)?$|^[-(]?[$€£¥]?\d+(?:\.\d+)?\)?$")
+
+
+def _numbers_with_separators(inner: str) -> list[str] | None:
+    """The items of an unquoted list of numbers whose thousands separators are commas (``[423,209, 428,501]``,
+    which JSON reads as four numbers), when a comma followed by a space separates the items; else None."""
+    parts = [part.strip() for part in re.split(r",\s+", inner)]
+    if len(parts) < 2 or not any("," in part for part in parts):
+        return None
+    return parts if all(_SEPARATED_ITEM.match(part) for part in parts) else None
+
+
+def _python_list(body: str) -> list | None:
+    """A Python-style list literal of strings and numbers (``['a, b', 'c']``), else None."""
+    try:
+        value = ast.literal_eval(body)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, list) and all(isinstance(i, (str, int, float)) and not isinstance(i, bool) for i in value):
+        return value
+    return None
+
+
 def read_spans(text) -> str | list[str] | None:
     """An extraction reply as an answer: a list of spans (a JSON or Python-style list), or one span as written
-    (decoration such as ``Answer:`` or surrounding quotes removed); ``None`` for an empty reply."""
+    (decoration such as ``Answer:`` or surrounding quotes removed); ``None`` for an empty reply. An unquoted
+    list of numbers with comma thousands separators (``[423,209, 428,501]``) keeps each number whole."""
     if text is None:
         return None
     body = strip_answer_decoration(str(text))
@@ -48,7 +75,11 @@ def read_spans(text) -> str | list[str] | None:
         try:
             items = json.loads(body)
         except ValueError:
-            items = [part.strip().strip("\"'") for part in body[1:-1].split(",") if part.strip()]
+            items = _numbers_with_separators(body[1:-1]) or _python_list(body) or [
+                part.strip().strip("\"'") for part in body[1:-1].split(",") if part.strip()]
+        if isinstance(items, list) and items and all(isinstance(i, (int, float)) and not isinstance(i, bool)
+                                                     for i in items):
+            items = _numbers_with_separators(body[1:-1]) or items
         if isinstance(items, list):
             items = [str(item).strip() for item in items if str(item).strip()]
             if items:
@@ -62,9 +93,12 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
     mode: ``"few_shot"`` (``dspy.Predict`` with demos, default), ``"zero_shot"``, ``"cot"`` or ``"zero_shot_cot"``.
     demo_paragraphs: ``"all"`` or ``"gold"`` (see :class:`ProgramOfThoughtAnswerer`).
 
-    ``forward(question, table=None, paragraphs=None, text=None, demos=None, answer_type=None)`` ->
-    ``dspy.Prediction(answer, scale, raw_answer, reasoning, error, scale_reason)``.
+    ``forward(question, table=None, paragraphs=None, text=None, demos=None, answer_type=None,
+    unit_paragraphs=None)`` -> ``dspy.Prediction(answer, scale, raw_answer, reasoning, error, scale_reason)``;
+    ``unit_paragraphs``: the text the scale rule reads units from (default ``paragraphs``).
     """
+
+    reads_units = True  # takes ``unit_paragraphs``
 
     def __init__(self, mode: str = "few_shot", *, demo_paragraphs: str = "all"):
         super().__init__()
@@ -88,7 +122,8 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
         return dspy.Example(**demo)
 
     def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-              demos: Iterable | None = None, answer_type: str | None = None) -> Plan:
+              demos: Iterable | None = None, answer_type: str | None = None,
+              unit_paragraphs: Iterable[str] | None = None) -> Plan:
         """``forward`` / ``aforward`` (see the class docstring)."""
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
@@ -102,8 +137,9 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
                                    error="the reply gave an empty answer", scale_reason="")
         kind = answer_type if answer_type in ("span", "multi-span") else (
             "multi-span" if isinstance(value, list) else "span")
-        texts = [str(p) for p in paragraphs] if paragraphs is not None and not isinstance(paragraphs, str) \
-            else [str(paragraphs if paragraphs is not None else text or "")]
+        source = paragraphs if unit_paragraphs is None else unit_paragraphs
+        texts = [str(p) for p in source] if source is not None and not isinstance(source, str) \
+            else [str(source if source is not None else text or "")]
         decision = decide_scale(question, kind, value, table=table if isinstance(table, (list, tuple)) else [],
                                 paragraphs=texts)
         return dspy.Prediction(answer=value, scale=decision.scale, raw_answer=raw,

@@ -135,6 +135,8 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     ``attempts`` 1 or 2, ``errors`` one message per failed attempt, ``reasoning`` the LM's reasoning in the
     CoT modes. ``answer_type`` (optional: span / multi-span / arithmetic / count, e.g. a router's
     prediction) tells the scale rule what kind of answer this is; without it the answer's form does.
+    ``unit_paragraphs`` (optional): the text the scale rule reads the document's units from, when the prompt
+    shows only part of it (``DocumentQA`` passes the whole document's paragraphs; default ``paragraphs``).
     ``table`` must be the rows of cells for ``table[...]`` look-ups to work (a rendered string is shown
     to the LM, but the program then runs without a table). ``language`` says which language the program is in.
     With ``samples > 1`` also ``sample_answers`` (each sample's executed answer, ``None`` when it failed),
@@ -143,6 +145,7 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     """
 
     demo_module = "write"  # demos go into the program writer's prompt (its signature has reasoning in CoT modes)
+    reads_units = True  # takes ``unit_paragraphs``
 
     def __init__(self, language: str = "python", mode: str = "few_shot", *, demo_paragraphs: str = "all",
                  retry: bool = False, retry_with_demos: bool = True, execute: Callable | None = None,
@@ -205,7 +208,8 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
         return None, result.error or "execution failed"
 
     def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-              demos: Iterable | None = None, answer_type: str | None = None) -> Plan:
+              demos: Iterable | None = None, answer_type: str | None = None,
+              unit_paragraphs: Iterable[str] | None = None) -> Plan:
         """``forward`` / ``aforward`` (see the class docstring)."""
         inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
         rows = [list(row) for row in table] if isinstance(table, (list, tuple)) else None
@@ -245,7 +249,9 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
         scale, reason = result.scale or "", "the program's scale"
         if self.language == "python" and self.scale_from == "document":
             decision = decide_scale(question, answer_type or answer_type_of(result.answer), result.answer,
-                                    table=rows or [], paragraphs=_paragraph_texts(paragraphs, text),
+                                    table=rows or [],
+                                    paragraphs=_paragraph_texts(paragraphs if unit_paragraphs is None
+                                                                else unit_paragraphs, text),
                                     used_values=numbers_used(result.variables),
                                     multiplied_by_100=bool(_TIMES_100.search(program)), model_scale=result.scale)
             scale, reason = decision.scale, decision.reason
