@@ -34,7 +34,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["LayoutRow", "TableLayout", "header_row_count", "render_layout", "table_layout", "unit_of_text"]
+__all__ = ["LayoutRow", "TableLayout", "as_written", "header_row_count", "render_layout", "table_layout",
+           "unit_of_text"]
 
 MAX_HEADER_ROWS = 4
 _SPACES = re.compile(r"\s+")
@@ -390,6 +391,21 @@ def _name_rows(rows: list[LayoutRow]) -> list[LayoutRow]:
             label = f"{label} [{seen[label]}]"
         result.append(LayoutRow(label, row.source_label, row.cells, row.kind, row.section))
     return result
+
+
+def as_written(text: str, layout: TableLayout) -> str:
+    """``text`` with the row labels this layout qualified ("Other (2nd)", "Federal (Current)") put back as the
+    document writes them: a model that copies a label from the prompt copies our qualifier too, and the gold
+    answer is the document's text. Labels we named ("Total") and text without a qualified label are kept."""
+    if not isinstance(text, str) or not text:
+        return text
+    for row in sorted(layout.rows, key=lambda r: -len(r.label)):  # "Other (2nd) [2]" before "Other (2nd)"
+        if row.kind == "section" or not row.source_label or row.label == row.source_label:
+            continue
+        at = text.lower().find(row.label.lower())
+        if at >= 0:
+            text = text[:at] + row.source_label + text[at + len(row.label):]
+    return text
 
 
 def _cell_text(text: str) -> str:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from knapsack_dspy.table_layout import render_layout, table_layout, unit_of_text
+from knapsack_dspy.table_layout import as_written, render_layout, table_layout, unit_of_text
 
 
 def test_stacked_years_under_a_spanning_header_become_the_labels_and_the_span_the_caption():
@@ -114,3 +114,16 @@ def test_unit_of_text(text, scale):
 def test_an_empty_or_label_only_table_renders_without_error():
     assert render_layout(table_layout([])) == ""
     assert table_layout([["Only labels"], ["Row"]]).row_labels == ("Only labels", "Row")
+
+
+def test_labels_we_qualified_go_back_to_the_documents_text_in_answers():
+    table = [["", "2019", "2018"], ["Current:", "", ""], ["Federal", "1", "2"], ["Deferred:", "", ""],
+             ["Federal", "3", "4"], ["Other", "5", "6"], ["Other", "7", "8"], ["", "16", "20"]]
+    layout = table_layout(table)
+    shown = [row.label for row in layout.rows if row.kind != "section"]
+    assert {"Other (2nd)", "Federal (Current)", "Total Deferred"} <= set(shown)
+    assert as_written("Other (2nd)", layout) == "Other"
+    assert as_written("The federal (current) tax", layout) == "The Federal tax"
+    assert as_written("Total Deferred", layout) == "Total Deferred"  # a row we named: no written label
+    assert as_written("Something else (2nd)", layout) == "Something else (2nd)"
+    assert as_written(None, layout) is None

@@ -28,6 +28,7 @@ from knapsack_dspy.modules.solvers.answerer_modes import (
 from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, as_mapping, document_inputs
 from knapsack_dspy.signatures import ExtractAnswer
+from knapsack_dspy.table_layout import as_written, table_layout
 
 __all__ = ["ExtractAnswerer", "read_spans", "span_answer_text"]
 
@@ -135,6 +136,9 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
         if value is None:
             return dspy.Prediction(answer=None, scale="", raw_answer=raw, reasoning=prediction.get("reasoning"),
                                    error="the reply gave an empty answer", scale_reason="")
+        if isinstance(table, (list, tuple)) and table:
+            layout = table_layout(table)
+            value = [as_written(v, layout) for v in value] if isinstance(value, list) else as_written(value, layout)
         kind = answer_type if answer_type in ("span", "multi-span") else (
             "multi-span" if isinstance(value, list) else "span")
         source = paragraphs if unit_paragraphs is None else unit_paragraphs

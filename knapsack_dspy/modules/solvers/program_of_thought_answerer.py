@@ -42,6 +42,7 @@ from knapsack_dspy.modules.solvers.call_plan import LMCall, Plan, PlannedAnswere
 from knapsack_dspy.modules.solvers.demo_rendering import PARAGRAPH_MODES, document_inputs, program_demo
 from knapsack_dspy.modules.solvers.repair_turn import WriterRepair
 from knapsack_dspy.signatures import WriteFinqaProgram, WritePythonLookupProgram, WritePythonProgram
+from knapsack_dspy.table_layout import as_written, table_layout
 
 __all__ = ["LANGUAGES", "SCALE_SOURCES", "ProgramOfThoughtAnswerer", "answer_type_of", "clean_program_text",
            "numbers_used"]
@@ -246,6 +247,12 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
             return dspy.Prediction(program=program, answer=None, scale="", error=error, attempts=attempts,
                                    errors=errors, reasoning=reasoning, model_scale="", scale_reason="",
                                    language=self.language, **voting)
+        answer = result.answer
+        if rows and self.language == "python" and (isinstance(answer, str) or (
+                isinstance(answer, list) and any(isinstance(a, str) for a in answer))):
+            layout = table_layout(rows)  # a label the program copied from the prompt, as the document writes it
+            answer = [as_written(a, layout) for a in answer] if isinstance(answer, list) else as_written(answer,
+                                                                                                           layout)
         scale, reason = result.scale or "", "the program's scale"
         if self.language == "python" and self.scale_from == "document":
             decision = decide_scale(question, answer_type or answer_type_of(result.answer), result.answer,
@@ -255,7 +262,7 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
                                     used_values=numbers_used(result.variables),
                                     multiplied_by_100=bool(_TIMES_100.search(program)), model_scale=result.scale)
             scale, reason = decision.scale, decision.reason
-        return dspy.Prediction(program=program, answer=result.answer, scale=scale, error=None, attempts=attempts,
+        return dspy.Prediction(program=program, answer=answer, scale=scale, error=None, attempts=attempts,
                                errors=errors, reasoning=reasoning, model_scale=result.scale or "",
                                scale_reason=reason, language=self.language, **voting)
 
