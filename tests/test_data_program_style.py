@@ -2,7 +2,7 @@
 
 import pytest
 
-from knapsack_dspy.data.program_style import as_literal_program, variable_name
+from knapsack_dspy.data.program_style import as_literal_program, read_cited_cells, variable_name
 from knapsack_dspy.execution import execute_program
 
 TABLE = [["", "2019", "2018"], ["", "$'000", "$'000"], ["Revenue", "4,411", "4,044"], ["Cost (net)", "(1,200)", "900"],
@@ -37,3 +37,38 @@ def test_variable_names_are_valid_and_unique():
     assert variable_name("Revenue", "2019", {"revenue_2019"}) == "revenue_2019_2"
     long_name = variable_name("A very long row label that goes on and on", "2019", set())
     assert len(long_name) <= 40 and long_name.isidentifier()
+
+
+CITED_TABLE = [["", "2019", "2018"], ["Income tax expense", "1,609,000", "1,164,000"], ["Cost", "(123)", "(100)"],
+               ["Margin", "23.4%", "20.1%"], ["Other, net", "7", "9"]]
+
+
+def test_a_number_copied_from_the_wrong_cell_becomes_the_cell_its_comment_names():
+    # the 1.5B model's year swap: the 2018 cell written under "2019"
+    code = ("tax_2019 = 1164000  # Income tax expense, 2019\n"
+            "tax_2018 = 1609000  # Income tax expense, 2018\n"
+            "ans = (tax_2019 - tax_2018) / tax_2018 * 100")
+    fixed, fixes = read_cited_cells(code, CITED_TABLE)
+    assert [(f.name, f.written, f.cell) for f in fixes] == [("tax_2019", 1164000, 1609000),
+                                                             ("tax_2018", 1609000, 1164000)]
+    assert fixed.splitlines()[0] == "tax_2019 = 1609000  # Income tax expense, 2019"
+    assert round(execute_program(fixed, CITED_TABLE).answer, 2) == 38.23
+    assert str(fixes[0]) == "tax_2019: 1.164e+06 -> 1.609e+06 (Income tax expense, 2019)"
+    # a label with a comma: the column is after the last one
+    assert read_cited_cells("x = 9  # Other, net, 2019", CITED_TABLE)[0] == "x = 7  # Other, net, 2019"
+
+
+@pytest.mark.parametrize("line", [
+    "a = 1609000  # Income tax expense, 2019",  # the cell's number
+    "a = -123  # Cost, 2019", "a = 123  # Cost, 2019",  # its sign is the program's choice
+    "a = 0.234  # Margin, 2019", "a = 23  # Margin, 2019",  # a percentage as a fraction; rounded
+    "a = 1609  # Income tax expense, 2019", "a = 1.6  # Income tax expense, 2019",  # in thousands / millions
+    "a = 5  # Nope, 2019", "a = 5  # Cost",  # no such cell; no column named
+    "a = 5", "a = table['Cost', '2019']  # Cost, 2019",  # no comment; not a copied number
+])
+def test_a_line_whose_number_is_the_cells_or_names_no_cell_is_left_alone(line):
+    assert read_cited_cells(line, CITED_TABLE) == (line, [])
+
+
+def test_without_a_table_nothing_is_checked():
+    assert read_cited_cells("a = 1  # Cost, 2019", []) == ("a = 1  # Cost, 2019", [])

@@ -544,3 +544,13 @@ def test_a_git_archive_export_records_its_commit(tmp_path):
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     ).stdout
     assert out.strip() == str({"commit": head.stdout.strip(), "dirty": None})
+
+
+def test_rows_say_which_copied_numbers_were_replaced_by_their_cells():
+    import dspy
+
+    from knapsack_dspy.bench.example_runner import _answer_details
+
+    fixed = dspy.Prediction(answer=1.0, scale_reason="r", cell_fixes=["a: 1 -> 2 (Revenue, 2019)"])
+    assert _answer_details(fixed) == {"scale_reason": "r", "cell_fixes": ["a: 1 -> 2 (Revenue, 2019)"]}
+    assert "cell_fixes" not in _answer_details(dspy.Prediction(answer=1.0, cell_fixes=[]))

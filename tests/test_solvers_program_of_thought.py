@@ -289,3 +289,17 @@ def test_unlabelled_records_cannot_be_demos():
     record = {"id": "test-q", "question": "q?", "table": TABLE, "paragraphs": [], "answer": "", "answer_value": None}
     with pytest.raises(ValueError, match=r"'test-q'.*no gold answer"):
         ProgramOfThoughtAnswerer().as_demo(record)
+
+
+def test_numbers_copied_from_another_cell_than_the_comment_names_are_the_named_cells():
+    swapped = ("revenue_2019 = 1000.0  # Revenue, 2019\nrevenue_2018 = 1200.5  # Revenue, 2018\n"
+               "ans = revenue_2019 - revenue_2018")
+    configure([{"program": swapped}] * 2)
+    pred = ProgramOfThoughtAnswerer()(question="What is the change in revenue?", table=TABLE, paragraphs=[])
+    assert pred.answer == pytest.approx(200.5)
+    assert pred.cell_fixes == ["revenue_2019: 1000 -> 1200.5 (Revenue, 2019)",
+                               "revenue_2018: 1200.5 -> 1000 (Revenue, 2018)"]
+    assert pred.program.splitlines()[0] == "revenue_2019 = 1200.5  # Revenue, 2019"  # the program that ran
+    as_written = ProgramOfThoughtAnswerer(cited_cells=False)(question="What is the change in revenue?",
+                                                             table=TABLE, paragraphs=[])
+    assert as_written.answer == pytest.approx(-200.5) and as_written.cell_fixes == []

@@ -108,12 +108,13 @@ def select_example(program, example) -> dict:
 
 
 # What a prediction may say about how it answered: the route it took (routed pipelines), the raw reply of an
-# extraction, and how its scale was decided (the model's own scale and the rule that chose the answer's).
-_DETAILS = ("route", "routed_answer_type", "p_extract", "raw_answer", "model_scale", "scale_reason")
+# extraction, how its scale was decided (the model's own scale and the rule that chose the answer's), and the
+# numbers of a program replaced by the cells its comments name.
+_DETAILS = ("route", "routed_answer_type", "p_extract", "raw_answer", "model_scale", "scale_reason", "cell_fixes")
 
 
 def _answer_details(prediction) -> dict:
-    return {key: _jsonable(prediction.get(key)) for key in _DETAILS if prediction.get(key) not in (None, "")}
+    return {key: _jsonable(prediction.get(key)) for key in _DETAILS if prediction.get(key) not in (None, "", [])}
 
 
 def _usage(prediction) -> dict:

@@ -21,11 +21,13 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from knapsack_dspy.execution.cell_numbers import parse_cell
 from knapsack_dspy.execution.table_view import TableLookupError, TableView
+from knapsack_dspy.numbers import parse_number
 
-__all__ = ["PROGRAM_STYLES", "as_literal_program", "variable_name"]
+__all__ = ["PROGRAM_STYLES", "CellFix", "as_literal_program", "read_cited_cells", "variable_name"]
 
 PROGRAM_STYLES = ("literal", "lookup")
 _LOOKUP = re.compile(r'^(?P<name>[A-Za-z_]\w*)\s*=\s*table\[\s*(?P<row>"(?:[^"\\]|\\.)*")\s*,\s*'
@@ -86,3 +88,79 @@ def as_literal_program(code: str, table: Sequence[Sequence]) -> str:
         return code
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, renames)) + r")\b")
     return "\n".join(line if final else pattern.sub(lambda m: renames[m.group(1)], line) for line, final in out)
+
+
+# ``name = 1164000  # Income tax expense, 2019``: a number copied from the cell the comment names
+_CITED = re.compile(r"^(?P<head>\s*(?P<name>[A-Za-z_]\w*)\s*=\s*)(?P<number>[-+]?\(?[$€£¥]?\d[\d,]*(?:\.\d+)?\)?)"
+                    r"(?P<gap>\s*)#\s*(?P<cite>[^#]+?)\s*$")
+
+
+@dataclass(frozen=True)
+class CellFix:
+    """A number a program copied from a cell it names, replaced by that cell's number."""
+
+    name: str
+    written: float
+    cell: float
+    row: str
+    column: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.written:g} -> {self.cell:g} ({self.row}, {self.column})"
+
+
+_FACTORS = (1.0, 100.0, 0.01, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9)
+
+
+def _same_number(written: float, cell: float) -> bool:
+    """Whether ``written`` is the cell's number as a model may fairly write it: the same magnitude (its sign is
+    the program's choice: costs written in parentheses), a percentage as a fraction, in thousands / millions
+    of the cell's unit, rounded to the digits it wrote (``1.6`` for "1,609,000" in millions)."""
+    a, b = abs(written), abs(cell)
+    tolerance = 0.5 * 10.0 ** -_decimals(a)
+    return any(abs(a - b / factor) <= tolerance + 1e-9 * max(1.0, b / factor) for factor in _FACTORS)
+
+
+def _decimals(value: float) -> int:
+    """Digits after the decimal point as written (``1.6`` -> 1, ``1164000.0`` -> 0)."""
+    text = repr(float(value))
+    if "e" in text or float(value).is_integer():
+        return 0
+    return len(text.split(".")[1])
+
+
+def read_cited_cells(code: str, table: Sequence[Sequence]) -> tuple[str, list[CellFix]]:
+    """``code`` with every number it copied from a cell it names in a comment (the literal style: ``revenue_2019 =
+    4411  # Revenue, 2019``) checked against that cell, and replaced by the cell's number when they differ.
+
+    The comment is the program's own statement of which cell it reads; the number is a copy the 1.5B model
+    gets wrong (it writes the 2018 cell under "2019" when its demos' tables run the other way). A comment
+    whose labels do not name exactly one numeric cell (``TableView``'s look-up: the labels shown to the model)
+    leaves its line alone, as does a number that is the cell's up to sign, percent-as-fraction, a unit
+    factor or rounding (:func:`_same_number`); a different number becomes the cell's, sign included, as
+    ``table[row, column]`` would read it. Returns the code and the replacements made."""
+    if not table or "#" not in code:
+        return code, []
+    try:
+        view = TableView([list(row) for row in table])
+    except TypeError:
+        return code, []
+    fixes: list[CellFix] = []
+    lines = code.splitlines()
+    for i, line in enumerate(lines):
+        match = _CITED.match(line)
+        if match is None or "," not in match["cite"]:
+            continue
+        row, column = (part.strip() for part in match["cite"].rsplit(",", 1))
+        try:
+            cell = view.get(row, column)
+        except TableLookupError:
+            continue
+        value = parse_cell(cell) if isinstance(cell, str) else cell
+        written = parse_number(match["number"])
+        if not isinstance(value, float) or written is None or _same_number(written, value):
+            continue
+        # a different number: the program reads the cell it names, as a look-up would (its sign included)
+        lines[i] = f"{match['head']}{_number_text(value)}{match['gap'] or '  '}# {match['cite']}"
+        fixes.append(CellFix(match["name"], written, value, row, column))
+    return ("\n".join(lines) if fixes else code), fixes

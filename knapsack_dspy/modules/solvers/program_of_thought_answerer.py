@@ -26,7 +26,7 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from knapsack_dspy.data.answer_scale import decide_scale
-from knapsack_dspy.data.program_style import PROGRAM_STYLES
+from knapsack_dspy.data.program_style import PROGRAM_STYLES, read_cited_cells
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.modules.selection_context import selection_log
@@ -126,6 +126,10 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     execute: the executor (default ``knapsack_dspy.execution.execute_program``); same signature.
     time_limit: seconds one program may run.
     samples: programs sampled per question (self-consistency; 1 = one call at the LM's own settings).
+    cited_cells: (Python programs) a number the program copied from a cell its comment names (the literal
+        style: ``revenue_2019 = 4411  # Revenue, 2019``) is checked against that cell and, when it is another
+        number, replaced by the cell's before the program runs; ``cell_fixes`` lists the replacements. The
+        1.5B model copies the wrong year's cell when its demos' columns run the other way.
     temperature: the sampling temperature of those programs (``samples > 1``; default 0.7).
 
     ``forward(question, table=None, paragraphs=None, text=None, demos=None)`` ->
@@ -151,7 +155,7 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     def __init__(self, language: str = "python", mode: str = "few_shot", *, demo_paragraphs: str = "all",
                  retry: bool = False, retry_with_demos: bool = True, execute: Callable | None = None,
                  time_limit: float = 1.0, scale_from: str = "document", program_style: str = "literal",
-                 samples: int = 1, temperature: float | None = None):
+                 samples: int = 1, temperature: float | None = None, cited_cells: bool = True):
         super().__init__()
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
@@ -176,6 +180,7 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
         self.retry = bool(retry)
         self.retry_with_demos = bool(retry_with_demos)
         self.time_limit = float(time_limit)
+        self.cited_cells = bool(cited_cells)
         self._execute = execute
         self.write = build_predictor(_SIGNATURES[language, program_style], mode)
 
@@ -223,11 +228,11 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
                 for index in range(self.samples):
                     reply = yield LMCall(self.write, {**inputs, "config": self.sample_config(index)}, call_demos)
                     runs.append(self._read_and_run(reply, rows))
-                program, reasoning, result, error, voting = self._vote(runs)
+                program, reasoning, result, error, fixes, voting = self._vote(runs)
                 errors: list[str] = voting.pop("errors")
             else:
                 reply = yield LMCall(self.write, inputs, call_demos)
-                program, reasoning, result, error = self._read_and_run(reply, rows)
+                program, reasoning, result, error, fixes = self._read_and_run(reply, rows)
                 errors = [] if result is not None else [error]
         if call_demos is None:  # the writer chose: its own demos, or (SelectingPredict) its per-query selection
             call_demos = selected[-1].demos if selected else list(self.predictor.demos)
@@ -240,13 +245,13 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
             failed = {"program": shown or "(empty)", "reasoning": reasoning or ""}
             repair = WriterRepair(self.predictor, failed, error)
             reply = yield LMCall(repair, inputs, call_demos if self.retry_with_demos else [])
-            program, reasoning, result, error = self._read_and_run(reply, rows)
+            program, reasoning, result, error, fixes = self._read_and_run(reply, rows)
             if result is None:
                 errors.append(error)
         if result is None:
             return dspy.Prediction(program=program, answer=None, scale="", error=error, attempts=attempts,
                                    errors=errors, reasoning=reasoning, model_scale="", scale_reason="",
-                                   language=self.language, **voting)
+                                   language=self.language, cell_fixes=fixes, **voting)
         answer = result.answer
         if rows and self.language == "python" and (isinstance(answer, str) or (
                 isinstance(answer, list) and any(isinstance(a, str) for a in answer))):
@@ -264,7 +269,7 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
             scale, reason = decision.scale, decision.reason
         return dspy.Prediction(program=program, answer=answer, scale=scale, error=None, attempts=attempts,
                                errors=errors, reasoning=reasoning, model_scale=result.scale or "",
-                               scale_reason=reason, language=self.language, **voting)
+                               scale_reason=reason, language=self.language, cell_fixes=fixes, **voting)
 
     def sample_config(self, index: int) -> dict:
         """The LM call settings of sample ``index``: its own ``rollout_id`` and the sampling temperature; for the
@@ -280,17 +285,22 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     def _vote(runs):
         """The first program of the winning answer among the samples' ``(program, reasoning, result, error)`` (or,
         when every sample failed, the first sample) and the vote's fields."""
-        answers = [None if result is None else result.answer for _, _, result, _ in runs]
+        answers = [None if result is None else result.answer for _, _, result, *_ in runs]
         winner, votes = majority_vote(answers)
         voting = {"sample_answers": answers, "sample_programs": [program for program, *_ in runs], "votes": votes,
-                  "errors": [error for _, _, result, error in runs if result is None]}
-        program, reasoning, result, error = runs[0 if winner is None else winner]
-        return program, reasoning, result, error, voting
+                  "errors": [error for _, _, result, error, _ in runs if result is None]}
+        program, reasoning, result, error, fixes = runs[0 if winner is None else winner]
+        return program, reasoning, result, error, fixes, voting
 
     def _read_and_run(self, reply, rows):
-        """(program, reasoning, execution result or None, error) of one LM reply."""
+        """(program, reasoning, execution result or None, error, cell fixes) of one LM reply; the program is the
+        one that ran: with ``cited_cells``, the numbers it copied from cells its comments name are the cells'
+        (``knapsack_dspy.data.program_style.read_cited_cells``; the fixes say what changed)."""
         if isinstance(reply, AdapterParseError):
-            return clean_program_text(reply.lm_response or "", self.language), None, None, _FORMAT_ERROR
+            return clean_program_text(reply.lm_response or "", self.language), None, None, _FORMAT_ERROR, []
         program = clean_program_text(reply.get("program"), self.language)
+        fixes = []
+        if self.cited_cells and self.language == "python" and rows:
+            program, fixes = read_cited_cells(program, rows)
         result, error = self._run(program, rows)
-        return program, reply.get("reasoning"), result, error
+        return program, reply.get("reasoning"), result, error, [str(fix) for fix in fixes]
