@@ -58,6 +58,16 @@ def test_a_number_copied_from_the_wrong_cell_becomes_the_cell_its_comment_names(
     assert read_cited_cells("x = 9  # Other, net, 2019", CITED_TABLE)[0] == "x = 7  # Other, net, 2019"
 
 
+@pytest.mark.parametrize("line, fixed", [
+    ("cost = 100  # Cost, 2019", "cost = 123  # Cost, 2019"),  # costs written as magnitudes stay magnitudes
+    ("cost = -100  # Cost, 2019", "cost = -123  # Cost, 2019"),
+    ("m = 0.201  # Margin, 2019", "m = 0.234  # Margin, 2019"),  # a percentage as a fraction stays one
+    ("t = 1.164  # Income tax expense, 2019", "t = 1.609  # Income tax expense, 2019"),  # in millions stays
+])
+def test_the_named_cell_is_copied_the_way_the_program_copied_the_wrong_one(line, fixed):
+    assert read_cited_cells(line, CITED_TABLE)[0] == fixed
+
+
 @pytest.mark.parametrize("line", [
     "a = 1609000  # Income tax expense, 2019",  # the cell's number
     "a = -123  # Cost, 2019", "a = 123  # Cost, 2019",  # its sign is the program's choice
@@ -65,9 +75,17 @@ def test_a_number_copied_from_the_wrong_cell_becomes_the_cell_its_comment_names(
     "a = 1609  # Income tax expense, 2019", "a = 1.6  # Income tax expense, 2019",  # in thousands / millions
     "a = 5  # Nope, 2019", "a = 5  # Cost",  # no such cell; no column named
     "a = 5", "a = table['Cost', '2019']  # Cost, 2019",  # no comment; not a copied number
+    "a = 1500000  # Income tax expense, 2019",  # a number of its own, not another cell: not a wrong copy
+    "tax_2019 = 1609000  # Income tax expense, 2018",  # the name says 2019: the comment may be the wrong one
 ])
 def test_a_line_whose_number_is_the_cells_or_names_no_cell_is_left_alone(line):
     assert read_cited_cells(line, CITED_TABLE) == (line, [])
+
+
+def test_a_right_program_is_left_byte_for_byte():
+    code = ("tax_2019 = 1609000  # Income tax expense, 2019\r\n"
+            "tax_2018 = 1164000  # Income tax expense, 2018\n\nans = tax_2019 - tax_2018  # change\n")
+    assert read_cited_cells(code, CITED_TABLE) == (code, [])
 
 
 def test_without_a_table_nothing_is_checked():

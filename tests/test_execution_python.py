@@ -187,9 +187,24 @@ def test_without_ans_the_last_assigned_value_answers():
     result = run("a = 423209\nb = 428501\nmean_tax = (a + b) / 2\nscale = 'thousand'")
     assert result.ok and result.answer == 425855.0 and result.scale == "thousand"
     assert run("total = 1\ntotal += 2").answer == 3
-    # a trailing expression still answers first (as before); ans always wins
-    assert run("x = 1\nx + 1\ny = 5").answer == 2
-    assert run("ans = 7\nz = 9").answer == 7
+    # the later of the last expression and the last assignment; a bare string (a docstring) is no answer
+    assert run("x = 1\nx + 1\ny = 5").answer == 5
+    assert run("y = 5\ny + 1").answer == 6
+    assert run('"""Percentage change in revenue"""\na = 4\nb = a * 2').answer == 8
+    assert run("ans = 7\nz = 9").answer == 7  # ans always wins
+
+
+def test_a_comprehension_of_large_items_fails_as_it_grows_not_after():
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = run("L = [0] * 10000\nM = [L[1:] for a in L]")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.error.startswith("LimitExceeded: string or list too long")
+    assert peak < 20_000_000  # building all 10,000 copies first would take ~800 MB
 
 
 def test_runtime_errors_name_the_line():

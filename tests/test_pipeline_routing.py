@@ -34,6 +34,13 @@ def test_replies_are_read_as_spans(reply, value):
     assert read_spans(reply) == value
 
 
+def test_a_bracketed_number_is_one_span_when_one_is_expected():
+    assert read_spans("[4,411]", expect_list=False) == "4,411"
+    assert read_spans("[$1,234,567]", expect_list=False) == "$1,234,567"
+    assert read_spans("[4,411]", expect_list=True) == ["4", "411"] == read_spans("[4,411]")
+    assert read_spans('["Retail", "Other"]', expect_list=False) == ["Retail", "Other"]
+
+
 def test_the_scale_reads_units_from_the_whole_document_not_only_the_prompts_paragraphs():
     table = [["", "2019", "2018"], ["Deferred tax assets", "$19,795", "$22,201"]]
     stated = "The following table (in thousands, except share data) shows our deferred taxes."

@@ -303,3 +303,21 @@ def test_numbers_copied_from_another_cell_than_the_comment_names_are_the_named_c
     as_written = ProgramOfThoughtAnswerer(cited_cells=False)(question="What is the change in revenue?",
                                                              table=TABLE, paragraphs=[])
     assert as_written.answer == pytest.approx(-200.5) and as_written.cell_fixes == []
+
+
+def test_a_label_the_program_copied_is_answered_as_the_document_writes_it():
+    table = [["", "2019"], ["Other", "1"], ["Other", "2"], ["Goodwill", "3"]]
+    configure([{"program": 'ans = "Other (2nd)"'}, {"program": 'ans = ["Other (1st)", "Goodwill"]'}])
+    solver = ProgramOfThoughtAnswerer()
+    assert solver(question="Which item is second?", table=table, paragraphs=[]).answer == "Other"
+    assert solver(question="Which items?", table=table, paragraphs=[]).answer == ["Other", "Goodwill"]
+
+
+def test_the_scale_reads_the_units_of_paragraphs_the_prompt_left_out():
+    configure([{"program": "revenue = 1200.5  # Revenue, 2019\nans = revenue"}] * 2)
+    solver = ProgramOfThoughtAnswerer()
+    question = "What was the revenue in 2019?"
+    assert solver(question=question, table=TABLE, paragraphs=["Revenue rose."]).scale == ""
+    pred = solver(question=question, table=TABLE, paragraphs=["Revenue rose."],
+                  unit_paragraphs=["Revenue rose.", "Amounts are in thousands."])
+    assert pred.answer == pytest.approx(1200.5) and pred.scale == "thousand"

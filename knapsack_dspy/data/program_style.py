@@ -129,22 +129,52 @@ def _decimals(value: float) -> int:
     return len(text.split(".")[1])
 
 
+_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
+def _copy_relation(written: float, other: float) -> tuple[float, float] | None:
+    """(factor, sign) such that ``written`` is ``sign * other / factor`` as written (rounded to its digits), or
+    None: how a program copied a cell (as it is, sign flipped, in thousands, a percentage as a fraction)."""
+    tolerance = 0.5 * 10.0 ** -_decimals(abs(written))
+    for factor in _FACTORS:
+        for sign in (1.0, -1.0):
+            target = sign * other / factor
+            if abs(written - target) <= tolerance + 1e-9 * max(1.0, abs(target)):
+                return factor, sign
+    return None
+
+
+def _table_numbers(table: Sequence[Sequence]) -> list[float]:
+    numbers = []
+    for row in table:
+        for cell in list(row)[1:]:
+            value = parse_cell(cell) if isinstance(cell, str) else cell
+            if isinstance(value, float):
+                numbers.append(value)
+    return numbers
+
+
 def read_cited_cells(code: str, table: Sequence[Sequence]) -> tuple[str, list[CellFix]]:
-    """``code`` with every number it copied from a cell it names in a comment (the literal style: ``revenue_2019 =
-    4411  # Revenue, 2019``) checked against that cell, and replaced by the cell's number when they differ.
+    """``code`` with every number it copied from the wrong cell replaced by the number of the cell its comment
+    names (the literal style: ``revenue_2019 = 4411  # Revenue, 2019``).
 
     The comment is the program's own statement of which cell it reads; the number is a copy the 1.5B model
-    gets wrong (it writes the 2018 cell under "2019" when its demos' tables run the other way). A comment
-    whose labels do not name exactly one numeric cell (``TableView``'s look-up: the labels shown to the model)
-    leaves its line alone, as does a number that is the cell's up to sign, percent-as-fraction, a unit
-    factor or rounding (:func:`_same_number`); a different number becomes the cell's, sign included, as
-    ``table[row, column]`` would read it. Returns the code and the replacements made."""
+    gets wrong: it writes the 2018 cell under "2019" when its demos' tables run the other way, or the cell of
+    the next row. A line is changed only when all of these hold: its comment names exactly one numeric cell
+    (``TableView``'s look-up: the labels shown to the model); its number is not that cell's (up to sign, a
+    percentage as a fraction, a unit factor or rounding: :func:`_same_number`); its number *is* another cell of
+    the table, copied in one way (as it is, sign flipped, scaled: :func:`_copy_relation`); and a year in the
+    variable's name, if any, is one of the named column's. The new number is the named cell's, scaled as the
+    program scaled its copy (thousands, a percentage as a fraction), with the cell's own sign -- but a program
+    that wrote a negative cell as a positive number (costs as magnitudes) gets a magnitude. Returns the code
+    and the replacements made."""
     if not table or "#" not in code:
         return code, []
     try:
         view = TableView([list(row) for row in table])
     except TypeError:
         return code, []
+    numbers = _table_numbers(table)
     fixes: list[CellFix] = []
     lines = code.splitlines()
     for i, line in enumerate(lines):
@@ -152,6 +182,9 @@ def read_cited_cells(code: str, table: Sequence[Sequence]) -> tuple[str, list[Ce
         if match is None or "," not in match["cite"]:
             continue
         row, column = (part.strip() for part in match["cite"].rsplit(",", 1))
+        name_years = set(_YEAR.findall(match["name"]))
+        if name_years and not name_years & set(_YEAR.findall(column)):
+            continue  # the name and the comment disagree: which one is wrong is not known
         try:
             cell = view.get(row, column)
         except TableLookupError:
@@ -160,7 +193,14 @@ def read_cited_cells(code: str, table: Sequence[Sequence]) -> tuple[str, list[Ce
         written = parse_number(match["number"])
         if not isinstance(value, float) or written is None or _same_number(written, value):
             continue
-        # a different number: the program reads the cell it names, as a look-up would (its sign included)
-        lines[i] = f"{match['head']}{_number_text(value)}{match['gap'] or '  '}# {match['cite']}"
-        fixes.append(CellFix(match["name"], written, value, row, column))
+        relations = {r for other in numbers if other != value and (r := _copy_relation(written, other))}
+        if len(relations) != 1:
+            continue  # not a copy of another cell (a number of its own), or copied in more than one way
+        ((factor, sign),) = relations
+        # the named cell's own sign, as a look-up reads it; a program writing magnitudes (a positive copy of a
+        # negative cell) keeps writing them
+        fixed = abs(value) / factor if sign < 0 and written > 0 else value / factor
+        fixed = float(f"{fixed:.12g}")  # no float noise in the program text
+        lines[i] = f"{match['head']}{_number_text(fixed)}{match['gap'] or '  '}# {match['cite']}"
+        fixes.append(CellFix(match["name"], written, fixed, row, column))
     return ("\n".join(lines) if fixes else code), fixes

@@ -17,9 +17,10 @@ comprehensions, lambdas, ``def`` / ``class`` / ``with`` / ``try``, f-strings, du
 before anything runs. Sizes, magnitudes, syntax-tree size and depth and the wall-clock time (checked at every
 node) are bounded (:class:`Limits`).
 
-The answer is the variable ``ans``. A program that never sets ``ans`` answers with the value of its last
-expression statement (a lone expression), and one with neither with the last value it assigned (other than
-``scale``): small models often compute the answer into a named variable and forget the final ``ans = ...``.
+The answer is the variable ``ans``. A program that never sets ``ans`` answers with its last value: the last
+expression statement (a lone expression; a bare string, a docstring, is not one) or the last value assigned
+(other than ``scale``), whichever comes later -- small models often compute the answer into a named variable
+and forget the final ``ans = ...``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import time
 
 from knapsack_dspy.execution.python_errors import ProgramFailure
 from knapsack_dspy.execution.python_functions import FUNCTIONS, CallContext, constant_value
-from knapsack_dspy.execution.python_limits import Limits, binary_operation, check_value
+from knapsack_dspy.execution.python_limits import Limits, binary_operation, check_value, size_of
 from knapsack_dspy.execution.result import ExecutionResult
 from knapsack_dspy.execution.table_view import TableLookupError, TableView
 
@@ -201,6 +202,7 @@ class _Interpreter:
         self.last_expression = None
         self.saw_expression = False
         self.last_assigned: str | None = None  # the name the last assignment bound (the fallback answer)
+        self.expression_last = False  # whether the last statement with a value was an expression
 
     # -- statements -----------------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
@@ -225,13 +227,14 @@ class _Interpreter:
                 binary_operation(_BINARY[type(node.op)], current, value, self.limits), node)
             self._assigned(node.target.id)
         elif isinstance(node, ast.Expr):
-            self.last_expression = self.eval(node.value)
-            self.saw_expression = True
+            value = self.eval(node.value)
+            if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):  # not a docstring
+                self.last_expression, self.saw_expression, self.expression_last = value, True, True
         # ast.Pass: nothing
 
     def _assigned(self, name: str) -> None:
         if name != SCALE:
-            self.last_assigned = name
+            self.last_assigned, self.expression_last = name, False
 
     def _storable(self, value, node):
         if isinstance(value, _TableRef):
@@ -334,12 +337,15 @@ class _Interpreter:
         saved = dict(self.variables)  # the loop names are the comprehension's own (as in Python 3)
         out: list = []
         try:
-            self._produce(node.elt, node.generators, out)
+            self._produce(node.elt, node.generators, out, [0])
         finally:
             self.variables = saved
         return check_value(out, self.limits)
 
-    def _produce(self, elt, generators, out: list) -> None:
+    def _produce(self, elt, generators, out: list, size: list[int]) -> None:
+        """Append ``elt`` for each binding of ``generators`` to ``out``; ``size`` ([items + nested items and
+        characters so far]) is checked as each item is added, so a list of large items fails when it passes
+        ``max_items``, not after it was built."""
         first, rest = generators[0], generators[1:]
         iterable = self._plain(self.eval(first.iter), first.iter)
         if not isinstance(iterable, (list, tuple, str)):
@@ -357,12 +363,14 @@ class _Interpreter:
             if not all(self._plain(self.eval(test), test) for test in first.ifs):
                 continue
             if rest:
-                self._produce(elt, rest, out)
+                self._produce(elt, rest, out, size)
             else:
-                out.append(self._plain(self.eval(elt), elt))
-                if len(out) > self.limits.max_items:
-                    raise ProgramFailure("LimitExceeded", f"list too long (more than {self.limits.max_items} "
-                                                          "items)")
+                item = self._plain(self.eval(elt), elt)
+                size[0] += 1 + size_of(item, self.limits.max_items)
+                if size[0] > self.limits.max_items:
+                    raise ProgramFailure("LimitExceeded", f"string or list too long (more than "
+                                                          f"{self.limits.max_items} items)")
+                out.append(item)
 
     def _Attribute(self, node):
         return self.eval(node.value)  # validated: only table.loc
@@ -442,7 +450,7 @@ def _answer_and_scale(interpreter: _Interpreter):
     variables = interpreter.variables
     if ANSWER in variables:
         answer = variables[ANSWER]
-    elif interpreter.saw_expression:
+    elif interpreter.saw_expression and (interpreter.expression_last or interpreter.last_assigned is None):
         answer = interpreter.last_expression
     elif interpreter.last_assigned is not None:
         answer = variables[interpreter.last_assigned]

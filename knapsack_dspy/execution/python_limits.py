@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from knapsack_dspy.execution.python_errors import ProgramFailure
 
-__all__ = ["Limits", "binary_operation", "check_value", "is_number"]
+__all__ = ["Limits", "binary_operation", "check_value", "is_number", "size_of"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def is_number(value) -> bool:
 MAX_NESTING = 20  # lists within lists
 
 
-def _size(value, stop: float = float("inf")) -> int:
+def size_of(value, stop: float = float("inf")) -> int:
     """Characters + items, nested ones included (iterative; raises past :data:`MAX_NESTING` levels); the
     count stops early once it exceeds ``stop``."""
     total, stack = 0, [(value, 0)]
@@ -68,7 +68,7 @@ def check_value(value, limits: Limits):
     if isinstance(value, complex):
         raise ProgramFailure("ValueError", "result is a complex number")
     if isinstance(value, (str, list, tuple)):
-        if _size(value, limits.max_items) > limits.max_items:
+        if size_of(value, limits.max_items) > limits.max_items:
             raise ProgramFailure("LimitExceeded", f"string or list too long (more than {limits.max_items} items)")
         return value
     return value
@@ -91,10 +91,10 @@ def _guard_sequences(symbol: str, left, right, limits: Limits) -> None:
     if symbol == "*":
         for seq, count in ((left, right), (right, left)):
             if (isinstance(seq, sequence) and isinstance(count, int) and count > 0
-                    and _size(seq, limits.max_items) * count > limits.max_items):
+                    and size_of(seq, limits.max_items) * count > limits.max_items):
                 raise ProgramFailure("LimitExceeded", f"string or list too long (more than {limits.max_items} items)")
     elif symbol == "+" and isinstance(left, sequence) and isinstance(right, sequence):
-        if _size(left, limits.max_items) + _size(right, limits.max_items) > limits.max_items:
+        if size_of(left, limits.max_items) + size_of(right, limits.max_items) > limits.max_items:
             raise ProgramFailure("LimitExceeded", f"string or list too long (more than {limits.max_items} items)")
     elif symbol == "%" and isinstance(left, str):
         raise ProgramFailure("NotAllowed", "string formatting with % is not allowed")

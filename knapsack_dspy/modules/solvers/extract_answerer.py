@@ -65,13 +65,17 @@ def _python_list(body: str) -> list | None:
     return None
 
 
-def read_spans(text) -> str | list[str] | None:
+def read_spans(text, *, expect_list: bool | None = None) -> str | list[str] | None:
     """An extraction reply as an answer: a list of spans (a JSON or Python-style list), or one span as written
     (decoration such as ``Answer:`` or surrounding quotes removed); ``None`` for an empty reply. An unquoted
-    list of numbers with comma thousands separators (``[423,209, 428,501]``) keeps each number whole."""
+    list of numbers with comma thousands separators (``[423,209, 428,501]``) keeps each number whole; so does
+    a bracketed single number (``[4,411]``) when one span is expected (``expect_list=False``: a span question)."""
     if text is None:
         return None
     body = strip_answer_decoration(str(text))
+    if expect_list is False and body.startswith("[") and body.endswith("]") and "," in body \
+            and _SEPARATED_ITEM.match(body[1:-1].strip()):
+        return body[1:-1].strip()
     if body.startswith("[") and body.endswith("]"):
         try:
             items = json.loads(body)
@@ -132,7 +136,7 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
             return dspy.Prediction(answer=None, scale="", raw_answer=prediction.lm_response, reasoning=None,
                                    error="the reply did not follow the required output format", scale_reason="")
         raw = prediction.get("answer")
-        value = read_spans(raw)
+        value = read_spans(raw, expect_list={"span": False, "multi-span": True}.get(answer_type))
         if value is None:
             return dspy.Prediction(answer=None, scale="", raw_answer=raw, reasoning=prediction.get("reasoning"),
                                    error="the reply gave an empty answer", scale_reason="")
