@@ -9,6 +9,8 @@ difference with its 90 % paired-bootstrap interval, better / worse counts and Mc
 
 By default every pair is restricted to the questions every selector of directory A has answered (a run still
 growing compares the same questions throughout); ``--all-shared`` takes every question the two selectors share.
+``--questions 61:120`` keeps the questions at those positions (1-based, inclusive) of the eval split of A's rows,
+e.g. the ones an analysis did not read; one directory twice compares two of its selectors.
 """
 
 from __future__ import annotations
@@ -34,6 +36,23 @@ def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
+def split_positions(results_dir: Path, spec: str) -> set[str]:
+    """The ids of the questions at positions ``FROM:TO`` (1-based, inclusive) of the eval split of the rows."""
+    from knapsack_dspy.data.loader import load_examples
+
+    first, _, last = spec.partition(":")
+    try:
+        first_n, last_n = int(first), int(last)
+    except ValueError:
+        sys.exit(f"compare_runs: --questions wants FROM:TO (e.g. 61:120), got {spec!r}")
+    row = next(iter(ResultsStore(results_dir / "predictions.jsonl").rows()), None)
+    if row is None:
+        return set()
+    run = row["spec"]
+    examples = load_examples(run.get("dataset", "tatqa"), run.get("eval_split"))
+    return {example["id"] for example in examples[first_n - 1:last_n]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dir_a", type=Path)
@@ -42,9 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-shared", action="store_true",
                         help="every question the two selectors share (default: only the questions every selector "
                              "of dir_a answered)")
+    parser.add_argument("--questions", metavar="FROM:TO",
+                        help="only the questions at these positions of the eval split (1-based, inclusive)")
     args = parser.parse_args(argv)
     a, b = scores(args.dir_a), scores(args.dir_b)
     common = None if args.all_shared or not a else set.intersection(*(set(m["em"]) for m in a.values()))
+    if args.questions:
+        chosen = split_positions(args.dir_a, args.questions)
+        common = chosen if common is None else common & chosen
     print("| A − B | n | EM A | EM B | EM difference [90 %] | better / worse | McNemar p | F1 difference [90 %] |")
     print("|---|---|---|---|---|---|---|---|")
     for pair in args.pairs:
