@@ -393,10 +393,13 @@ def _name_rows(rows: list[LayoutRow]) -> list[LayoutRow]:
     return result
 
 
-def as_written(text: str, layout: TableLayout) -> str:
-    """``text`` with the row labels this layout qualified ("Other (2nd)", "Federal (Current)") put back as the
-    document writes them: a model that copies a label from the prompt copies our qualifier too, and the gold
-    answer is the document's text. Labels we named ("Total") and text without a qualified label are kept."""
+def as_written(text, layout: TableLayout):
+    """``text`` (a string, or a list answered item by item) with the row labels this layout qualified ("Other
+    (2nd)", "Federal (Current)") put back as the document writes them: a model that copies a label from the
+    prompt copies our qualifier too, and the gold answer is the document's text. Labels we named ("Total"),
+    text without a qualified label and anything not text (a number) are kept."""
+    if isinstance(text, list):
+        return [as_written(item, layout) for item in text]
     if not isinstance(text, str) or not text:
         return text
     for row in sorted(layout.rows, key=lambda r: -len(r.label)):  # "Other (2nd) [2]" before "Other (2nd)"

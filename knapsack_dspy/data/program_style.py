@@ -112,15 +112,6 @@ class CellFix:
 _FACTORS = (1.0, 100.0, 0.01, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9)
 
 
-def _same_number(written: float, cell: float) -> bool:
-    """Whether ``written`` is the cell's number as a model may fairly write it: the same magnitude (its sign is
-    the program's choice: costs written in parentheses), a percentage as a fraction, in thousands / millions
-    of the cell's unit, rounded to the digits it wrote (``1.6`` for "1,609,000" in millions)."""
-    a, b = abs(written), abs(cell)
-    tolerance = 0.5 * 10.0 ** -_decimals(a)
-    return any(abs(a - b / factor) <= tolerance + 1e-9 * max(1.0, b / factor) for factor in _FACTORS)
-
-
 def _decimals(value: float) -> int:
     """Digits after the decimal point as written (``1.6`` -> 1, ``1164000.0`` -> 0)."""
     text = repr(float(value))
@@ -162,8 +153,8 @@ def read_cited_cells(code: str, table: Sequence[Sequence]) -> tuple[str, list[Ce
     gets wrong: it writes the 2018 cell under "2019" when its demos' tables run the other way, or the cell of
     the next row. A line is changed only when all of these hold: its comment names exactly one numeric cell
     (``TableView``'s look-up: the labels shown to the model); its number is not that cell's (up to sign, a
-    percentage as a fraction, a unit factor or rounding: :func:`_same_number`); its number *is* another cell of
-    the table, copied in one way (as it is, sign flipped, scaled: :func:`_copy_relation`); and a year in the
+    percentage as a fraction, a unit factor or rounding: :func:`_copy_relation`); its number *is* another cell
+    of the table, copied in one way (the same relation); and a year in the
     variable's name, if any, is one of the named column's. The new number is the named cell's, scaled as the
     program scaled its copy (thousands, a percentage as a fraction), with the cell's own sign -- but a program
     that wrote a negative cell as a positive number (costs as magnitudes) gets a magnitude. Returns the code
@@ -191,7 +182,7 @@ def read_cited_cells(code: str, table: Sequence[Sequence]) -> tuple[str, list[Ce
             continue
         value = parse_cell(cell) if isinstance(cell, str) else cell
         written = parse_number(match["number"])
-        if not isinstance(value, float) or written is None or _same_number(written, value):
+        if not isinstance(value, float) or written is None or _copy_relation(written, value):
             continue
         relations = {r for other in numbers if other != value and (r := _copy_relation(written, other))}
         if len(relations) != 1:

@@ -200,7 +200,6 @@ class _Interpreter:
         self.table = _TableRef(view)
         self.context = CallContext(table=view, limits=limits)
         self.last_expression = None
-        self.saw_expression = False
         self.last_assigned: str | None = None  # the name the last assignment bound (the fallback answer)
         self.expression_last = False  # whether the last statement with a value was an expression
 
@@ -229,7 +228,7 @@ class _Interpreter:
         elif isinstance(node, ast.Expr):
             value = self.eval(node.value)
             if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):  # not a docstring
-                self.last_expression, self.saw_expression, self.expression_last = value, True, True
+                self.last_expression, self.expression_last = value, True
         # ast.Pass: nothing
 
     def _assigned(self, name: str) -> None:
@@ -450,7 +449,7 @@ def _answer_and_scale(interpreter: _Interpreter):
     variables = interpreter.variables
     if ANSWER in variables:
         answer = variables[ANSWER]
-    elif interpreter.saw_expression and (interpreter.expression_last or interpreter.last_assigned is None):
+    elif interpreter.expression_last:
         answer = interpreter.last_expression
     elif interpreter.last_assigned is not None:
         answer = variables[interpreter.last_assigned]

@@ -140,15 +140,13 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
         if value is None:
             return dspy.Prediction(answer=None, scale="", raw_answer=raw, reasoning=prediction.get("reasoning"),
                                    error="the reply gave an empty answer", scale_reason="")
-        if isinstance(table, (list, tuple)) and table:
-            layout = table_layout(table)
-            value = [as_written(v, layout) for v in value] if isinstance(value, list) else as_written(value, layout)
+        layout = table_layout(table if isinstance(table, (list, tuple)) else [])
+        value = as_written(value, layout)
         kind = answer_type if answer_type in ("span", "multi-span") else (
             "multi-span" if isinstance(value, list) else "span")
         source = paragraphs if unit_paragraphs is None else unit_paragraphs
         texts = [str(p) for p in source] if source is not None and not isinstance(source, str) \
             else [str(source if source is not None else text or "")]
-        decision = decide_scale(question, kind, value, table=table if isinstance(table, (list, tuple)) else [],
-                                paragraphs=texts)
+        decision = decide_scale(question, kind, value, layout=layout, paragraphs=texts)
         return dspy.Prediction(answer=value, scale=decision.scale, raw_answer=raw,
                                reasoning=prediction.get("reasoning"), error=None, scale_reason=decision.reason)

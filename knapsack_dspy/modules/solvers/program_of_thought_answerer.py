@@ -253,15 +253,13 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
                                    errors=errors, reasoning=reasoning, model_scale="", scale_reason="",
                                    language=self.language, cell_fixes=fixes, **voting)
         answer = result.answer
-        if rows and self.language == "python" and (isinstance(answer, str) or (
-                isinstance(answer, list) and any(isinstance(a, str) for a in answer))):
-            layout = table_layout(rows)  # a label the program copied from the prompt, as the document writes it
-            answer = [as_written(a, layout) for a in answer] if isinstance(answer, list) else as_written(answer,
-                                                                                                           layout)
+        layout = table_layout(rows or []) if self.language == "python" else None
+        if layout is not None:
+            answer = as_written(answer, layout)  # a label the program copied from the prompt, as written
         scale, reason = result.scale or "", "the program's scale"
-        if self.language == "python" and self.scale_from == "document":
+        if layout is not None and self.scale_from == "document":
             decision = decide_scale(question, answer_type or answer_type_of(result.answer), result.answer,
-                                    table=rows or [],
+                                    layout=layout,
                                     paragraphs=_paragraph_texts(paragraphs if unit_paragraphs is None
                                                                 else unit_paragraphs, text),
                                     used_values=numbers_used(result.variables),
