@@ -78,7 +78,9 @@ def measure(model: str, prefix: int, new: list[int], repeats: int, max_tokens: i
         "entry": {"prefill_tokens_per_s": round(prefill, 1), "decode_tokens_per_s": round(decode, 1),
                   "overhead_s": round(max(0.0, overhead), 2), "output_tokens": 60,
                   "measured": f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, load average "
-                              f"{os.getloadavg()[0]:.1f}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')}",
+                              f"{os.getloadavg()[0]:.1f}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')} "
+                              f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', '')}, {server.n_threads} decode / "
+                              f"{server.n_batch_threads} prompt threads",
                   "command": " ".join(["python", "benchmarks/latency_rates.py", *sys.argv[1:]])},
         "prefill_intercept_ms": round(float(intercept), 1),
         "mean_cached_tokens": round(float(np.mean([c["cache_n"] for c in calls])), 1),

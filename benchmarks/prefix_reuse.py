@@ -15,7 +15,11 @@ folding the fixed prefix back into the similarity-ordered selection). Question o
 ``grouped`` (``kdspy bench``: by route, then greedily by shared demo prefix and document).
 
     python benchmarks/prefix_reuse.py [--limit 504] [--modes seer,hybrid,static] [--route extract_compute]
+                                      [--demo-orders fixed,similarity] [--latency-budgets 12,14]
                                       [--out /tmp/kdspy-prefix-reuse] [--json reuse.json]
+
+``--latency-budgets`` adds, per mode, its default demo order under each latency budget (seconds, priced with the
+1.5B's measured rates): how many demos survive, and the new tokens and LM seconds per question they predict.
 
 Compiled programs are kept in ``--out`` (reloaded next time); rendering + tokenizing 504 prompts takes a few
 minutes per variant on 2 busy cores (the 0.5B model is loaded to tokenize; no completion is asked).
@@ -70,35 +74,49 @@ def reuse(prompts: list[list[int]]) -> dict:
             "mean_new_tokens": round(sum(new) / len(new), 1) if new else 0.0}
 
 
-def measure_mode(mode: str, demo_order: str, args, log) -> list[dict]:
+def demo_count(messages: list[dict]) -> int:
+    """Demos in a chat prompt: the user / assistant pairs between the system message and the question."""
+    return max(0, (len(messages) - 2) // 2)
+
+
+def measure_mode(mode: str, demo_order: str, args, log, latency_budget: float | None = None) -> list[dict]:
     settings = {"demo_order": "canonical"} if demo_order.endswith("canonical") else {}
     if args.route:
         settings["route"] = args.route
+    if latency_budget is not None:
+        settings["latency_budget"] = latency_budget
     spec = spec_for(mode, **settings)
     program, evalset = compiled(spec, args.out, args.data_dir)
     examples = evalset[: args.limit] if args.limit else evalset
     started = time.perf_counter()
     with resorted_fixed_sets() if demo_order == "resorted" else contextlib.nullcontext():
-        ids = {ex.id: token_ids(first_prompt(program, ex)) for ex in examples}
+        messages = {ex.id: first_prompt(program, ex) for ex in examples}
+        ids = {key: token_ids(value) for key, value in messages.items()}
         orders = {"split": examples, "grouped": cache_friendly_order(program, examples)}
-    log(f"{mode} / {demo_order}: {len(examples)} prompts rendered and tokenized in "
-        f"{time.perf_counter() - started:.0f} s")
+    log(f"{mode} / {demo_order}{'' if latency_budget is None else f' / {latency_budget:g} s'}: {len(examples)} "
+        f"prompts rendered and tokenized in {time.perf_counter() - started:.0f} s")
     rates = LatencyModel.from_dict(latency_rates(MODEL))
+    demos = sum(demo_count(m) for m in messages.values()) / max(1, len(messages))
     rows = []
     for order_name in QUESTION_ORDERS:
         stats = reuse([ids[ex.id] for ex in orders[order_name]])
         stats["predicted_prefill_s"] = round(rates.overhead_s + stats["mean_new_tokens"]
                                              / rates.prefill_tokens_per_s, 1)
-        rows.append({"mode": mode, "demo_order": demo_order, "question_order": order_name, **stats})
+        stats["predicted_lm_s"] = round(rates.seconds(stats["mean_new_tokens"]), 1)
+        rows.append({"mode": mode, "demo_order": demo_order, "latency_budget": latency_budget,
+                     "question_order": order_name, "mean_demos": round(demos, 2), **stats})
     return rows
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| mode | demo order | question order | prompt tokens reused | mean prompt tokens | mean new tokens "
-             "| predicted prefill s / question |", "|---|---|---|---|---|---|---|"]
+    lines = ["| mode | demo order | latency budget | question order | demos | prompt tokens reused "
+             "| mean prompt tokens | mean new tokens | predicted prefill s / question | predicted LM s / question |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['mode']} | {r['demo_order']} | {r['question_order']} | {100 * r['reused_share']:.0f} % "
-                     f"| {r['mean_prompt_tokens']:.0f} | {r['mean_new_tokens']:.0f} | {r['predicted_prefill_s']} |")
+        budget = "–" if r.get("latency_budget") is None else f"{r['latency_budget']:g} s"
+        lines.append(f"| {r['mode']} | {r['demo_order']} | {budget} | {r['question_order']} | {r['mean_demos']:.2f} "
+                     f"| {100 * r['reused_share']:.0f} % | {r['mean_prompt_tokens']:.0f} | {r['mean_new_tokens']:.0f} "
+                     f"| {r['predicted_prefill_s']} | {r['predicted_lm_s']} |")
     return "\n".join(lines)
 
 
@@ -110,15 +128,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/kdspy-prefix-reuse", help="where compiled programs are kept")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--json", help="write the rows to this JSON file")
+    parser.add_argument("--latency-budgets", default="",
+                        help="comma-separated seconds: also each mode's default demo order under these latency budgets "
+                             "(SelectionConfig.latency_budget, the 1.5B's measured rates)")
+    parser.add_argument("--demo-orders", default="", help="comma-separated: only these demo orders (default: all)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(DEMO_ORDERS))
     if unknown:
         parser.error(f"unknown modes {unknown}; choose from {sorted(DEMO_ORDERS)}")
+    try:
+        budgets = [float(x) for x in args.latency_budgets.split(",") if x.strip()]
+    except ValueError:
+        parser.error(f"--latency-budgets: numbers of seconds, got {args.latency_budgets!r}")
+    if any(b <= 0 for b in budgets):
+        parser.error("--latency-budgets must be positive")
+    only = {o.strip() for o in args.demo_orders.split(",") if o.strip()}
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     rows = []
     for mode in modes:
         for demo_order in DEMO_ORDERS[mode]:
-            rows += measure_mode(mode, demo_order, args, lambda line: print(line, file=sys.stderr, flush=True))
+            if not only or demo_order in only:
+                rows += measure_mode(mode, demo_order, args, log)
+        for budget in budgets:
+            rows += measure_mode(mode, DEMO_ORDERS[mode][0], args, log, latency_budget=budget)
     print(markdown(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

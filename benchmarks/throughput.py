@@ -5,7 +5,9 @@ Cells: variant x mode x load, each a ``kdspy bench`` results directory under ``-
 - variants: ``baseline`` (commit d74d4f8, run from an export of it: ``git archive d74d4f8``), ``after`` (this
   checkout), ``after-omp-active`` (this checkout with ``OMP_WAIT_POLICY=ACTIVE``: the passive-waits fix alone);
 - modes: ``seer`` (per-query SEER), ``hybrid``, ``static``, and after only ``seer-canonical`` /
-  ``hybrid-canonical`` (``demo_order = "canonical"``: the per-query demos in one order over the pool) --
+  ``hybrid-canonical`` (``demo_order = "canonical"``: the per-query demos in one order over the pool) and
+  ``seer-latency<S>`` / ``hybrid-latency<S>`` (``latency_budget = S`` seconds, e.g. ``hybrid-latency12``: the
+  per-query demos must also fit the latency model's budget, the declared shared prefix priced as cached) --
   TAT-QA dev_pool -> the first ``--limit`` dev_tune questions, program of thought,
   the 1.5B model, budget 2,048, M = 4, attributes modality + answer type, the LM cache off (``--no-cache``: every
   answer is computed);
@@ -41,6 +43,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -56,6 +59,7 @@ BASELINE_COMMIT = "d74d4f8"
 MODEL = "local/qwen2.5-coder-1.5b-instruct"
 VARIANTS = ("baseline", "after", "after-omp-active")
 MODES = ("seer", "seer-canonical", "hybrid", "hybrid-canonical", "static")
+LATENCY_MODE = re.compile(r"^(seer|hybrid)-latency(\d+(?:\.\d+)?)$")  # e.g. hybrid-latency12: latency_budget = 12 s
 LOADS = ("quiet", "busy")
 NON_INFERIORITY_MARGIN = -5.0  # EM points: the lower 90 % bound of (after - baseline SEER) must not be below
 #: for ``plan``'s estimate (1.5B, 2 cores): mean new (not reused) prompt tokens per question, counted LM-free by
@@ -75,7 +79,7 @@ STARTUP_S = 30  # per cell and round: a bench process's imports, loading the mod
 def assumed_seconds(cell: Cell) -> float:
     """A rough LM time per question for ``plan`` (one call, no repair); measure, do not trust it."""
     variant = "after" if cell.variant.startswith("after") else "baseline"
-    new = NEW_TOKENS.get((variant, cell.mode), NEW_TOKENS[(variant, cell.mode.split("-")[0])])
+    new = NEW_TOKENS.get((variant, cell.mode), NEW_TOKENS[(variant, base_mode(cell.mode))])
     spinning = cell.variant in ("baseline", "after-omp-active")
     prefill, decode = ASSUMED_RATES[f"{cell.load}-spinning" if spinning else cell.load]
     return CALL_OVERHEAD_S + new / prefill + OUTPUT_TOKENS / decode + OTHER_S
@@ -92,30 +96,46 @@ class Cell:
         return f"{self.variant}-{self.mode}-{self.load}"
 
 
+def valid_mode(mode: str) -> bool:
+    return mode in MODES or LATENCY_MODE.match(mode) is not None
+
+
+def base_mode(mode: str) -> str:
+    """The selector a mode runs: ``seer``, ``hybrid`` or ``static``."""
+    return mode.split("-")[0]
+
+
+def latency_budget_of(mode: str) -> float | None:
+    match = LATENCY_MODE.match(mode)
+    return float(match.group(2)) if match else None
+
+
 def parse_cell(name: str) -> Cell | None:
     """The cell a results directory's name stands for (None: not one of this script's)."""
     for variant in sorted(VARIANTS, key=len, reverse=True):
         if name.startswith(variant + "-"):
             mode, _, load = name[len(variant) + 1:].rpartition("-")
-            return Cell(variant, mode, load) if mode in MODES and load in LOADS else None
+            return Cell(variant, mode, load) if valid_mode(mode) and load in LOADS else None
     return None
 
 
 def suite_text(cell: Cell, model: str) -> str:
     """The cell's suite: the issue's comparison, valid for the baseline's RunSpec and the current one."""
     lines = [f'name = "{cell.name}"', 'dataset = "tatqa"', 'pool_split = "dev_pool"', 'eval_split = "dev_tune"',
-             'pipeline = "pot"', f'selector = "{cell.mode.split("-")[0]}"', "budget = 2048", "max_exemplars = 4",
+             'pipeline = "pot"', f'selector = "{base_mode(cell.mode)}"', "budget = 2048", "max_exemplars = 4",
              'attributes = ["modality", "answer_type"]', f'model = "{model}"']
     if cell.mode.endswith("-canonical"):
         lines.append('demo_order = "canonical"')
+    if latency_budget_of(cell.mode) is not None:
+        lines.append(f"latency_budget = {latency_budget_of(cell.mode):g}")
     return "\n".join(lines) + "\n"
 
 
 def cells(args) -> list[Cell]:
     out = []
     for load, mode, variant in itertools.product(args.loads, args.modes, args.variants):
-        if variant == "baseline" and mode.endswith("-canonical"):
-            continue  # the baseline has no demo_order setting
+        if variant == "baseline" and mode not in ("seer", "hybrid", "static"):
+            continue  # the baseline has no demo_order or latency_budget setting
         out.append(Cell(variant, mode, load))
     return out
 
@@ -234,6 +254,7 @@ def cell_stats(directory: Path) -> dict | None:
             "decode_s": sum(c.get("predicted_ms") or 0 for c in calls) / 1000 / len(rows) if calls else None,
             "lm_s": _mean([r.get("lm_seconds") for r in rows]),
             "predicted_lm_s": _mean([r.get("predicted_latency_s") for r in rows]),
+            "demos": _mean([len(r["exemplar_ids"] or []) if "exemplar_ids" in r else None for r in rows]),
             "lm_calls": len(calls), "em_by_question": {r["example_id"]: 100 * float(r.get("em") or 0) for r in rows}}
 
 
@@ -254,11 +275,13 @@ def comparisons(found: dict) -> list[dict]:
         cell = parse_cell(name)
         if cell.variant == "baseline":
             continue
-        same = found.get(Cell("baseline", cell.mode.split("-")[0], cell.load).name)
+        same = found.get(Cell("baseline", base_mode(cell.mode), cell.load).name)
         seer = found.get(Cell("baseline", "seer", cell.load).name)
-        row = {"cell": name, "speedup": None, "em_vs_baseline_seer": None}
+        row = {"cell": name, "speedup": None, "speedup_vs_baseline_seer": None, "em_vs_baseline_seer": None}
         if same and same["seconds_per_question"] and stats["seconds_per_question"]:
             row["speedup"] = same["seconds_per_question"] / stats["seconds_per_question"]
+        if seer and seer["seconds_per_question"] and stats["seconds_per_question"]:
+            row["speedup_vs_baseline_seer"] = seer["seconds_per_question"] / stats["seconds_per_question"]
         if seer:
             paired = paired_comparison(stats["em_by_question"], seer["em_by_question"], level=0.9)
             row["em_vs_baseline_seer"] = {"n": paired.n, "diff": paired.difference, "low": paired.low,
@@ -273,21 +296,23 @@ def _f(value, digits=1, suffix=""):
 
 
 def report_markdown(found: dict) -> str:
-    lines = ["| cell | questions | questions / hour | s / question | EM | cache hit rate | prefill s / q "
-             "| decode s / q | LM s / q | predicted LM s / q |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| cell | questions | questions / hour | s / question | EM | demos / q | cache hit rate | prefill s / q "
+             "| decode s / q | LM s / q | predicted LM s / q |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in found.items():
         lines.append(f"| {name} | {s['questions']} | {_f(s['questions_per_hour'])} | {_f(s['seconds_per_question'])} "
-                     f"| {_f(s['em'])} | {_f(s['cache_hit_rate'], 0, ' %')} | {_f(s['prefill_s'])} "
-                     f"| {_f(s['decode_s'])} | {_f(s.get('lm_s'))} | {_f(s.get('predicted_lm_s'))} |")
+                     f"| {_f(s['em'])} | {_f(s.get('demos'), 2)} | {_f(s['cache_hit_rate'], 0, ' %')} "
+                     f"| {_f(s['prefill_s'])} | {_f(s['decode_s'])} | {_f(s.get('lm_s'))} "
+                     f"| {_f(s.get('predicted_lm_s'))} |")
     rows = comparisons(found)
     if rows:
-        lines += ["", "| cell | speed-up vs baseline (same mode, load) | EM − baseline SEER [90 % CI] | non-inferior "
-                  "(≥ −5) |", "|---|---|---|---|"]
+        lines += ["", "| cell | speed-up vs baseline (same mode, load) | speed-up vs baseline SEER (same load) "
+                  "| EM − baseline SEER [90 % CI] | non-inferior (≥ −5) |", "|---|---|---|---|---|"]
         for r in rows:
             em = r["em_vs_baseline_seer"]
             shown = "–" if em is None else f"{em['diff']:+.1f} [{em['low']:+.1f}, {em['high']:+.1f}] (n={em['n']})"
             verdict = "–" if em is None else ("yes" if em["non_inferior"] else "no")
-            lines.append(f"| {r['cell']} | {_f(r['speedup'], 2, '×')} | {shown} | {verdict} |")
+            vs_seer = _f(r.get("speedup_vs_baseline_seer"), 2, "×")
+            lines.append(f"| {r['cell']} | {_f(r['speedup'], 2, '×')} | {vs_seer} | {shown} | {verdict} |")
     return "\n".join(lines)
 
 
@@ -311,9 +336,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name, allowed in (("modes", MODES), ("variants", VARIANTS), ("loads", LOADS)):
         values = [v.strip() for v in getattr(args, name).split(",") if v.strip()]
-        unknown = sorted(set(values) - set(allowed))
+        unknown = sorted(v for v in set(values) - set(allowed) if not (name == "modes" and valid_mode(v)))
         if unknown or not values:
-            parser.error(f"--{name}: unknown {unknown or 'empty list'}; choose from {', '.join(allowed)}")
+            parser.error(f"--{name}: unknown {unknown or 'empty list'}; choose from {', '.join(allowed)}"
+                         + (" or seer-latency<S> / hybrid-latency<S> (S seconds)" if name == "modes" else ""))
         setattr(args, name, values)
     if args.limit < 1 or args.chunk < 1:
         parser.error("--limit and --chunk must be at least 1")

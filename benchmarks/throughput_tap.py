@@ -3,7 +3,8 @@
 The same measurement for any version of the code (``benchmarks/throughput.py`` runs the baseline commit from an
 export with this tap too): whichever ``knapsack_dspy`` is on ``PYTHONPATH`` is imported, its ``LocalServer.chat``
 is wrapped to log each completion's ``cache_n`` (prompt tokens reused from the slot's cache), ``prompt_n``,
-``prompt_ms`` (prefill), ``predicted_n``, ``predicted_ms`` (decode) and wall time, and the model is loaded before
+``prompt_ms`` (prefill), ``predicted_n``, ``predicted_ms`` (decode), wall time and the server's decode / prompt
+threads, and the model is loaded before
 the bench starts (so no question pays the load).
 
     PYTHONPATH=<tree> python benchmarks/throughput_tap.py --log calls.jsonl --preload MODEL -- SUITE --out DIR ...
@@ -34,7 +35,8 @@ def tap(log_path: str) -> None:
         result = original(self, request)
         timings = (result.get("timings") if isinstance(result, dict) else None) or {}
         record = {"at": round(started, 3), "wall_s": round(time.time() - started, 3), "model": self.spec.model,
-                  "cache_prompt": request.get("cache_prompt", True), **{k: timings.get(k) for k in TIMINGS}}
+                  "cache_prompt": request.get("cache_prompt", True), **{k: timings.get(k) for k in TIMINGS},
+                  "threads": getattr(self, "n_threads", None), "batch_threads": getattr(self, "n_batch_threads", None)}
         with open(log_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
         return result

@@ -108,8 +108,36 @@ def test_the_report_computes_speed_cache_hits_and_paired_em(tmp_path):
     assert em["n"] == 4 and em["diff"] == pytest.approx(25) and em["low"] <= 25 <= em["high"]
     table = throughput.report_markdown(found)
     assert (after["lm_s"], after["predicted_lm_s"]) == (9.0, 5.0)
-    assert "| after-seer-quiet | 4 | 360.0 | 10.0 | 75.0 | 75 % | 4.0 | 2.0 | 9.0 | 5.0 |" in table
-    assert "4.00×" in table
+    assert "| after-seer-quiet | 4 | 360.0 | 10.0 | 75.0 | – | 75 % | 4.0 | 2.0 | 9.0 | 5.0 |" in table
+    assert "| after-seer-quiet | 4.00× | 4.00× |" in table
+
+
+def test_latency_budget_modes_run_their_budget_and_compare_with_both_baselines(tmp_path):
+    from knapsack_dspy.bench.suite import suite_from_dict, tomllib
+
+    cell = throughput.Cell("after", "hybrid-latency12.5", "busy")
+    assert throughput.parse_cell(cell.name) == cell
+    (run,) = suite_from_dict(tomllib.loads(throughput.suite_text(cell, throughput.MODEL))).runs
+    assert (run.selector, run.latency_budget, run.budget, run.max_exemplars) == ("hybrid", 12.5, 2048, 4)
+    assert throughput.parse_cell("after-hybrid-latency-quiet") is None  # no number of seconds
+    args = type("Args", (), {"loads": ["quiet"], "modes": ["seer-latency9", "static"],
+                             "variants": ["baseline", "after"]})
+    assert [c.name for c in throughput.cells(args)] == ["after-seer-latency9-quiet", "baseline-static-quiet",
+                                                        "after-static-quiet"]
+    call = {"cache_n": 0, "prompt_n": 100, "prompt_ms": 1000.0, "predicted_ms": 1000.0}
+    _cell(tmp_path / "baseline-seer-quiet", [1, 0, 1, 0], [30, 30, 30, 30], [call] * 4)
+    _cell(tmp_path / "baseline-hybrid-quiet", [1, 0, 1, 0], [20, 20, 20, 20], [call] * 4)
+    _cell(tmp_path / "after-hybrid-latency12-quiet", [1, 0, 1, 1], [5, 5, 5, 5], [call] * 4)
+    rows = (tmp_path / "after-hybrid-latency12-quiet" / "predictions.jsonl").read_text().splitlines()
+    rows = [{**json.loads(r), "exemplar_ids": ["a"] * (i % 2)} for i, r in enumerate(rows)]
+    (tmp_path / "after-hybrid-latency12-quiet" / "predictions.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows))
+    found = throughput.collect(type("Args", (), {"out": str(tmp_path)}))
+    assert found["after-hybrid-latency12-quiet"]["demos"] == pytest.approx(0.5)  # the transient row is left out
+    (comparison,) = throughput.comparisons(found)
+    assert comparison["speedup"] == pytest.approx(4.0) and comparison["speedup_vs_baseline_seer"] == pytest.approx(6.0)
+    with pytest.raises(SystemExit):
+        throughput.main(["plan", "--modes", "hybrid-latency"])
 
 
 def test_the_tap_logs_each_calls_timings(tmp_path, monkeypatch):

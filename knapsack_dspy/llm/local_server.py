@@ -7,10 +7,10 @@
 the same server's HTTP endpoints on 127.0.0.1 (``/tokenize``, ``/apply-template``), which llama.cpp serves
 from its own HTTP threads.
 
-Threads: every usable core for both prompt processing and generation, unless ``KDSPY_LOCAL_THREADS``
-(generation) / ``KDSPY_LOCAL_BATCH_THREADS`` (prompt) say otherwise. On a machine whose cores are busy with
-other work, llama.cpp's multi-threaded decoding collapses (measured 0.5B: 2-5 tok/s with 2 threads vs ~17 with
-``KDSPY_LOCAL_THREADS=1``; see docs/llm.md).
+Threads: prompt processing uses every usable core (``KDSPY_LOCAL_BATCH_THREADS`` to change it); generation
+uses the cores other processes leave free when the model loads (``cpu_load``: one busy-loop beside a 2-core run
+means one decode thread, which decodes faster there than two waiting for each other at every barrier), unless
+``KDSPY_LOCAL_THREADS`` gives a number. The choice is made once, when the model loads (docs/llm.md, "Threads").
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from knapsack_dspy import config
+from knapsack_dspy.llm.cpu_load import decode_threads_for, other_busy_cores
 from knapsack_dspy.llm.errors import LocalModelError
 from knapsack_dspy.llm.local_models import LocalModelSpec, local_model_spec, local_n_ctx
 from knapsack_dspy.llm.local_weights import ensure_local_weights
@@ -83,8 +84,18 @@ def default_slots() -> int:
 
 
 def _default_threads() -> int:
-    """Generation threads: ``$KDSPY_LOCAL_THREADS`` or every usable core."""
-    return _threads_from_env(THREADS_ENV)
+    """Generation threads: ``$KDSPY_LOCAL_THREADS``, else the usable cores other processes leave free now."""
+    if os.environ.get(THREADS_ENV, "").strip():
+        return _threads_from_env(THREADS_ENV)
+    cores = _usable_cores()
+    if cores == 1:
+        return 1
+    other = other_busy_cores()
+    threads = decode_threads_for(cores, other)
+    if threads < cores:
+        logger.info("other processes keep %.1f of %d cores busy: %d decode thread(s) (set %s to choose)", other,
+                    cores, threads, THREADS_ENV)
+    return threads
 
 
 def _default_batch_threads() -> int:

@@ -1,0 +1,81 @@
+"""Decode threads follow the other processes' CPU load (``llm/cpu_load.py``, ``local_server._default_threads``)."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from knapsack_dspy.llm import cpu_load, local_server
+from knapsack_dspy.llm.cpu_load import decode_threads_for, other_busy_cores
+
+
+def _clock(values):
+    values = list(values)
+    return lambda: values.pop(0)
+
+
+def test_other_cores_are_the_systems_busy_time_minus_this_processs():
+    # the system spent 1.5 CPU-seconds, this process 0.5 of them, over ~one second: one other core busy
+    system = _clock([100.0, 101.5])
+    own = _clock([10.0, 10.5])
+    started = time.perf_counter()
+    seen = other_busy_cores(1.0, system_seconds=system, own_seconds=own, sleep=lambda s: time.sleep(0.05))
+    elapsed = time.perf_counter() - started
+    assert seen == pytest.approx(1.0 / elapsed, rel=0.05)  # divided by the time that really passed
+
+
+def test_unreadable_system_time_means_no_known_load():
+    assert other_busy_cores(0.0, system_seconds=lambda: None, own_seconds=lambda: 0.0, sleep=lambda s: None) == 0.0
+    second_fails = _clock([5.0, None])
+    assert other_busy_cores(0.0, system_seconds=second_fails, own_seconds=lambda: 0.0,
+                            sleep=lambda s: time.sleep(0.001)) == 0.0
+
+
+def test_this_process_using_more_than_the_system_saw_is_not_negative_load():
+    assert other_busy_cores(0.0, system_seconds=_clock([1.0, 1.1]), own_seconds=_clock([0.0, 0.3]),
+                            sleep=lambda s: time.sleep(0.001)) == 0.0
+
+
+@pytest.mark.parametrize(("cores", "other", "threads"), [
+    (2, 0.0, 2), (2, 0.3, 2), (2, 0.5, 1), (2, 1.0, 1), (2, 3.7, 1), (8, 2.2, 6), (8, 2.6, 5), (1, 0.0, 1),
+    (2, float("nan"), 2), (2, -1.0, 2)])
+def test_decode_threads_are_the_cores_left_free(cores, other, threads):
+    assert decode_threads_for(cores, other) == threads
+
+
+def test_proc_stat_parsing(tmp_path):
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice, in clock ticks
+    stat.write_text("cpu  100 0 50 1000 30 5 5 0 0 0\ncpu0 1 2 3 4\n")
+    ticks = cpu_load.os.sysconf("SC_CLK_TCK")
+    assert cpu_load._system_busy_seconds(str(stat)) == pytest.approx(160 / ticks)
+    stat.write_text("intr 1 2 3\n")
+    assert cpu_load._system_busy_seconds(str(stat)) is None
+    assert cpu_load._system_busy_seconds(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
+def test_a_busy_process_beside_is_seen():
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # the interpreter has started and spins
+        seen = other_busy_cores(0.5)
+    finally:
+        spinner.terminate()
+        spinner.wait(timeout=30)
+    assert seen >= 0.6  # one core (a little less when the machine also runs other things in bursts)
+
+
+def test_decode_threads_from_env_or_load(monkeypatch):
+    monkeypatch.setattr(local_server, "_usable_cores", lambda: 2)
+    monkeypatch.delenv("KDSPY_LOCAL_THREADS", raising=False)
+    monkeypatch.setattr(local_server, "other_busy_cores", lambda: 1.0)
+    assert local_server._default_threads() == 1
+    monkeypatch.setattr(local_server, "other_busy_cores", lambda: 0.1)
+    assert local_server._default_threads() == 2
+    monkeypatch.setenv("KDSPY_LOCAL_THREADS", "2")  # a user's number wins over the load
+    monkeypatch.setattr(local_server, "other_busy_cores", lambda: 1.0)
+    assert local_server._default_threads() == 2
+    monkeypatch.delenv("KDSPY_LOCAL_THREADS")
+    assert local_server._default_batch_threads() == 2  # prompt processing keeps every core
