@@ -67,7 +67,10 @@ NON_INFERIORITY_MARGIN = -5.0  # EM points: the lower 90 % bound of (after - bas
 #: static / hybrid re-sorted per query; after in the bench's order with the fixed orders
 NEW_TOKENS = {("baseline", "seer"): 1232, ("baseline", "hybrid"): 998, ("baseline", "static"): 786,
               ("after", "seer"): 1022, ("after", "seer-canonical"): 914, ("after", "hybrid"): 710,
-              ("after", "hybrid-canonical"): 675, ("after", "static"): 219}
+              ("after", "hybrid-canonical"): 675, ("after", "static"): 219,
+              # the first 100 questions, latency budgets priced with the 2026-11-26 rates (prefix_reuse.py --limit 100
+              # --latency-budgets ...): 1.75 and 2.10 demos per question
+              ("after", "seer-latency16"): 521, ("after", "hybrid-latency10"): 183}
 #: measured (prefill, decode) tokens per second of the 1.5B (2026-11-23, idle 2 cores; docs/llm.md "Threads"):
 #: with passive waits quiet and beside one busy-loop, then the same with spinning (active) waits -- the baseline's
 ASSUMED_RATES = {"quiet": (76.8, 18.5), "busy": (45.1, 15.7),
