@@ -208,3 +208,13 @@ def test_a_result_is_printed_and_saved_where_asked(tmp_path, capsys):
     assert [json.loads(part) for part in capsys.readouterr().out.replace("}\n{", "}\x00{").split("\x00")] == [
         {"a": 1}, {"b": 2}]
     assert json.loads((tmp_path / "r.json").read_text()) == {"a": 1, "rows": [2]}
+
+
+def test_runtime_options_prompts_differ_from_the_start_and_bad_settings_are_refused():
+    options = _script("runtime_options")
+    short, other, longer = options.synthetic_text(100, 7), options.synthetic_text(100, 1007), \
+        options.synthetic_text(400, 7)
+    assert short[:8] != other[:8]  # nothing for a prompt cache to reuse
+    assert len(longer) > 3 * len(short)
+    with pytest.raises(SystemExit):
+        options.main(["--threads", "0"])
