@@ -31,6 +31,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -131,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-budgets", default="",
                         help="comma-separated seconds: also each mode's default demo order under these latency budgets "
                              "(SelectionConfig.latency_budget, the 1.5B's measured rates)")
-    parser.add_argument("--demo-orders", default="", help="comma-separated: only these demo orders (default: all)")
+    parser.add_argument("--demo-orders", default="",
+                        help="comma-separated: only these demo orders (default: all; 'none': only the budgets)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(DEMO_ORDERS))
@@ -141,9 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         budgets = [float(x) for x in args.latency_budgets.split(",") if x.strip()]
     except ValueError:
         parser.error(f"--latency-budgets: numbers of seconds, got {args.latency_budgets!r}")
-    if any(b <= 0 for b in budgets):
-        parser.error("--latency-budgets must be positive")
+    if any(not math.isfinite(b) or b <= 0 for b in budgets):
+        parser.error("--latency-budgets must be positive numbers of seconds")
     only = {o.strip() for o in args.demo_orders.split(",") if o.strip()}
+    known = {order for mode in modes for order in DEMO_ORDERS[mode]}
+    if only - known - {"none"}:
+        parser.error(f"--demo-orders: unknown {sorted(only - known - {'none'})}; the modes' orders are "
+                     f"{sorted(known)} ('none': only the latency budgets)")
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     rows = []
     for mode in modes:

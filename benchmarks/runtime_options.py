@@ -9,6 +9,7 @@ line. OpenMP settings are read when the runtime loads, so set them in the enviro
     OMP_WAIT_POLICY=ACTIVE python benchmarks/runtime_options.py --busy        # spinning waits beside a busy-loop
     GOMP_SPINCOUNT=10000 python benchmarks/runtime_options.py --busy --threads 2
     python benchmarks/runtime_options.py --threads 1 --busy                   # one decode thread
+    python benchmarks/runtime_options.py --torch-first                        # torch's OpenMP threads alive too
     python benchmarks/runtime_options.py --no-repack --ubatch 1024 --flash-attn 1
     python benchmarks/runtime_options.py --gguf OTHER.gguf                    # e.g. the weights requantized
     python benchmarks/runtime_options.py --prompts prompts.json --speculative NGRAM_SIMPLE --spec-n 3 --spec-m 6
@@ -76,7 +77,21 @@ def rate(n, ms) -> float:
     return 1000.0 * n / ms if ms else float("nan")
 
 
+def torch_parallel_region() -> None:
+    """One multi-threaded torch matmul, as embedding a query does in a bench process: with torch's OpenMP threads
+    alive (one libgomp for torch and llama.cpp), libgomp counts more threads than cores and waits with its
+    throttled spin count instead of ``GOMP_SPINCOUNT``."""
+    import torch  # only for --torch-first
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    a = torch.randn(512, 512)
+    for _ in range(5):
+        a = torch.tanh(a @ a)
+
+
 def measure(args) -> dict:
+    if args.torch_first:
+        torch_parallel_region()
     server, load_s = load_server(args)
     calls, replies = [], []
     if args.prompts:
@@ -106,7 +121,8 @@ def measure(args) -> dict:
         "threads": args.threads, "batch_threads": args.batch_threads, "ubatch": args.ubatch,
         "flash_attn": args.flash_attn, "no_repack": args.no_repack, "speculative": args.speculative,
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"), "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT"),
-        "busy": args.busy, "load_s": round(load_s, 2), "prompt_tokens": [c["prompt_n"] for c in calls],
+        "busy": args.busy, "torch_first": args.torch_first, "load_s": round(load_s, 2),
+        "prompt_tokens": [c["prompt_n"] for c in calls],
         "prefill_tokens_per_s": round(statistics.median(rate(c["prompt_n"], c["prompt_ms"]) for c in calls), 1),
         "decode_tokens_per_s": round(rate(decode_n, decode_ms), 1),
         "draft_accepted": [c["draft_n_accepted"] for c in calls] if args.speculative != "NONE" else None,
@@ -134,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", help="JSON list of chat message lists: decode measured on these")
     parser.add_argument("--replies", help="write the replies here (JSON list)")
     parser.add_argument("--busy", action="store_true", help="one busy-loop process beside the measurement")
+    parser.add_argument("--torch-first", action="store_true",
+                        help="run a multi-threaded torch matmul first (as a bench process embedding queries does)")
     args = parser.parse_args(argv)
     if min(args.threads, args.batch_threads, args.repeats, args.new, args.gen, args.ubatch) < 1:
         parser.error("--threads, --batch-threads, --repeats, --new, --gen and --ubatch must be at least 1")

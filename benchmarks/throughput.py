@@ -69,11 +69,12 @@ NEW_TOKENS = {("baseline", "seer"): 1232, ("baseline", "hybrid"): 998, ("baselin
               ("after", "seer"): 1022, ("after", "seer-canonical"): 914, ("after", "hybrid"): 710,
               ("after", "hybrid-canonical"): 675, ("after", "static"): 219,
               # the first 100 questions, latency budgets priced with the 2026-11-26 rates (prefix_reuse.py --limit 100
-              # --latency-budgets ...): 1.75 and 2.10 demos per question
-              ("after", "seer-latency16"): 521, ("after", "hybrid-latency10"): 183}
-#: measured (prefill, decode) tokens per second of the 1.5B (2026-11-23, idle 2 cores; docs/llm.md "Threads"):
-#: with passive waits quiet and beside one busy-loop, then the same with spinning (active) waits -- the baseline's
-ASSUMED_RATES = {"quiet": (76.8, 18.5), "busy": (45.1, 15.7),
+              # --latency-budgets ...): 1.80 and 2.10 demos per question
+              ("after", "seer-latency16"): 544, ("after", "hybrid-latency10"): 183}
+#: measured (prefill, decode) tokens per second of the 1.5B on the idle 2 cores (docs/llm.md "Threads"): after's
+#: waits (short spin, decode threads from the load; 2026-11-26) quiet and beside one busy-loop, then OpenMP's own
+#: spinning waits (2026-11-23), the baseline's
+ASSUMED_RATES = {"quiet": (65.0, 21.4), "busy": (33.8, 13.7),
                  "quiet-spinning": (75.2, 27.7), "busy-spinning": (45.3, 8.7)}
 CALL_OVERHEAD_S, OUTPUT_TOKENS, OTHER_S = 0.06, 60, 0.5  # per question: a call's fixed cost, its reply, the rest
 STARTUP_S = 30  # per cell and round: a bench process's imports, loading the model, reloading the program
@@ -100,7 +101,10 @@ class Cell:
 
 
 def valid_mode(mode: str) -> bool:
-    return mode in MODES or LATENCY_MODE.match(mode) is not None
+    """A known mode, or ``seer|hybrid-latency<S>`` with S > 0 written as ``f"{S:g}"`` (one name per budget)."""
+    match = LATENCY_MODE.match(mode)
+    return mode in MODES or (match is not None and float(match.group(2)) > 0
+                             and f"{float(match.group(2)):g}" == match.group(2))
 
 
 def base_mode(mode: str) -> str:
@@ -109,7 +113,7 @@ def base_mode(mode: str) -> str:
 
 
 def latency_budget_of(mode: str) -> float | None:
-    match = LATENCY_MODE.match(mode)
+    match = LATENCY_MODE.match(mode) if valid_mode(mode) else None
     return float(match.group(2)) if match else None
 
 
@@ -181,10 +185,10 @@ def run_cell(cell: Cell, upto: int, args) -> int:
     suite.write_text(suite_text(cell, args.model))
     tree = baseline_tree(Path(args.baseline_dir)) if cell.variant == "baseline" else ROOT
     env = dict(os.environ, PYTHONPATH=str(tree))
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KDSPY_LOCAL_THREADS", "KDSPY_LOCAL_BATCH_THREADS"):
+        env.pop(name, None)  # each tree's own defaults (d74d4f8: OpenMP's waits, every core; after: _env.py's)
     if cell.variant == "after-omp-active":
-        env["OMP_WAIT_POLICY"] = "ACTIVE"
-    else:
-        env.pop("OMP_WAIT_POLICY", None)  # the tree's own default (d74d4f8: OpenMP's; after: passive)
+        env["OMP_WAIT_POLICY"] = "ACTIVE"  # alone: OpenMP's long spin (no GOMP_SPINCOUNT is set for it)
     if args.data_dir:
         env["KDSPY_DATA_DIR"] = args.data_dir
     command = [sys.executable, str(ROOT / "benchmarks" / "throughput_tap.py"), "--log",

@@ -120,6 +120,8 @@ def test_latency_budget_modes_run_their_budget_and_compare_with_both_baselines(t
     (run,) = suite_from_dict(tomllib.loads(throughput.suite_text(cell, throughput.MODEL))).runs
     assert (run.selector, run.latency_budget, run.budget, run.max_exemplars) == ("hybrid", 12.5, 2048, 4)
     assert throughput.parse_cell("after-hybrid-latency-quiet") is None  # no number of seconds
+    for odd in ("seer-latency0", "seer-latency012", "seer-latency12.0"):  # refused, or one name per budget
+        assert not throughput.valid_mode(odd) and throughput.parse_cell(f"after-{odd}-quiet") is None
     args = type("Args", (), {"loads": ["quiet"], "modes": ["seer-latency9", "static"],
                              "variants": ["baseline", "after"]})
     assert [c.name for c in throughput.cells(args)] == ["after-seer-latency9-quiet", "baseline-static-quiet",

@@ -19,10 +19,10 @@ _COMMAND = "python benchmarks/latency_rates.py --model {model} (on an idle machi
 
 MEASURED_RATES: dict[str, dict] = {
     "local/qwen2.5-coder-1.5b-instruct": {
-        "prefill_tokens_per_s": 62.6, "decode_tokens_per_s": 21.8, "overhead_s": 0.0, "output_tokens": 60,
-        "measured": "2026-11-26, 2 idle cores, OMP_WAIT_POLICY=PASSIVE GOMP_SPINCOUNT=1000, decode threads from the "
-                    "load (beside one busy-loop process: prefill 37.5, decode 14.2 tok/s); 2026-11-23 on the same "
-                    "machine with fully passive waits: 76.8 / 18.5 (the machine's own speed varies between days)",
+        "prefill_tokens_per_s": 65.0, "decode_tokens_per_s": 21.4, "overhead_s": 0.3, "output_tokens": 60,
+        "measured": "2026-11-26, 2 idle cores, GOMP_SPINCOUNT=1000 OMP_WAIT_POLICY=ACTIVE, 2 decode threads (beside "
+                    "one busy-loop process: prefill 33.8, decode 13.7 tok/s with 1 decode thread); 2026-11-23 on the "
+                    "same machine with passive waits: 76.8 / 18.5 (the machine's own speed varies between days)",
         "command": _COMMAND.format(model="local/qwen2.5-coder-1.5b-instruct"),
     },
     "local/qwen2.5-coder-0.5b-instruct": {

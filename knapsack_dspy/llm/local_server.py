@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from knapsack_dspy import config
-from knapsack_dspy.llm.cpu_load import decode_threads_for, other_busy_cores
+from knapsack_dspy.llm.cpu_load import decode_threads_for, other_busy_cores, usable_cores
 from knapsack_dspy.llm.errors import LocalModelError
 from knapsack_dspy.llm.local_models import LocalModelSpec, local_model_spec, local_n_ctx
 from knapsack_dspy.llm.local_weights import ensure_local_weights
@@ -41,10 +41,8 @@ _LOOPBACK_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _usable_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    """The process's CPUs (affinity mask, capped by a cgroup CPU quota): ``cpu_load.usable_cores``."""
+    return usable_cores()
 
 
 def _count_from_env(name: str, default: int, what: str, unit: str) -> int:
@@ -90,11 +88,11 @@ def _default_threads() -> int:
     cores = _usable_cores()
     if cores == 1:
         return 1
-    other = other_busy_cores()
+    other = other_busy_cores(cores=cores)
     threads = decode_threads_for(cores, other)
     if threads < cores:
-        logger.info("other processes keep %.1f of %d cores busy: %d decode thread(s) (set %s to choose)", other,
-                    cores, threads, THREADS_ENV)
+        logger.warning("other processes keep %.1f of %d cores busy: the local model decodes with %d thread(s) "
+                       "(chosen once, when it loads; %s=N to choose)", other, cores, threads, THREADS_ENV)
     return threads
 
 
