@@ -204,3 +204,17 @@ def test_ask_interactive_answers_each_line_with_the_program_loaded_once(env, cap
     assert len(errors) == 1 and errors[0].startswith("kdspy ask: line 4: not a JSON object")
     assert main(["ask", str(out), "--interactive", "--question", "q?"]) == 2
     assert "leave out --question" in capsys.readouterr().err
+
+
+def test_compile_with_a_latency_budget_needs_rates_and_keeps_them_in_the_program(env, capsys):
+    out = env / "fast.json"
+    base = ["compile", "--dataset", "tatqa", "--mode", "hybrid", "--budget", "3000", "-M", "3",
+            "--lm", "openai/stub-model", "-o", str(out), "--quiet", "--latency-budget", "30"]
+    assert main(base) == 2  # an API model has no measured rates: said at once, nothing compiled
+    assert "--latency-rates" in capsys.readouterr().err and not out.exists()
+    assert main([*base, "--latency-rates", "fast"]) == 2
+    assert "PREFILL,DECODE" in capsys.readouterr().err
+    assert main([*base, "--latency-rates", "100,20,0.5", "--demo-order", "canonical"]) == 0
+    text = out.read_text()
+    assert '"latency_budget": 30.0' in text and '"demo_order": "canonical"' in text
+    assert '"prefill_tokens_per_s": 100.0' in text and '"overhead_s": 0.5' in text

@@ -22,6 +22,7 @@ DEFAULT_SPLITS = {"tatqa": ("dev_pool", "dev_tune"), "finqa_cases": ("train", "d
 EPILOG = """examples:
   kdspy compile --dataset tatqa --pipeline pot --selector seer --budget 2048 -o prog.json
   kdspy compile --dataset tatqa --pipeline pot --mode static --max-exemplars 4 -o static.json
+  kdspy compile --dataset tatqa --pipeline pot --mode hybrid --budget 2048 --latency-budget 10 -o fast.json
   kdspy compile --dataset tatqa --pipeline pot --search --lm openai/gpt-4o-mini -o tuned.json
 
 The pool (trainset) supplies the exemplars; the validation split drives the search. The program JSON
@@ -56,6 +57,15 @@ def register(subparsers) -> None:
     p.add_argument("--val-split", help="validation split (TAT-QA default dev_tune)")
     p.add_argument("--val", metavar="PATH", help="validation file instead of a split")
     p.add_argument("--val-size", type=int, default=40, help="validation questions used by the search (default 40)")
+    p.add_argument("--latency-budget", type=float, default=None, metavar="SECONDS",
+                   help="the exemplars must also fit this many seconds per call, predicted from the model's measured "
+                        "prefill / decode rates with the shared prefix (system message, a static set or hybrid core) "
+                        "taken as cached (docs/throughput.md; default: no latency budget)")
+    p.add_argument("--latency-rates", default=None, metavar="PREFILL,DECODE[,OVERHEAD]",
+                   help="tokens per second of prompt processing and of generation (and a call's fixed seconds) that "
+                        "--latency-budget prices with; needed for models without measured rates (all but local/)")
+    p.add_argument("--demo-order", default=None, choices=["similarity", "canonical"],
+                   help="per-query demos by similarity (default) or in one order over the pool (prompt-cache reuse)")
     p.add_argument("--search", action="store_true",
                    help="search alpha in {0.5,0.75,1}, beta in {0,0.25}, M in {2,4,6}: proxies first, then the LM on "
                         "the best --lm-configs")
@@ -68,6 +78,24 @@ def register(subparsers) -> None:
     add_mlflow_options(p, "the program's folder")
     add_data_options(p)
     p.set_defaults(func=run)
+
+
+def _latency_rates(args) -> dict | None:
+    """``--latency-rates`` as ``SelectionConfig.latency_rates``; a ``UserError`` when a latency budget has no rates."""
+    from knapsack_dspy.llm.latency_rates import latency_rates
+
+    if args.latency_rates is None:
+        if args.latency_budget is not None and latency_rates(args.lm) is None:
+            raise UserError(f"--latency-budget: no measured prefill / decode rates for {args.lm}; give them with "
+                            "--latency-rates PREFILL,DECODE[,OVERHEAD] (tokens per second, seconds)")
+        return None
+    try:
+        values = [float(x) for x in args.latency_rates.split(",")]
+    except ValueError:
+        values = []
+    if len(values) not in (2, 3):
+        raise UserError(f"--latency-rates {args.latency_rates!r}: expected PREFILL,DECODE[,OVERHEAD], e.g. 65,21.4,0.3")
+    return dict(zip(("prefill_tokens_per_s", "decode_tokens_per_s", "overhead_s"), values, strict=False))
 
 
 def run(args) -> int:
@@ -91,11 +119,14 @@ def run(args) -> int:
     for examples, what in ((pool, "pool"), (val, "validation")):
         if not examples:
             raise UserError(f"{examples.report.source}: no {args.dataset} examples for the {what}")
+    rates = _latency_rates(args)
     try:
         selection = SelectionConfig(selector=selector_for_mode(args.mode, args.selector),
                                     max_exemplars=args.max_exemplars, budget=args.budget, alpha=args.alpha,
                                     beta=args.beta, attributes=tuple(parse_list(args.attributes)),
-                                    attribute_source=args.attribute_source, val_size=args.val_size)
+                                    attribute_source=args.attribute_source, val_size=args.val_size,
+                                    latency_budget=args.latency_budget, latency_rates=rates,
+                                    **({"demo_order": args.demo_order} if args.demo_order else {}))
         student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selection=selection,
                                  top_n_paragraphs=args.top_n_paragraphs, model=args.lm)
     except ValueError as exc:
