@@ -4,6 +4,8 @@ Cells: variant x mode x load, each a ``kdspy bench`` results directory under ``-
 
 - variants: ``baseline`` (commit d74d4f8, run from an export of it: ``git archive d74d4f8``), ``after`` (this
   checkout), ``after-omp-active`` (this checkout with ``OMP_WAIT_POLICY=ACTIVE``: the passive-waits fix alone);
+- pipeline: program of thought; after's cells route span questions to extraction (``route = "extract_compute"``,
+  the answer-quality work's configuration; ``--route ""``: one program-of-thought solver, as the baseline);
 - modes: ``seer`` (per-query SEER), ``hybrid``, ``static``, and after only ``seer-canonical`` /
   ``hybrid-canonical`` (``demo_order = "canonical"``: the per-query demos in one order over the pool) and
   ``seer-latency<S>`` / ``hybrid-latency<S>`` (``latency_budget = S`` seconds, e.g. ``hybrid-latency12``: the
@@ -61,6 +63,8 @@ VARIANTS = ("baseline", "after", "after-omp-active")
 MODES = ("seer", "seer-canonical", "hybrid", "hybrid-canonical", "static")
 LATENCY_MODE = re.compile(r"^(seer|hybrid)-latency(\d+(?:\.\d+)?)$")  # e.g. hybrid-latency12: latency_budget = 12 s
 LOADS = ("quiet", "busy")
+#: after's pipeline: the answer-quality work's (issue 9) -- span questions extracted, the rest by a program
+DEFAULT_ROUTE = "extract_compute"
 NON_INFERIORITY_MARGIN = -5.0  # EM points: the lower 90 % bound of (after - baseline SEER) must not be below
 #: for ``plan``'s estimate (1.5B, 2 cores): mean new (not reused) prompt tokens per question, counted LM-free by
 #: benchmarks/prefix_reuse.py over dev_tune (docs/throughput.md): the baseline answers in the split's order with
@@ -126,11 +130,15 @@ def parse_cell(name: str) -> Cell | None:
     return None
 
 
-def suite_text(cell: Cell, model: str) -> str:
-    """The cell's suite: the issue's comparison, valid for the baseline's RunSpec and the current one."""
+def suite_text(cell: Cell, model: str, route: str = DEFAULT_ROUTE) -> str:
+    """The cell's suite: the issue's comparison, valid for the baseline's RunSpec and the current one. After's
+    cells answer with ``route`` (the shipping configuration: span questions extracted, the rest by a program;
+    ``""``: one program-of-thought solver, as the baseline)."""
     lines = [f'name = "{cell.name}"', 'dataset = "tatqa"', 'pool_split = "dev_pool"', 'eval_split = "dev_tune"',
              'pipeline = "pot"', f'selector = "{base_mode(cell.mode)}"', "budget = 2048", "max_exemplars = 4",
              'attributes = ["modality", "answer_type"]', f'model = "{model}"']
+    if route and cell.variant != "baseline":
+        lines.append(f'route = "{route}"')
     if cell.mode.endswith("-canonical"):
         lines.append('demo_order = "canonical"')
     if latency_budget_of(cell.mode) is not None:
@@ -182,7 +190,7 @@ def run_cell(cell: Cell, upto: int, args) -> int:
     directory = Path(args.out) / cell.name
     directory.mkdir(parents=True, exist_ok=True)
     suite = directory / "suite.toml"
-    suite.write_text(suite_text(cell, args.model))
+    suite.write_text(suite_text(cell, args.model, args.route))
     tree = baseline_tree(Path(args.baseline_dir)) if cell.variant == "baseline" else ROOT
     env = dict(os.environ, PYTHONPATH=str(tree))
     for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KDSPY_LOCAL_THREADS", "KDSPY_LOCAL_BATCH_THREADS"):
@@ -339,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-dir", type=lambda p: str(Path(p).resolve()),
                         default=f"/tmp/kdspy-baseline-{BASELINE_COMMIT}")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--route", default=DEFAULT_ROUTE, choices=(DEFAULT_ROUTE, ""),
+                        help="after's pipeline: extract_compute (default, the shipping one) or '' (one PoT solver)")
     parser.add_argument("--json", help="report: also write the figures here")
     args = parser.parse_args(argv)
     for name, allowed in (("modes", MODES), ("variants", VARIANTS), ("loads", LOADS)):

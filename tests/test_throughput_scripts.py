@@ -40,8 +40,12 @@ def test_the_cells_suites_are_the_issues_comparison():
     (run,) = suite_from_dict(tomllib.loads(text)).runs
     assert (run.selector, run.budget, run.max_exemplars, run.demo_order) == ("seer", 2048, 4, "canonical")
     assert run.attributes == ("modality", "answer_type") and run.model == throughput.MODEL
+    assert run.route == "extract_compute"  # after: the shipping pipeline
     baseline = throughput.suite_text(throughput.Cell("baseline", "hybrid", "busy"), throughput.MODEL)
     assert "demo_order" not in baseline and 'selector = "hybrid"' in baseline  # d74d4f8's RunSpec reads it
+    assert "route" not in baseline  # d74d4f8 had one solver
+    text = throughput.suite_text(throughput.Cell("after", "seer", "quiet"), throughput.MODEL, route="")
+    assert suite_from_dict(tomllib.loads(text)).runs[0].route == ""
     text = throughput.suite_text(throughput.Cell("after", "hybrid-canonical", "busy"), throughput.MODEL)
     (run,) = suite_from_dict(tomllib.loads(text)).runs
     assert (run.selector, run.demo_order) == ("hybrid", "canonical")
