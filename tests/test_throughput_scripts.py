@@ -60,6 +60,19 @@ def test_cells_leave_out_what_the_baseline_cannot_run():
     assert throughput.rounds(args) == [25, 50, 60]
 
 
+def test_chosen_cells_run_in_the_order_given_on_each_load_and_bad_ones_are_refused(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr(throughput, "plan", lambda args: seen.append([c.name for c in throughput.cells(args)]) or 0)
+    assert throughput.main(["plan", "--cells", "after-hybrid-latency10,baseline-seer,after-omp-active-seer",
+                            "--loads", "quiet,busy"]) == 0
+    assert seen == [["after-hybrid-latency10-quiet", "baseline-seer-quiet", "after-omp-active-seer-quiet",
+                     "after-hybrid-latency10-busy", "baseline-seer-busy", "after-omp-active-seer-busy"]]
+    for bad in ("baseline-seer-latency16", "before-seer", "after-seer-latency0", "after"):
+        with pytest.raises(SystemExit):
+            throughput.main(["plan", "--cells", bad])
+        assert "--cells" in capsys.readouterr().err
+
+
 def test_the_plan_prices_the_baseline_with_spinning_waits_on_both_loads():
     def rates_used(variant, load):
         seconds = throughput.assumed_seconds(throughput.Cell(variant, "seer", load))
@@ -113,7 +126,27 @@ def test_the_report_computes_speed_cache_hits_and_paired_em(tmp_path):
     table = throughput.report_markdown(found)
     assert (after["lm_s"], after["predicted_lm_s"]) == (9.0, 5.0)
     assert "| after-seer-quiet | 4 | 360.0 | 10.0 | 75.0 | – | 75 % | 4.0 | 2.0 | 9.0 | 5.0 |" in table
-    assert "| after-seer-quiet | 4.00× | 4.00× |" in table
+    assert "| after-seer-quiet | 4.00× (n=4) | 4.00× (n=4) |" in table
+
+
+def test_speed_ups_compare_the_questions_both_cells_answered_and_em_is_also_paired_by_document(tmp_path):
+    call = {"cache_n": 0, "prompt_n": 100, "prompt_ms": 1000.0, "predicted_ms": 1000.0}
+    # the baseline went on to 6 questions, the last two slow; after stopped at 4 (an interrupted run)
+    _cell(tmp_path / "baseline-seer-busy", [1, 0, 1, 0, 1, 1], [20, 20, 20, 20, 400, 400], [call] * 6)
+    _cell(tmp_path / "after-hybrid-busy", [1, 1, 1, 0], [10, 10, 10, 10], [call] * 4)
+    rows = [json.loads(r) for r in (tmp_path / "after-hybrid-busy" / "predictions.jsonl").read_text().splitlines()]
+    for r in rows:
+        r["doc_id"] = "d01"[int(r["example_id"][1:]) % 2]  # q0, q2 on one document; q1, q3 on another
+    (tmp_path / "after-hybrid-busy" / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    found = throughput.collect(type("Args", (), {"out": str(tmp_path)}))
+    (comparison,) = throughput.comparisons(found)
+    assert comparison["speedup"] is None  # no baseline hybrid
+    assert comparison["speedup_vs_baseline_seer"] == pytest.approx(2.0)  # not (20*4 + 800) / 6 / 10
+    assert comparison["speedup_vs_baseline_seer_n"] == 4
+    em = comparison["em_vs_baseline_seer"]
+    assert em["n"] == 4 and em["diff"] == pytest.approx(25) and em["documents"] == 2
+    assert em["document_low"] <= 25 <= em["document_high"]
+    assert "| after-hybrid-busy | – | 2.00× (n=4) | +25.0" in throughput.report_markdown(found)
 
 
 def test_latency_budget_modes_run_their_budget_and_compare_with_both_baselines(tmp_path):
