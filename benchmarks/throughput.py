@@ -64,6 +64,7 @@ VARIANTS = ("baseline", "after", "after-omp-active")
 MODES = ("seer", "seer-canonical", "hybrid", "hybrid-canonical", "static")
 LATENCY_MODE = re.compile(r"^(seer|hybrid)-latency(\d+(?:\.\d+)?)$")  # e.g. hybrid-latency12: latency_budget = 12 s
 LOADS = ("quiet", "busy")
+BASELINE_MODES = ("seer", "hybrid", "static")  # d74d4f8 has no demo_order or latency_budget setting
 #: after's pipeline: the answer-quality work's (issue 9) -- span questions extracted, the rest by a program
 DEFAULT_ROUTE = "extract_compute"
 NON_INFERIORITY_MARGIN = -5.0  # EM points: the lower 90 % bound of (after - baseline SEER) must not be below
@@ -122,13 +123,21 @@ def latency_budget_of(mode: str) -> float | None:
     return float(match.group(2)) if match else None
 
 
+def split_variant(text: str) -> tuple[str, str] | None:
+    """``VARIANT-REST`` as (variant, rest), the longest variant that prefixes it; None when none does."""
+    for variant in sorted(VARIANTS, key=len, reverse=True):
+        if text.startswith(variant + "-"):
+            return variant, text[len(variant) + 1:]
+    return None
+
+
 def parse_cell(name: str) -> Cell | None:
     """The cell a results directory's name stands for (None: not one of this script's)."""
-    for variant in sorted(VARIANTS, key=len, reverse=True):
-        if name.startswith(variant + "-"):
-            mode, _, load = name[len(variant) + 1:].rpartition("-")
-            return Cell(variant, mode, load) if valid_mode(mode) and load in LOADS else None
-    return None
+    split = split_variant(name)
+    if split is None:
+        return None
+    mode, _, load = split[1].rpartition("-")
+    return Cell(split[0], mode, load) if valid_mode(mode) and load in LOADS else None
 
 
 def suite_text(cell: Cell, model: str, route: str = DEFAULT_ROUTE) -> str:
@@ -150,22 +159,21 @@ def suite_text(cell: Cell, model: str, route: str = DEFAULT_ROUTE) -> str:
 def cells(args) -> list[Cell]:
     """Every load x mode x variant in that order, or, given ``--cells``, those variant-mode pairs on each load in
     the order given."""
-    out = []
     if getattr(args, "cells", None):
         return [Cell(variant, mode, load) for load in args.loads for variant, mode in args.cells]
+    out = []
     for load, mode, variant in itertools.product(args.loads, args.modes, args.variants):
-        if variant == "baseline" and mode not in ("seer", "hybrid", "static"):
-            continue  # the baseline has no demo_order or latency_budget setting
+        if variant == "baseline" and mode not in BASELINE_MODES:
+            continue
         out.append(Cell(variant, mode, load))
     return out
 
 
 def parse_pair(text: str) -> tuple[str, str] | None:
     """``VARIANT-MODE`` (e.g. ``after-seer-latency16``) as (variant, mode); None when not one this script runs."""
-    for variant in sorted(VARIANTS, key=len, reverse=True):
-        mode = text[len(variant) + 1:] if text.startswith(variant + "-") else None
-        if mode and valid_mode(mode) and (variant != "baseline" or mode in ("seer", "hybrid", "static")):
-            return variant, mode
+    split = split_variant(text)
+    if split and valid_mode(split[1]) and (split[0] != "baseline" or split[1] in BASELINE_MODES):
+        return split
     return None
 
 
@@ -329,9 +337,8 @@ def comparisons(found: dict) -> list[dict]:
         if seer:
             row["speedup_vs_baseline_seer"], row["speedup_vs_baseline_seer_n"] = speedup_on_shared_questions(seer,
                                                                                                              stats)
-            documents = seer["document_by_question"], stats["document_by_question"]
-            groups = {q: stats["document_by_question"].get(q) or seer["document_by_question"].get(q)
-                      for q in {*documents[0], *documents[1]}}
+            groups = {**seer["document_by_question"],
+                      **{q: d for q, d in stats["document_by_question"].items() if d is not None}}
             paired = paired_comparison(stats["em_by_question"], seer["em_by_question"], level=0.9, groups=groups)
             row["em_vs_baseline_seer"] = {"n": paired.n, "diff": paired.difference, "low": paired.low,
                                           "high": paired.high, "document_low": paired.cluster_low,
@@ -405,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [v for v in pairs if parse_pair(v) is None]
     if bad:
         parser.error(f"--cells: {', '.join(bad)} is not VARIANT-MODE with a variant of {', '.join(VARIANTS)} and a "
-                     "mode that variant runs (the baseline: seer, hybrid, static)")
+                     f"mode that variant runs (the baseline: {', '.join(BASELINE_MODES)})")
     args.cells = list(dict.fromkeys(parse_pair(v) for v in pairs))  # a pair named twice runs once
     if args.limit < 1 or args.chunk < 1:
         parser.error("--limit and --chunk must be at least 1")
