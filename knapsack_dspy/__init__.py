@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "KnapsackFewShot": "knapsack_dspy.teleprompt.knapsack_few_shot",
     "CompileError": "knapsack_dspy.teleprompt.knapsack_few_shot",
+    "ZeroShotWarning": "knapsack_dspy.teleprompt.knapsack_few_shot",
     "SelectExemplars": "knapsack_dspy.modules.select_exemplars",
     "SelectingPredict": "knapsack_dspy.modules.selecting_predict",
     "load_compiled": "knapsack_dspy.modules.compiled_programs",

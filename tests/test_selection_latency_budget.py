@@ -12,6 +12,7 @@ from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.selection import SelectionConfig
 from knapsack_dspy.selection.config import SelectionConfigError
 from knapsack_dspy.selection.latency import LatencyModel
+from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError
 
 EMBEDDER, COUNTER = HashingEmbedder(), WordCounter()
 # 10 new prompt tokens a second, no decode time: a budget of s seconds allows 10 * s new tokens
@@ -80,9 +81,8 @@ def test_a_hybrid_core_is_the_declared_shared_prefix_and_costs_no_latency():
 
 
 def test_a_latency_budget_without_rates_is_a_clear_error():
-    program = compile_tiny(EMBEDDER, COUNTER, make_examples(20), budget=4000, latency_budget=5.0)
-    with pytest.raises(ValueError, match="no latency rates are known for word-counter"):
-        program.answer.selection(base_tokens=10, question="What was the tax rate?")
+    with pytest.raises(CompileError, match="no latency rates are known for word-counter"):  # at compile, not later
+        compile_tiny(EMBEDDER, COUNTER, make_examples(20), budget=4000, latency_budget=5.0)
     plain = compile_tiny(EMBEDDER, COUNTER, make_examples(20), budget=4000)
     assert "predicted_latency_s" not in plain.answer.selection(base_tokens=10, question="q?").selection
 

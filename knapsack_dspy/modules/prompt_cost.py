@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import dspy
 
 from knapsack_dspy.memo import BoundedMemo
+from knapsack_dspy.modules.demo_order import in_given_order
 
 
 class TokenCounter(Protocol):
@@ -34,10 +35,13 @@ _counts = BoundedMemo(200_000)
 
 def pinned_adapter(adapter: Any = None) -> Any:
     """The adapter a compiled predictor formats its prompts with (and its costs are measured with): ``adapter``,
-    else the configured one, else a ``ChatAdapter``; a ChatAdapter's JSON fallback is switched off (on a copy),
-    because after a reply it cannot parse it would re-send the question in another format, which is not the
-    prompt that was measured (the parse error is raised instead, and the solvers record it)."""
+    else the configured one, else a ``ChatAdapter``; one of DSPy's adapters becomes its twin that sends demos in
+    the given order (``demo_order.in_given_order``: another optimizer's demos stay a prefix), and a ChatAdapter's
+    JSON fallback is switched off (on a copy), because after a reply it cannot parse it would re-send the question
+    in another format, which is not the prompt that was measured (the parse error is raised instead, and the
+    solvers record it)."""
     adapter = adapter if adapter is not None else (dspy.settings.adapter or dspy.ChatAdapter())
+    adapter = in_given_order(adapter)
     if getattr(adapter, "use_json_adapter_fallback", False):
         adapter = copy.copy(adapter)
         adapter.use_json_adapter_fallback = False

@@ -38,14 +38,16 @@ from knapsack_dspy.selection.exemplar_pool import (
     ExemplarPool,
     SelectionRequest,
     canonical_keys,
+    eligible_mask,
     in_canonical_order,
 )
 from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors.base import within_new_tokens
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
-STATE_VERSION = 3  # 3: the texts to embed come from the demos; signature fields and a value function's name
-_UNPICKLED = ("_lock", "_pool_obj", "_selector_obj", "_canonical")  # rebuilt lazily (a lock cannot be pickled)
+STATE_VERSION = 4  # 3: the texts to embed come from the demos; signature fields and a value function's name;
+#                   4: the predictor's input fields (a query never selects a pool demo with its own inputs)
+_UNPICKLED = ("_lock", "_pool_obj", "_selector_obj", "_canonical", "_input_index")  # rebuilt lazily
 
 
 class NotCompiledError(RuntimeError):
@@ -93,11 +95,13 @@ class SelectExemplars(dspy.Module, Parameter):
         self.selector_state: dict = {}
         self.compile_report: dict = {}
         self.signature_fields: list[str] = []  # the fields of the predictor the pool was built for ([]: unchecked)
+        self.input_fields: list[str] = []  # its input fields: a demo with the query's inputs is never selected
         self.value_name: str | None = None  # the value function's name when one was used (it is not saved)
         self.lm_attribute_predictor = None  # set by fit / load when attribute_source == "lm"
         self._selector_obj = None
         self._pool_obj = None
         self._canonical = None  # the pool's canonical demo order, computed when first needed
+        self._input_index = None  # normalised inputs -> pool ids (same_inputs_ids), built when first needed
 
     @property
     def is_fitted(self) -> bool:
@@ -146,6 +150,7 @@ class SelectExemplars(dspy.Module, Parameter):
             self.embed_texts = [self.query_text(d) for d in self.demos]
             self.programs = [str(ex.get("program") or ex.get("derivation") or "") for ex in pool_examples]
             self.signature_fields = list(signature_fields)
+            self.input_fields = list(input_fields or self.config.embed_fields or ())
             self.value_name = _function_name(self.value)
             for attr in set(self.config.attributes) | {"modality", "answer_type"} | set(attribute_fns):
                 get = attribute_fns.get(attr) or (lambda ex, attr=attr: ex.get(attr))
@@ -216,6 +221,23 @@ class SelectExemplars(dspy.Module, Parameter):
                 keys = self._canonical = canonical_keys(pool)
             return keys
 
+    def same_inputs_ids(self, fields: Mapping[str, Any]) -> set[str]:
+        """Pool ids whose demo has the query's inputs (every input field of the predictor equal, up to case and
+        whitespace): the query itself when it is also in the pool. Never selected, whatever the hints say (a
+        ``dspy.Evaluate`` over trainset questions, a valset overlapping the trainset)."""
+        names = [name for name in self.input_fields if name in fields]
+        if not names or len(names) < len(self.input_fields):
+            return set()
+        with self._lock:
+            index = self.__dict__.get("_input_index")
+            if index is None:
+                index = {}
+                for pool_id, demo in zip(self.pool_ids, self.demos, strict=True):
+                    if all(name in demo for name in self.input_fields):
+                        index.setdefault(inputs_key(demo, self.input_fields), set()).add(pool_id)
+                self._input_index = index
+        return set(index.get(inputs_key(fields, names), ()))
+
     def pool(self) -> ExemplarPool:
         """The exemplar pool (embedding it on first use)."""
         with self._lock:
@@ -269,7 +291,8 @@ class SelectExemplars(dspy.Module, Parameter):
         targets = (self.predict_attributes(embedding, fields, attribute_fields)
                    if selector.uses_attributes else {})
         capacity = self.resolved_budget - int(base_tokens) - self.config.reserve_output_tokens
-        excluded = {str(i) for i in exclude_ids} | ({str(id)} if id is not None else set())
+        excluded = ({str(i) for i in exclude_ids} | ({str(id)} if id is not None else set())
+                    | self.same_inputs_ids(fields))
         values = (None if self.value is None else
                   np.asarray([float(self.value(fields, demo)) for demo in self.demos], dtype=float))
         latency = self.latency_model()
@@ -289,6 +312,8 @@ class SelectExemplars(dspy.Module, Parameter):
         if self.config.demo_order == "canonical":
             selection = in_canonical_order(pool, selection, self._canonical_keys(pool))
         info = selection.as_dict(pool)
+        if not selection.indices and selector.selects_demos and self.config.max_exemplars > 0:
+            info["reason"] = self._empty_reason(pool, request, int(base_tokens), selection.reason)
         info.update(capacity=capacity, base_tokens=int(base_tokens), budget=self.resolved_budget,
                     predicted_attributes=targets, selection_ms=(time.perf_counter() - start) * 1e3,
                     prompt_tokens=int(base_tokens) + int(selection.total_cost))
@@ -303,6 +328,25 @@ class SelectExemplars(dspy.Module, Parameter):
                  for i, refers in zip(selection.indices, selection.shared or [False] * len(selection.indices),
                                       strict=True)]
         return dspy.Prediction(demos=demos, ids=info["ids"], selection=info)
+
+    def _empty_reason(self, pool: ExemplarPool, request: SelectionRequest, base_tokens: int, reason: str) -> str:
+        """Why a call sends no exemplar, with the numbers: the budget arithmetic when no eligible exemplar fits,
+        else the selector's own reason (e.g. no exemplar of positive value)."""
+        mask = eligible_mask(pool, request)
+        if not mask.any():
+            return "empty selection: no eligible exemplar (every pool exemplar is the query itself, excluded or " \
+                   "from the query's document)"
+        cheapest = float(pool.alone_costs()[mask].min())
+        capacity = request.capacity
+        reserve = self.config.reserve_output_tokens
+        if cheapest <= min(capacity, request.new_token_capacity) + 1e-9:
+            return reason
+        if capacity < cheapest:
+            return (f"empty selection: no exemplar fits: budget {self.resolved_budget} - prompt without demos "
+                    f"{base_tokens} - output reserve {reserve} = {capacity:g} tokens for exemplars; the cheapest "
+                    f"costs {cheapest:g}")
+        return (f"empty selection: no exemplar fits the latency budget ({self.config.latency_budget:g} s leaves "
+                f"{request.new_token_capacity:g} new prompt tokens; the cheapest exemplar costs {cheapest:g})")
 
     # -- dspy.Parameter state ----------------------------------------------------------------------------
     def dump_state(self, json_mode=True):
@@ -321,6 +365,7 @@ class SelectExemplars(dspy.Module, Parameter):
             "lm_attribute_predictor": (self.lm_attribute_predictor.get_state()
                                        if self.lm_attribute_predictor is not None else None),
             "signature_fields": self.signature_fields,
+            "input_fields": self.input_fields,
             "value": self.value_name,
             "compile_report": self.compile_report,
         }
@@ -353,6 +398,8 @@ class SelectExemplars(dspy.Module, Parameter):
             self.selector_state = dict(state.get("selector_state") or {})
             self.compile_report = dict(state.get("compile_report") or {})
             self.signature_fields = list(state.get("signature_fields") or [])
+            # before version 4 the input fields were not saved: the embedded fields are the inputs by default
+            self.input_fields = list(state.get("input_fields") or config.embed_fields or [])
             self.value_name = state.get("value")
             if state.get("lm_attribute_predictor") is not None:
                 self.lm_attribute_predictor = LMAttributePredictor(config.attributes).set_state(
@@ -370,7 +417,8 @@ class SelectExemplars(dspy.Module, Parameter):
         for key, value in self.__dict__.items():
             if key == "_lock":
                 clone._lock = threading.Lock()
-            elif key in ("config", "embedder", "value", "_pool_obj", "_selector_obj", "lm_attribute_predictor"):
+            elif key in ("config", "embedder", "value", "_pool_obj", "_selector_obj", "lm_attribute_predictor",
+                         "_input_index"):
                 setattr(clone, key, value)  # immutable after fit / shared resources
             else:
                 setattr(clone, key, copy.deepcopy(value, memo))
@@ -387,6 +435,17 @@ class SelectExemplars(dspy.Module, Parameter):
         self._lock = threading.Lock()
         self._pool_obj = None
         self._selector_obj = None
+        self._input_index = None
+
+
+def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ...]:
+    """The inputs ``names`` of ``fields`` as compared for self-selection: each value's text (a list joined by
+    spaces) case-folded, with whitespace runs collapsed to one space."""
+    def text(value) -> str:
+        value = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        return " ".join(value.casefold().split())
+
+    return tuple(text(fields.get(name)) for name in names)
 
 
 def query_text(fields: Mapping[str, Any], embed_fields: Sequence[str]) -> str:
@@ -415,7 +474,7 @@ def _validate_state(state: Any) -> None:
 
     if not isinstance(state, dict):
         fail("not a JSON object")
-    if state.get("version") not in (1, 2, STATE_VERSION):
+    if state.get("version") not in (1, 2, 3, STATE_VERSION):
         fail(f"state version {state.get('version')!r} is not supported (expected 1 to {STATE_VERSION})")
     for key in ("params" if state["version"] == 1 else "config", "pool", "classifiers",
                 "embedder_model", "resolved_budget"):

@@ -44,9 +44,17 @@ from knapsack_dspy.modules.selection_context import (
     record_selection,
 )
 
-__all__ = ["SelectingPredict", "adapter_from_state", "adapter_state"]
+__all__ = ["PLAIN_LOAD_MESSAGE", "SelectingPredict", "adapter_from_state", "adapter_state"]
 
 _OWN_STATE = ("selection", "adapter", "predictor_name")
+#: What a plain ``dspy.Predict`` says when it is given a selecting predictor's saved state (``MyProgram().load(
+#: "p.json")``): DSPy's ``Predict.load_state`` has no hook, and would keep the demos and drop the selection (a
+#: silent zero-shot program). The one check it runs on a state we write is its decision-field validation, so the
+#: saved state carries this marker there: a plain predictor refuses it with this line, ``SelectingPredict``
+#: removes it before loading (``tests/test_knapsack_plain_load.py``).
+PLAIN_LOAD_MESSAGE = ("saved by a knapsack_dspy SelectingPredict (per-query demo selection): load it with "
+                      "KnapsackFewShot.load(YourProgram(), path) or knapsack_dspy.load_compiled, not "
+                      "YourProgram().load(path), which would drop the selection")
 
 
 class SelectingPredict(dspy.Predict):
@@ -179,6 +187,7 @@ class SelectingPredict(dspy.Predict):
         state = super().dump_state(json_mode=json_mode)
         state.update(selection=self.selection.dump_state(json_mode=json_mode), adapter=adapter_state(self.adapter),
                      predictor_name=self.predictor_name)
+        state["fields"] = {**dict(state.get("fields") or {}), PLAIN_LOAD_MESSAGE: {}}
         return state
 
     def load_state(self, state: dict, *, allow_unsafe_lm_state: bool = False) -> SelectingPredict:
@@ -186,11 +195,16 @@ class SelectingPredict(dspy.Predict):
         if "selection" not in own:
             raise ValueError("not a SelectingPredict state (no 'selection'): was this predictor compiled by "
                              "KnapsackFewShot?")
-        super().load_state({k: v for k, v in state.items() if k not in _OWN_STATE},
-                           allow_unsafe_lm_state=allow_unsafe_lm_state)
+        base = {k: v for k, v in state.items() if k not in _OWN_STATE}
+        fields = {k: v for k, v in dict(base.get("fields") or {}).items() if k != PLAIN_LOAD_MESSAGE}
+        if fields:
+            base["fields"] = fields
+        else:
+            base.pop("fields", None)
+        super().load_state(base, allow_unsafe_lm_state=allow_unsafe_lm_state)
         self.selection.load_state(own["selection"])
         if own.get("adapter") is not None:
-            self.adapter = adapter_from_state(own["adapter"])
+            self.adapter = pinned_adapter(adapter_from_state(own["adapter"]))  # older programs: DSPy's own class
         self.predictor_name = own.get("predictor_name") or self.predictor_name
         with self._cost_lock:
             self._cost_model = None

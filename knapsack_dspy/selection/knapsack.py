@@ -367,6 +367,8 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
         status = "relaxed"
         notes.insert(0, "infeasible constraints dropped (last given first): " + ", ".join(relaxed))
     if not order:
-        notes.append("empty selection: no item improves the objective within the limits")
+        notes.append("empty selection: every candidate's value is <= 0 (the knapsack adds only items of positive "
+                     f"value; the highest is {values.max():g})" if (values <= 0).all() else
+                     "empty selection: no item improves the objective within the limits")
     return KnapsackSolution(tuple(int(i) for i in order), objective, status, tuple(relaxed),
                             reason="; ".join(notes), candidates=int(keep.size), proven_optimal=proven)

@@ -40,6 +40,7 @@ import itertools
 import logging
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,15 @@ _REPORTED = ("alpha", "beta", "max_exemplars")  # settings every entry of the re
 
 class CompileError(ValueError):
     """The student or the data cannot be compiled (message says why)."""
+
+
+class ZeroShotWarning(UserWarning):
+    """A compiled predictor will send no exemplar to most queries (the message says why, with the numbers): its
+    budget leaves no room for the cheapest demo, or its values give the knapsack nothing worth taking."""
+
+
+#: Queries a compile selects for to check that its predictors will send exemplars at all.
+ZERO_SHOT_CHECK_QUERIES = 12
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
@@ -337,7 +347,8 @@ class KnapsackFewShot(Teleprompter):
         for point, config in configs:
             select.fit(pool.examples, pool.demos, costs, budget=budget, token_model=model, config=config,
                        fit_inputs=self._fit_inputs(program, name, select, config, fit_queries, budget),
-                       signature_fields=list(signature.fields), attributes=self.attributes, ids=pool.ids,
+                       signature_fields=list(signature.fields), input_fields=list(signature.input_fields),
+                       attributes=self.attributes, ids=pool.ids,
                        groups=groups or None, group_costs=group_costs or None)
             snapshots.append(select.dump_state())
             entry = {"config": point}
@@ -356,9 +367,45 @@ class KnapsackFewShot(Teleprompter):
                                                   -ranked.index(i)))
         select.load_state(snapshots[chosen_index])
         report["chosen"] = dict(configs[chosen_index][0])
+        if select.config.latency_budget is not None and select.latency_model() is None:
+            raise CompileError(f"predictor {name!r}: latency_budget={select.config.latency_budget:g} s but no latency "
+                               f"rates are known for {model}: give SelectionConfig(latency_rates=...)")
+        report["empty_selections"] = self._check_zero_shot(program, name, selecting, pool, val_subset, cost_model,
+                                                            fixed)
         if val_subset:
             report["attribute_accuracy"] = self._attribute_accuracy(select, val_subset)
         return report
+
+    def _check_zero_shot(self, program, name: str, selecting, pool: PredictorPool, val_subset: list[_ValQuery],
+                         cost_model: PromptCostModel, fixed: list[dict]) -> dict:
+        """Select for a sample of queries (validation queries, else pool examples asked as queries: each never
+        selects itself) and warn (``ZeroShotWarning``) when most get no exemplar, with the first one's reason.
+        Returns ``{"queries", "empty", "reason"}`` for the compile report."""
+        select = selecting.selection
+        if not select.config.selector_class.selects_demos or select.config.max_exemplars == 0:
+            return {"queries": 0, "empty": 0, "reason": "the selector sends no exemplars by design"}
+        queries = val_subset[:ZERO_SHOT_CHECK_QUERIES]
+        if not queries:
+            picks = np.random.default_rng(select.config.seed).permutation(len(pool.examples))
+            for i in picks[: ZERO_SHOT_CHECK_QUERIES * 2]:
+                inputs = query_inputs(program, name, selecting, pool.examples[int(i)])
+                if inputs is not None:
+                    queries.append(_ValQuery(pool.examples[int(i)], inputs, cost_model.prompt_tokens(inputs, fixed)))
+                if len(queries) == ZERO_SHOT_CHECK_QUERIES:
+                    break
+        empty, reasons = 0, []
+        for q in queries:
+            chosen = select(base_tokens=q.base_tokens, id=q.example.get("id"), doc_id=q.example.get("doc_id"),
+                            attribute_fields=_query_fields(q.example), **{**self._gold(select, q.example), **q.inputs})
+            if not chosen.selection["ids"]:
+                empty += 1
+                reasons.append(chosen.selection.get("reason") or "")
+        reason = reasons[0] if reasons else ""
+        if queries and empty * 2 >= len(queries):
+            warnings.warn(f"predictor {name!r} will send no exemplar to {empty} of {len(queries)} sample queries "
+                          f"(selector {select.config.selector!r}, M = {select.config.max_exemplars}): {reason}",
+                          ZeroShotWarning, stacklevel=4)
+        return {"queries": len(queries), "empty": empty, "reason": reason}
 
     def _configs(self, base: SelectionConfig) -> list[tuple[dict, SelectionConfig]]:
         """(the point as the report shows it, its config) for every combination of the search space."""
@@ -494,7 +541,8 @@ def _lm_cost(before) -> dict[str, Any]:
             "cost_usd": round(spent.cost, 6)}
 
 
-__all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict", "fit_sub_modules"]
+__all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict", "ZeroShotWarning",
+           "fit_sub_modules"]
 
 
 def shared_costs(demos, costs: list, fields, cost_model) -> tuple[list[float], list[int], list[float]]:

@@ -56,7 +56,9 @@ class ExemplarSelector:
       ``capacity``); both mean the compile needs validation queries;
     - ``mode``: ``"per_query"``, ``"static"`` (one set chosen at compile time) or ``"hybrid"``;
     - ``uses_attributes``: ``request.target_attributes`` matters (so they are predicted per query);
-    - ``default_attribute_source``: how target attributes are obtained unless the config says otherwise.
+    - ``default_attribute_source``: how target attributes are obtained unless the config says otherwise;
+    - ``selects_demos``: ``False`` for a selector that sends no exemplars by design (``no_demos``), so an empty
+      selection is not reported as a problem.
 
     Parameters are the ``__init__`` arguments (``get_params`` reads them back); ``SelectionConfig`` checks
     its ``selector_params`` against them.
@@ -68,6 +70,7 @@ class ExemplarSelector:
     mode = "per_query"
     uses_attributes = False
     default_attribute_source = "classifier"
+    selects_demos = True
 
     def __init__(self, max_exemplars: int = 8):
         self.max_exemplars = max_exemplars

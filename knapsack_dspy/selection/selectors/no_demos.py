@@ -10,6 +10,7 @@ from knapsack_dspy.selection.selectors.base import ExemplarSelector, make_select
 
 class NoDemosSelector(ExemplarSelector):
     name = "no_demos"
+    selects_demos = False
 
     def select(self, pool, request):
         return make_selection(pool, request, [], query_values(pool, request))
