@@ -7,6 +7,7 @@ slice of the real TAT-QA splits, written to a temporary folder.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -76,18 +77,35 @@ def test_compile_reports_what_its_lm_search_cost_and_a_cached_rerun_costs_no_cal
 
 def test_demo_answers_a_mix_of_question_types(env, capsys):
     from knapsack_dspy.data import load_examples
+    from knapsack_dspy.selection import SelectionConfig
 
-    tune = {ex.question: ex.answer_type for ex in load_examples("tatqa", split="dev_tune")}
-    with StubOpenAIServer(reply=chat_adapter_reply(program='ans = 1\nscale = ""')) as server:
+    tune = {ex.question: ex for ex in load_examples("tatqa", split="dev_tune")}
+    pool = {ex.question for ex in load_examples("tatqa", split="dev_pool")}
+    with StubOpenAIServer(reply=chat_adapter_reply(program='ans = 1\nscale = ""', answer="1")) as server:
         code = main(["demo", "--lm", "openai/stub-model", "--api-base", server.base_url, "--questions", "3",
                      "--quiet", "--out", str(env / "demo")])
-        assert code == 0 and server.completion_count() == 3
+        assert code == 0 and server.completion_count() >= 3
     out = capsys.readouterr().out
-    asked = [line[4:] for line in out.splitlines() if line.startswith("--- ")]
+    asked = [re.sub(r"^\[\d\] ", "", line) for line in out.splitlines() if re.match(r"^\[\d\] ", line)]
     assert len(asked) == 3 and all(q in tune for q in asked)
-    types = {tune[q] for q in asked}
-    assert "arithmetic" in types and len(types) == 3  # one of each kind, not the split's first three
-    assert "| seer |" in out  # the report
+    types = [tune[q].answer_type for q in asked]
+    present = [t for t in ("arithmetic", "span", "count", "multi-span") if t in {e.answer_type for e in tune.values()}]
+    assert types == present[:3]  # the stated rule: the first question of each answer type in turn
+    first = {t: next(e.question for e in load_examples("tatqa", split="dev_tune") if e.answer_type == t)
+             for t in present}
+    assert asked == [first[t] for t in types]
+    marks = [line for line in out.splitlines() if re.match(r"^    (RIGHT|WRONG): answer ", line)]
+    assert len(marks) == 3 and all(re.search(r"; \d+\.\d s$", m) for m in marks)  # a mark and the seconds
+    shown = [line[8:] for line in out.splitlines() if line.startswith("      - ")]
+    assert shown and all(q in pool for q in shown)  # the exemplars' questions
+    assert re.search(r"prompt: \d exemplars?, \d+ tokens of a 2048-token budget", out)
+    assert "route: extract" in out and "route: compute" in out  # the routed pipeline
+    for question in asked:  # the stub answers 1: right exactly where the gold answer is 1 without a scale
+        block = out.split(question, 1)[1].split("\n[", 1)[0]
+        one = str(tune[question].answer) in ("1", "1.0") and not tune[question].scale
+        assert ("RIGHT: answer" in block) == one
+    assert re.search(r"\d of 3 answered right", out)
+    assert f"| {SelectionConfig().selector} |" in out  # the report, of the default selector
 
 
 def _bench_cmd(suite, out):

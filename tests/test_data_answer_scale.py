@@ -24,6 +24,15 @@ def test_count_and_text_spans_have_no_scale():
     assert scale("Which years are shown?", "multi-span", ["2019", "2018"]) == ""
 
 
+def test_counting_questions_have_no_scale_whatever_route_answered_them():
+    # the demo's question: a count, answered by a program (routed as arithmetic) from thousand-dollar amounts
+    question = "How many years did revenue exceed $4,100 thousand?"
+    assert scale(question, "arithmetic", 1, used_values=[4411.0, 4044.0]) == ""
+    assert scale(question, "span", "1") == ""
+    assert scale("How many shares PSUs granted in February 2016?", "span", "4,411") == ""
+    assert scale("How many dollars of revenue were earned in 2019?", "span", "4,411") == "thousand"  # an amount
+
+
 def test_a_number_copied_from_the_table_takes_the_tables_unit():
     assert scale("What was the revenue in 2019?", "span", "4,411") == "thousand"
 

@@ -45,7 +45,10 @@ _NO_UNIT_LABEL = re.compile(r"per (?:share|unit|employee|day|ton|tonne)|\bpence\
                             r"\bshares\b|\bemployees?\b|\bheadcount\b|\bratio\b|\bstores\b|\bcustomers\b|"
                             r"\bsubscribers\b|\bvesting term\b|useful li(?:fe|ves)\b|\(years\)|\bin years\b",
                             re.IGNORECASE)
-_COUNT_QUESTION = re.compile(r"\bhow many\b(?!.*\b(?:dollars?|thousands?|millions?)\b)|\bnumber of\b", re.IGNORECASE)
+# "How many years did X exceed $30,000 thousand?" counts years: the scale word later in the question is the
+# threshold's, not the answer's; only "how many dollars / thousands / ..." asks for an amount.
+_COUNT_QUESTION = re.compile(r"\bhow many\s+(?!(?:dollars?|thousands?|millions?|billions?)\b)|\bnumber of\b",
+                             re.IGNORECASE)
 _YEAR = re.compile(r"^\s*(?:FY\s?)?(?:19|20)\d\d\s*$", re.IGNORECASE)
 _MONEY_WORD = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?\s*(thousand|million|billion|bn|m)\b", re.IGNORECASE)
 _TEXT_UNIT = re.compile(r"\((?:[^()]*?)(?:in\s*)?(?:thousands|millions|billions)[^()]*\)"
@@ -157,6 +160,8 @@ def decide_scale(question: str, answer_type: str, answer=None, *, table=None, pa
     if answer_type in ("span", "multi-span"):
         if not _is_number_text(answer):
             return ScaleDecision("", "span is not a number")
+        if _COUNT_QUESTION.search(question or "") and not _PERCENT_QUESTION.search(question or ""):
+            return ScaleDecision("", "question asks for a number of things")
         items = answer if isinstance(answer, (list, tuple)) else [answer]
         if all(isinstance(i, str) and _YEAR.match(i) for i in items):
             return ScaleDecision("", "span is a year")
