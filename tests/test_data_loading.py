@@ -178,7 +178,7 @@ def test_missing_splits_and_bad_arguments_are_explained(tmp_path):
     root = make_data_dir(tmp_path / "data")
     with pytest.raises(DataError, match=r"no tatqa split 'test' in .*tatqa \(available: dev_tune\)$"):
         load_examples("tatqa", split="test", data_dir=root)
-    with pytest.raises(DataError, match=r"holds FinQA documents for train_docs only.*finqa_cases.*path="):
+    with pytest.raises(DataError, match=r"holds FinQA documents for train_docs and dev_docs only.*finqa_cases.*path="):
         load_examples("finqa", split="train", data_dir=root)
     with pytest.raises(DataError, match="tatqa needs a split"):
         load_examples("tatqa", data_dir=root)

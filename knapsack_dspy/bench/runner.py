@@ -40,6 +40,7 @@ from knapsack_dspy.bench.row_outcomes import redo_on_resume
 from knapsack_dspy.bench.run_job import RunJob, Task, default_lm, spec_provenance
 from knapsack_dspy.bench.suite import RunSpec, Suite, SuiteError
 from knapsack_dspy.data import load_examples
+from knapsack_dspy.data.seeded_order import in_seeded_order
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.llm.local_server import request_slots
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
@@ -266,9 +267,9 @@ def _same_origin(path: Path) -> Callable:
 
 
 def _chosen_examples(evalset, spec: RunSpec) -> list:
-    """The eval split's questions this run answers: ``example_ids`` (if given, in the split's order), then the
-    first ``limit``."""
-    examples = list(evalset)
+    """The eval split's questions this run answers, in the split's order or the one ``order_seed`` fixes
+    (``data.seeded_order``): ``example_ids`` (if given), then the first ``limit``."""
+    examples = list(evalset) if spec.order_seed is None else in_seeded_order(evalset, spec.order_seed)
     if spec.example_ids:
         wanted = set(spec.example_ids)
         examples = [ex for ex in examples if ex.id in wanted]

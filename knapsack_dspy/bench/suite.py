@@ -17,6 +17,9 @@ per value; the product over all grid keys gives the runs. Example::
 
 Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
 ``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
+``order_seed = 26`` takes the eval split's questions in the order that seed fixes (``data.seeded_order``: the
+questions of one document together) before ``example_ids`` / ``limit`` pick from them (``limit = 60``: the first
+60 of that order);
 ``timeout`` (seconds per LM attempt) and ``num_retries`` set how the LM is asked (they are not part of a
 run's key: changing them continues the same run); ``pool_dataset = "finqa_cases"`` draws the exemplar pool
 from another data set than the questions (FinQA questions with documents, answered with case-based exemplars
@@ -95,6 +98,7 @@ class RunSpec:
     temperature: float = 0.7  # their sampling temperature (used when samples > 1)
     demo_order: str = "similarity"  # per-query exemplars: "similarity" (SEER's) or "canonical" (prefix reuse)
     latency_budget: float | None = None  # seconds a prompt may take (predicted; opt-in), SelectionConfig's
+    order_seed: int | None = None  # the eval questions in the order this seed fixes (data.seeded_order), then limit
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
@@ -126,7 +130,7 @@ _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
 #: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
 _LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature", "demo_order",
-                   "latency_budget")
+                   "latency_budget", "order_seed")
 _GROUP = group_model(RunSpec, GRID_KEYS)
 _TUPLE_FIELDS = ("attributes", "example_ids")
 
@@ -243,13 +247,19 @@ def _pool_dataset_problem(run: RunSpec) -> str | None:
     return None
 
 
+def _order_seed_problem(run: RunSpec) -> str | None:
+    if run.order_seed is not None and run.order_seed < 0:
+        return f"must be a non-negative integer (a seed), got {run.order_seed!r}"
+    return None
+
+
 def _temperature_problem(run: RunSpec) -> str | None:
     return None if 0 <= run.temperature <= 2 else f"must be a number from 0 to 2, got {run.temperature!r}"
 
 
 _RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retrieval": _retrieval_problem,
                "pool_dataset": _pool_dataset_problem, "samples": _positive("samples"),
-               "temperature": _temperature_problem,
+               "temperature": _temperature_problem, "order_seed": _order_seed_problem,
                "selector": _selector_problem, "route": _route_problem, "timeout": _transport_problem,
                "num_retries": _retries_problem, "limit": _positive("limit", allow_none=True),
                "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),
