@@ -153,6 +153,9 @@ def aggregate(rows: Iterable[dict], facts: QuestionFacts | None = None) -> dict[
         m["provenance"] = provenance_summary(items)
         toks = [r["prompt_tokens"] for r in items if r.get("prompt_tokens") is not None]
         m["mean_prompt_tokens"] = statistics.fmean(toks) if toks else None
+        toks = [r["exemplar_tokens"] for r in items if r.get("exemplar_tokens") is not None]
+        if toks:  # the exemplars' share of the prompt (rows written before it was recorded have none)
+            m["mean_exemplar_tokens"] = statistics.fmean(toks)
         sel = [r["selection_ms"] for r in items if r.get("selection_ms") is not None]
         if sel:
             m["selection_ms_median"] = statistics.median(sel)
@@ -200,6 +203,7 @@ def _label_runs(metrics: dict[str, dict]) -> None:
 
 def setting_of(spec: Mapping) -> tuple:
     """What makes runs comparable in one table: dataset, pipeline, budget, M, model (or selection-only),
-    retrieval."""
+    retrieval, exemplar budget (None: none)."""
     return (spec.get("dataset"), spec.get("pipeline"), spec.get("budget"), spec.get("max_exemplars"),
-            "selection-only" if spec.get("selection_only") else spec.get("model"), spec.get("retrieval") or "")
+            "selection-only" if spec.get("selection_only") else spec.get("model"), spec.get("retrieval") or "",
+            spec.get("exemplar_budget"))

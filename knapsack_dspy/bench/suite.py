@@ -26,7 +26,8 @@ from another data set than the questions (FinQA questions with documents, answer
 that have none); ``samples = 5`` (with ``temperature``) turns on self-consistency in the program pipelines;
 ``route = "extract_compute"`` routes span questions to extraction; ``demo_order = "canonical"`` shows per-query
 exemplars in one order over the pool (prompt-prefix reuse) and ``latency_budget`` (seconds) bounds the predicted
-time of a prompt (``SelectionConfig``; docs/throughput.md).
+time of a prompt (``SelectionConfig``; docs/throughput.md); ``exemplar_budget`` bounds the exemplars' own tokens
+beside ``budget`` (SEER's L; ``SelectionConfig.exemplar_budget``).
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class RunSpec:
     demo_order: str = "similarity"  # per-query exemplars: "similarity" (SEER's) or "canonical" (prefix reuse)
     latency_budget: float | None = None  # seconds a prompt may take (predicted; opt-in), SelectionConfig's
     order_seed: int | None = None  # the eval questions in the order this seed fixes (data.seeded_order), then limit
+    exemplar_budget: int | None = None  # the exemplars' own tokens (SEER's L) beside the whole prompt's budget
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
@@ -108,7 +110,7 @@ class RunSpec:
                                reserve_output_tokens=self.reserve_output_tokens, alpha=self.alpha, beta=self.beta,
                                attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
                                val_size=self.val_size, seed=self.seed, demo_order=self.demo_order,
-                               latency_budget=self.latency_budget)
+                               latency_budget=self.latency_budget, exemplar_budget=self.exemplar_budget)
 
     @property
     def key(self) -> str:
@@ -130,7 +132,7 @@ _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
 #: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
 _LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature", "demo_order",
-                   "latency_budget", "order_seed")
+                   "latency_budget", "order_seed", "exemplar_budget")
 _GROUP = group_model(RunSpec, GRID_KEYS)
 _TUPLE_FIELDS = ("attributes", "example_ids")
 
@@ -197,13 +199,20 @@ def _selection_problems(run: RunSpec) -> list[tuple[str, str]]:
     settings = {"max_exemplars": run.max_exemplars, "budget": run.budget, "alpha": run.alpha, "beta": run.beta,
                 "reserve_output_tokens": run.reserve_output_tokens, "attributes": tuple(run.attributes),
                 "attribute_source": run.attribute_source or None, "val_size": run.val_size, "seed": run.seed,
-                "demo_order": run.demo_order, "latency_budget": run.latency_budget}
+                "demo_order": run.demo_order, "latency_budget": run.latency_budget,
+                "exemplar_budget": run.exemplar_budget}
     found = []
     for name, value in settings.items():  # one setting at a time: every bad one is reported
+        # the exemplar budget is checked against the whole prompt's (when that one is fine)
+        together = ({"budget": run.budget} if name == "exemplar_budget" and all(n != "budget" for n, _ in found)
+                    else {})
         try:
-            SelectionConfig(selector=selector, **{name: value})
+            SelectionConfig(selector=selector, **together, **{name: value})
         except SelectionConfigError as exc:
             found.append((name, str(exc)))
+    if is_dspy_baseline(run.selector) and run.exemplar_budget is not None:
+        found.append(("exemplar_budget", f"{run.selector} (a DSPy optimizer) measures the whole prompt only; "
+                                         "an exemplar budget needs one of our selectors"))
     if not found:
         try:
             run.selection_config()
