@@ -115,6 +115,17 @@ def aggregate(rows: Iterable[dict], facts: QuestionFacts | None = None) -> dict[
                 m["authors_rule"] = 100.0 * sum(rule) / len(rule)
                 lo, hi = _proportion_ci(sum(rule), len(rule))
                 m["authors_rule_ci"] = [100.0 * lo, 100.0 * hi]
+            # SARA per case type (rows say ``case_type``): entailment accuracy; numerical cases exact in dollars
+            # and within 10 % (the authors' rule above: within max(10 %, $5,000))
+            for name, kind, field in (("entailment_accuracy", "entailment", "correct"),
+                                      ("numerical_exact", "numerical", "correct"),
+                                      ("numerical_within_10pct", "numerical", "within_10pct")):
+                hits = [bool(r.get(field)) for r in items if r.get("case_type") == kind]
+                if hits:
+                    m[name] = 100.0 * sum(hits) / len(hits)
+                    lo, hi = _proportion_ci(sum(hits), len(hits))
+                    m[f"{name}_ci"] = [100.0 * lo, 100.0 * hi]
+                    m[f"{name}_n"] = len(hits)
             lat = [r["latency_s"] for r in items if r.get("latency_s") is not None]
             m["median_latency_s"] = statistics.median(lat) if lat else None
             for key in ("prompt_tokens_used", "completion_tokens_used"):

@@ -87,9 +87,11 @@ def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
 def _student(spec: RunSpec, embedder=None, token_counter=None):
     routing = {"route": spec.route} if spec.route else {}
     sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
+    statutes = {"statute_tokens": spec.statute_tokens} if spec.statute_tokens is not None else {}
     return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                           top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                          embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
+                          embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling,
+                          **statutes)
 
 
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,

@@ -27,7 +27,8 @@ that have none); ``samples = 5`` (with ``temperature``) turns on self-consistenc
 ``route = "extract_compute"`` routes span questions to extraction; ``demo_order = "canonical"`` shows per-query
 exemplars in one order over the pool (prompt-prefix reuse) and ``latency_budget`` (seconds) bounds the predicted
 time of a prompt (``SelectionConfig``; docs/throughput.md); ``exemplar_budget`` bounds the exemplars' own tokens
-beside ``budget`` (SEER's L; ``SelectionConfig.exemplar_budget``).
+beside ``budget`` (SEER's L; ``SelectionConfig.exemplar_budget``); ``statute_tokens`` bounds a SARA prompt's
+statute text (``StatuteQA``; docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ class RunSpec:
     latency_budget: float | None = None  # seconds a prompt may take (predicted; opt-in), SelectionConfig's
     order_seed: int | None = None  # the eval questions in the order this seed fixes (data.seeded_order), then limit
     exemplar_budget: int | None = None  # the exemplars' own tokens (SEER's L) beside the whole prompt's budget
+    statute_tokens: int | None = None  # SARA: the most statute tokens in a query or a demo (StatuteQA), cut by level
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
@@ -132,7 +134,7 @@ _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
 #: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
 _LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature", "demo_order",
-                   "latency_budget", "order_seed", "exemplar_budget")
+                   "latency_budget", "order_seed", "exemplar_budget", "statute_tokens")
 _GROUP = group_model(RunSpec, GRID_KEYS)
 _TUPLE_FIELDS = ("attributes", "example_ids")
 
@@ -256,6 +258,14 @@ def _pool_dataset_problem(run: RunSpec) -> str | None:
     return None
 
 
+def _statute_tokens_problem(run: RunSpec) -> str | None:
+    if run.statute_tokens is None:
+        return None
+    if run.dataset != "sara":
+        return f"a statute budget is for SARA (dataset 'sara'), not {run.dataset!r}"
+    return None if run.statute_tokens >= 1 else f"must be a positive number of tokens, got {run.statute_tokens!r}"
+
+
 def _order_seed_problem(run: RunSpec) -> str | None:
     if run.order_seed is not None and run.order_seed < 0:
         return f"must be a non-negative integer (a seed), got {run.order_seed!r}"
@@ -269,6 +279,7 @@ def _temperature_problem(run: RunSpec) -> str | None:
 _RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retrieval": _retrieval_problem,
                "pool_dataset": _pool_dataset_problem, "samples": _positive("samples"),
                "temperature": _temperature_problem, "order_seed": _order_seed_problem,
+               "statute_tokens": _statute_tokens_problem,
                "selector": _selector_problem, "route": _route_problem, "timeout": _transport_problem,
                "num_retries": _retries_problem, "limit": _positive("limit", allow_none=True),
                "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),
