@@ -147,3 +147,20 @@ def test_real_tuning_order_is_the_one_fixed_before_the_first_lm_call():
 
 
 ORDER_DIGEST = "37cfcb953a1f0704af78dec849b66ce8681cad4e2026fddcdddea72e81e590be"
+
+
+def test_the_finqa_suites_ask_the_tuning_questions_from_pools_without_them():
+    from knapsack_dspy.bench.suite import load_suite
+
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    for name in ("finqa_tune.toml", "finqa_figure8.toml"):
+        suite = load_suite(benchmarks / name)
+        for run in suite.runs:
+            assert (run.dataset, run.eval_split, run.order_seed, run.limit) == (
+                "finqa", "dev_docs_tune", FINQA_TUNING_SEED, FINQA_TUNING_QUESTIONS)
+            assert (run.pool_dataset, run.pool_split) in (("", "docs_pool"), ("finqa_cases", "train"))
+        assert {run.pool_split for run in suite.runs} == {"docs_pool", "train"}
+    tune = load_suite(benchmarks / "finqa_tune.toml")
+    assert {(r.selector, r.budget) for r in tune.runs if r.pool_split == "docs_pool" and r.exemplar_budget is None} \
+        == {("seer", 2048), ("kate_within_budget", 2048), ("no_demos", 2048)}
+    assert {r.pipeline for r in tune.runs} == {"finqa_pot"}
