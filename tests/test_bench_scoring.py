@@ -106,11 +106,21 @@ def test_sara_rows_carry_the_authors_rule_and_the_report_shows_it(tmp_path):
     near = score_prediction(numerical, SimpleNamespace(answer=gold + 4999, scale=""))
     far = score_prediction(numerical, SimpleNamespace(answer=gold + max(5001, 0.2 * gold), scale=""))
     assert (near["correct"], near["authors_rule"], far["authors_rule"]) == (False, True, False)
+    exact = score_prediction(numerical, SimpleNamespace(answer=gold, scale=""))
+    entailment = next(ex for ex in examples if ex["answer_type"] == "entailment")
+    right = score_prediction(entailment, SimpleNamespace(answer=entailment["answer"], scale=""))
     spec = {"dataset": "sara", "pipeline": "cot", "selector": "kate", "budget": 2048, "max_exemplars": 2}
-    rows = [{**row, "run": "r", "spec": spec, "example_id": str(i)} for i, row in enumerate((near, far))]
-    metrics = write_report(rows, tmp_path, "unit")
-    assert metrics["r"]["authors_rule"] == 50.0
-    assert "numerical, authors' rule" in (tmp_path / "report.md").read_text()
+    rows = [{**row, "run": "r", "spec": spec, "example_id": str(i)}
+            for i, row in enumerate((near, far, exact, right))]
+    metrics = write_report(rows, tmp_path, "unit")["r"]
+    assert metrics["authors_rule"] == pytest.approx(200 / 3)  # near and exact of the three numerical cases
+    # Table 3's columns: entailment accuracy, numerical cases exact in dollars, within 10 %, the authors' rule
+    assert (metrics["entailment_accuracy"], metrics["entailment_accuracy_n"]) == (100.0, 1)
+    assert (metrics["numerical_exact"], metrics["numerical_exact_n"]) == (pytest.approx(100 / 3), 3)
+    assert metrics["numerical_within_10pct"] == pytest.approx(100 / 3 * (1 + (4999 <= 0.1 * gold)))
+    report = (tmp_path / "report.md").read_text()
+    for column in ("entailment", "numerical, exact $", "numerical, within 10 %", "numerical, authors' rule"):
+        assert f"| {column} |" in report
 
 
 def test_a_computed_negative_zero_is_zero(fixture_examples):

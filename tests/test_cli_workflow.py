@@ -236,3 +236,17 @@ def test_compile_with_a_latency_budget_needs_rates_and_keeps_them_in_the_program
     text = out.read_text()
     assert '"latency_budget": 30.0' in text and '"demo_order": "canonical"' in text
     assert '"prefill_tokens_per_s": 100.0' in text and '"overhead_s": 0.5' in text
+
+
+def test_compile_with_an_exemplar_budget_keeps_it_in_the_program(env, capsys):
+    out = env / "seer_l.json"
+    base = ["compile", "--dataset", "tatqa", "--selector", "seer", "--budget", "3000", "-M", "3",
+            "--lm", "openai/stub-model", "-o", str(out), "--quiet"]
+    assert main([*base, "--exemplar-budget", "4000"]) == 2  # larger than the whole prompt's: one line, no program
+    err = capsys.readouterr().err
+    assert "exemplar_budget (4000) is larger than the whole prompt's budget (3000)" in err and not out.exists()
+    assert main([*base, "--exemplar-budget", "600"]) == 0
+    assert "exemplars within 600 tokens" in capsys.readouterr().out
+    report = json.loads(out.with_suffix(".report.json").read_text())["predictors"]["solve.write"]
+    assert report["exemplar_budget"] == 600
+    assert '"exemplar_budget": 600' in out.read_text()

@@ -135,7 +135,9 @@ def test_sara_cases():
     entail, contra, tax = load_examples("sara", path=SARA)
     for ex in (entail, contra, tax):
         validate_fields(ex)
-        assert ex.table == [] and ex.modality == "text" and ex.doc_id == ex.id and len(ex.paragraphs) == 1
+        assert ex.table == [] and ex.modality == "text" and len(ex.paragraphs) == 1
+    # the case's group: an entailment case's id without its polarity (its twin shares it), a numerical case's id
+    assert (entail.doc_id, contra.doc_id, tax.doc_id) == (entail.id[:-4], contra.id[:-4], tax.id)
     assert entail.answer == "Entailment" and entail.answer_type == "entailment" and entail.answer_value is None
     assert entail.extra["statute"] == "7703(b)(3)" and entail.extra["polarity"] == "pos"
     assert contra.answer == "Contradiction" and contra.extra["statute"] == "152(c)(1)(B)"
@@ -178,7 +180,7 @@ def test_missing_splits_and_bad_arguments_are_explained(tmp_path):
     root = make_data_dir(tmp_path / "data")
     with pytest.raises(DataError, match=r"no tatqa split 'test' in .*tatqa \(available: dev_tune\)$"):
         load_examples("tatqa", split="test", data_dir=root)
-    with pytest.raises(DataError, match=r"holds FinQA documents for train_docs only.*finqa_cases.*path="):
+    with pytest.raises(DataError, match=r"holds FinQA documents for train_docs and dev_docs only.*finqa_cases.*path="):
         load_examples("finqa", split="train", data_dir=root)
     with pytest.raises(DataError, match="tatqa needs a split"):
         load_examples("tatqa", data_dir=root)

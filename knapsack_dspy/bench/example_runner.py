@@ -1,6 +1,7 @@
 """One example, one results row: selection only (no LM) or the full pipeline with the LM.
 
-A row holds the inputs' ids, the selected exemplar ids, prompt tokens, within-budget flag, the output
+A row holds the inputs' ids, the selected exemplar ids, prompt tokens (of which ``exemplar_tokens`` the
+exemplars'), within-budget flag, the output
 (program / reasoning), the executed answer, correctness (EM / F1 where the dataset defines them),
 latency (``latency_s``, of which ``lm_seconds`` inside LM calls and ``selection_ms`` selecting), usage, the error
 if any and its kind (``error_kind``, see ``row_outcomes``). What the provider's prompt cache served:
@@ -42,6 +43,8 @@ def _selection_fields(program, selection: dict, example) -> dict:
         "predicted_attributes": selection.get("predicted_attributes", {}),
         "relaxed": selection.get("relaxed", []),
     }
+    if selection.get("total_cost") is not None:  # the selected exemplars' own tokens (an exemplar budget's measure)
+        row["exemplar_tokens"] = round(float(selection["total_cost"]))
     for key in ("new_prompt_tokens", "predicted_latency_s", "latency_budget"):  # a latency model's prediction
         if selection.get(key) is not None:
             row[key] = selection[key]

@@ -4,7 +4,8 @@
   selector buys per prompt token (SEER's point: as good or better with fewer tokens, within the budget).
 - ``score_vs_M.png`` / ``within_budget_vs_M.png`` — SEER's Figures 7-8 layout: one panel per token budget, the
   score and the share of prompts within the budget against the number of exemplars M (integer ticks), one
-  line per selector, with interval bars.
+  line per selector, with interval bars. Runs with an exemplar budget (SEER's L, ``exemplar_budget``) get a
+  panel per exemplar budget, and "within budget" is then the share of prompts whose exemplars fit it.
 - ``accuracy_by_answer_type.png`` — exact match per gold answer type, one bar per run, with interval bars.
 - ``time_per_question.png`` — mean seconds per question split into LM calls / exemplar selection / the rest.
 
@@ -78,6 +79,20 @@ def _family_title(family: tuple) -> str:
 _SHORT = {"budget": "b", "max_exemplars": "M"}
 
 
+def _budget_of(m: Mapping) -> tuple:
+    """What a run's budget is, as panels and lines tell them apart: (exemplar budget or None, whole budget)."""
+    return m["spec"].get("exemplar_budget"), m["spec"].get("budget")
+
+
+def _budget_name(budget: tuple) -> str:
+    exemplars, whole = budget
+    return f"budget {whole}" if exemplars is None else f"exemplars ≤ {exemplars} (prompt ≤ {whole})"
+
+
+def _budget_order(budget: tuple) -> tuple:
+    return tuple((value is None, value if value is not None else 0) for value in budget)
+
+
 def _short_names(runs: list[dict]) -> dict[str, str]:
     """Each run's name in a legend: its label, plus the settings that differ between the runs shown."""
     keys = [k for k in ("dataset", "pipeline", "model", "budget", "max_exemplars", "retrieval")
@@ -113,11 +128,11 @@ def _accuracy_vs_prompt_tokens(plt, items: list[dict]):
     colors = _colors(runs)
     fig, axes = plt.subplots(1, len(families), figsize=(6.4 * len(families), 4.0), squeeze=False)
     for ax, (family, members) in zip(axes[0], sorted(families.items(), key=lambda kv: str(kv[0])), strict=True):
-        budgets = sorted({m["spec"].get("budget") for m in members}, key=str)
+        budgets = sorted({_budget_of(m) for m in members}, key=_budget_order)
         several_ms = len({m["spec"].get("max_exemplars") for m in members}) > 1
         lines = defaultdict(list)  # a line per selector (and budget, when several): its points differ in M
         for m in members:
-            lines[str(m.get("label")), m["spec"].get("budget") if len(budgets) > 1 else None].append(m)
+            lines[str(m.get("label")), _budget_of(m) if len(budgets) > 1 else None].append(m)
         noted: set[tuple] = set()
         for (label, budget), points in sorted(lines.items(), key=lambda kv: str(kv[0])):
             points.sort(key=lambda m: m["mean_prompt_tokens"])
@@ -126,7 +141,7 @@ def _accuracy_vs_prompt_tokens(plt, items: list[dict]):
             low, high = zip(*(_error(m, key) for m in points), strict=True)
             style = ("-", "--", ":", "-.")[budgets.index(budget) % 4] if budget is not None else "-"
             ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=4, color=colors[label],
-                        label=label if budget is None else f"{label} · budget {budget}",
+                        label=label if budget is None else f"{label} · {_budget_name(budget)}",
                         linestyle=style if len(points) > 1 else "none")
             for m in points if several_ms else ():
                 spot = (round(m["mean_prompt_tokens"] / 40), round(m[key]))  # one note where points coincide
@@ -160,12 +175,12 @@ def _versus_m(value_key: Callable[[list[dict]], tuple[list[dict], str | None, st
         lines: dict[tuple, list[dict]] = defaultdict(list)
         families = {_family(m) for m in runs}
         for m in runs:
-            lines[(m["spec"].get("budget"), str(m.get("label")), _family(m))].append(m)
+            lines[(_budget_of(m), str(m.get("label")), _family(m))].append(m)
         if not any(len({m["spec"].get("max_exemplars") for m in members}) > 1 for members in lines.values()):
             ms = sorted({m["spec"].get("max_exemplars") for m in runs}, key=str)
             return (f"no selector was run at more than one M (M = {', '.join(map(str, ms))}): nothing to draw "
                     "against M (benchmarks/budget_sweep.toml sweeps M)")
-        budgets = sorted({m["spec"].get("budget") for m in runs}, key=lambda b: (b is None, b))
+        budgets = sorted({_budget_of(m) for m in runs}, key=_budget_order)
         colors = _colors(runs)
         fig, axes = plt.subplots(1, len(budgets), figsize=(5.2 * len(budgets), 3.8), squeeze=False, sharey=True)
         for ax, budget in zip(axes[0], budgets, strict=True):
@@ -181,7 +196,7 @@ def _versus_m(value_key: Callable[[list[dict]], tuple[list[dict], str | None, st
                 ax.errorbar([x + dodge for x in xs], [m[key] for m in members], yerr=[low, high], marker="o",
                             capsize=3, color=colors[label], label=name)
             ax.set_xticks(sorted(panel_ms))
-            ax.set_title(f"budget {budget} tokens", fontsize=9)
+            ax.set_title(f"{_budget_name(budget)} tokens", fontsize=9)
             ax.set_xlabel("M (most exemplars per prompt)")
             ax.set_ylabel(axis)
             ax.grid(alpha=0.3)
@@ -200,7 +215,9 @@ def _score_vs_m_runs(items):
 def _within_budget_runs(items):
     answered = [m for m in items if not m["spec"].get("selection_only")]
     runs = [m for m in (answered or items) if m.get("within_budget") is not None]
-    return runs, "within_budget", "prompts within budget (%)"
+    exemplar_budgets = any(_budget_of(m)[0] is not None for m in runs)
+    return runs, "within_budget", ("prompts within budget (%)" if not exemplar_budgets
+                                   else "prompts within budget, exemplars within theirs (%)")
 
 
 def _accuracy_by_answer_type(plt, items: list[dict]):

@@ -58,8 +58,9 @@ def _cell(m: Mapping, key: str) -> str:
 
 
 def setting_title(setting: tuple) -> str:
-    dataset, pipeline, budget, M, model, retrieval = setting
-    return f"{dataset} · {pipeline} · budget {budget} · M={M} · {model}" + (f" · {retrieval}" if retrieval else "")
+    dataset, pipeline, budget, M, model, retrieval, exemplar_budget = setting
+    budgets = f"budget {budget}" + (f", exemplars ≤ {exemplar_budget}" if exemplar_budget is not None else "")
+    return f"{dataset} · {pipeline} · {budgets} · M={M} · {model}" + (f" · {retrieval}" if retrieval else "")
 
 
 def _main_table(items: list[dict], title: str) -> Table:
@@ -67,12 +68,16 @@ def _main_table(items: list[dict], title: str) -> Table:
         cols = [("gold-case hit", "gold_case_hit"), ("program score", "program_score"),
                 ("modality match", "attribute_match.modality"), ("within budget", "within_budget"),
                 ("#exemplars", "mean_exemplars"), ("prompt tokens", "mean_prompt_tokens"),
-                ("selection ms (median)", "selection_ms_median")]
+                ("exemplar tokens", "mean_exemplar_tokens"), ("selection ms (median)", "selection_ms_median")]
+        cols = [c for c in cols if c[1] != "mean_exemplar_tokens" or any(m.get(c[1]) is not None for m in items)]
     else:
         cols = [("accuracy", "accuracy"), ("EM", "em"), ("F1", "f1"),
+                ("entailment", "entailment_accuracy"), ("numerical, exact $", "numerical_exact"),
+                ("numerical, within 10 %", "numerical_within_10pct"),
                 ("numerical, authors' rule", "authors_rule"), ("within budget", "within_budget"),
                 ("#exemplars", "mean_exemplars"), ("prompt tokens", "mean_prompt_tokens"),
-                ("answered wrong", "answered_wrong"), ("could not ask", "could_not_ask"),
+                ("exemplar tokens", "mean_exemplar_tokens"), ("answered wrong", "answered_wrong"),
+                ("could not ask", "could_not_ask"),
                 ("internal errors", "internal_errors"), ("score errors", "score_errors"), ("n", "n")]
         if any((m["spec"].get("samples") or 1) > 1 for m in items):  # self-consistency runs: what it cost
             cols[-1:-1] = [("LM calls / q", "lm_calls_per_question"), ("tokens used / q", "tokens_per_question"),

@@ -115,6 +115,17 @@ def aggregate(rows: Iterable[dict], facts: QuestionFacts | None = None) -> dict[
                 m["authors_rule"] = 100.0 * sum(rule) / len(rule)
                 lo, hi = _proportion_ci(sum(rule), len(rule))
                 m["authors_rule_ci"] = [100.0 * lo, 100.0 * hi]
+            # SARA per case type (rows say ``case_type``): entailment accuracy; numerical cases exact in dollars
+            # and within 10 % (the authors' rule above: within max(10 %, $5,000))
+            for name, kind, field in (("entailment_accuracy", "entailment", "correct"),
+                                      ("numerical_exact", "numerical", "correct"),
+                                      ("numerical_within_10pct", "numerical", "within_10pct")):
+                hits = [bool(r.get(field)) for r in items if r.get("case_type") == kind]
+                if hits:
+                    m[name] = 100.0 * sum(hits) / len(hits)
+                    lo, hi = _proportion_ci(sum(hits), len(hits))
+                    m[f"{name}_ci"] = [100.0 * lo, 100.0 * hi]
+                    m[f"{name}_n"] = len(hits)
             lat = [r["latency_s"] for r in items if r.get("latency_s") is not None]
             m["median_latency_s"] = statistics.median(lat) if lat else None
             for key in ("prompt_tokens_used", "completion_tokens_used"):
@@ -153,6 +164,9 @@ def aggregate(rows: Iterable[dict], facts: QuestionFacts | None = None) -> dict[
         m["provenance"] = provenance_summary(items)
         toks = [r["prompt_tokens"] for r in items if r.get("prompt_tokens") is not None]
         m["mean_prompt_tokens"] = statistics.fmean(toks) if toks else None
+        toks = [r["exemplar_tokens"] for r in items if r.get("exemplar_tokens") is not None]
+        if toks:  # the exemplars' share of the prompt (rows written before it was recorded have none)
+            m["mean_exemplar_tokens"] = statistics.fmean(toks)
         sel = [r["selection_ms"] for r in items if r.get("selection_ms") is not None]
         if sel:
             m["selection_ms_median"] = statistics.median(sel)
@@ -200,6 +214,7 @@ def _label_runs(metrics: dict[str, dict]) -> None:
 
 def setting_of(spec: Mapping) -> tuple:
     """What makes runs comparable in one table: dataset, pipeline, budget, M, model (or selection-only),
-    retrieval."""
+    retrieval, exemplar budget (None: none)."""
     return (spec.get("dataset"), spec.get("pipeline"), spec.get("budget"), spec.get("max_exemplars"),
-            "selection-only" if spec.get("selection_only") else spec.get("model"), spec.get("retrieval") or "")
+            "selection-only" if spec.get("selection_only") else spec.get("model"), spec.get("retrieval") or "",
+            spec.get("exemplar_budget"))

@@ -40,6 +40,7 @@ from knapsack_dspy.bench.row_outcomes import redo_on_resume
 from knapsack_dspy.bench.run_job import RunJob, Task, default_lm, spec_provenance
 from knapsack_dspy.bench.suite import RunSpec, Suite, SuiteError
 from knapsack_dspy.data import load_examples
+from knapsack_dspy.data.seeded_order import in_seeded_order
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.llm.local_server import request_slots
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
@@ -86,9 +87,11 @@ def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
 def _student(spec: RunSpec, embedder=None, token_counter=None):
     routing = {"route": spec.route} if spec.route else {}
     sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
+    statutes = {"statute_tokens": spec.statute_tokens} if spec.statute_tokens is not None else {}
     return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                           top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
-                          embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling)
+                          embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling,
+                          **statutes)
 
 
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,
@@ -266,9 +269,9 @@ def _same_origin(path: Path) -> Callable:
 
 
 def _chosen_examples(evalset, spec: RunSpec) -> list:
-    """The eval split's questions this run answers: ``example_ids`` (if given, in the split's order), then the
-    first ``limit``."""
-    examples = list(evalset)
+    """The eval split's questions this run answers, in the split's order or the one ``order_seed`` fixes
+    (``data.seeded_order``): ``example_ids`` (if given), then the first ``limit``."""
+    examples = list(evalset) if spec.order_seed is None else in_seeded_order(evalset, spec.order_seed)
     if spec.example_ids:
         wanted = set(spec.example_ids)
         examples = [ex for ex in examples if ex.id in wanted]

@@ -17,13 +17,18 @@ per value; the product over all grid keys gives the runs. Example::
 
 Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
 ``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
+``order_seed = 26`` takes the eval split's questions in the order that seed fixes (``data.seeded_order``: the
+questions of one document together) before ``example_ids`` / ``limit`` pick from them (``limit = 60``: the first
+60 of that order);
 ``timeout`` (seconds per LM attempt) and ``num_retries`` set how the LM is asked (they are not part of a
 run's key: changing them continues the same run); ``pool_dataset = "finqa_cases"`` draws the exemplar pool
 from another data set than the questions (FinQA questions with documents, answered with case-based exemplars
 that have none); ``samples = 5`` (with ``temperature``) turns on self-consistency in the program pipelines;
 ``route = "extract_compute"`` routes span questions to extraction; ``demo_order = "canonical"`` shows per-query
 exemplars in one order over the pool (prompt-prefix reuse) and ``latency_budget`` (seconds) bounds the predicted
-time of a prompt (``SelectionConfig``; docs/throughput.md).
+time of a prompt (``SelectionConfig``; docs/throughput.md); ``exemplar_budget`` bounds the exemplars' own tokens
+beside ``budget`` (SEER's L; ``SelectionConfig.exemplar_budget``); ``statute_tokens`` bounds a SARA prompt's
+statute text (``StatuteQA``; docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -95,6 +100,9 @@ class RunSpec:
     temperature: float = 0.7  # their sampling temperature (used when samples > 1)
     demo_order: str = "similarity"  # per-query exemplars: "similarity" (SEER's) or "canonical" (prefix reuse)
     latency_budget: float | None = None  # seconds a prompt may take (predicted; opt-in), SelectionConfig's
+    order_seed: int | None = None  # the eval questions in the order this seed fixes (data.seeded_order), then limit
+    exemplar_budget: int | None = None  # the exemplars' own tokens (SEER's L) beside the whole prompt's budget
+    statute_tokens: int | None = None  # SARA: the most statute tokens in a query or a demo (StatuteQA), cut by level
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
@@ -104,7 +112,7 @@ class RunSpec:
                                reserve_output_tokens=self.reserve_output_tokens, alpha=self.alpha, beta=self.beta,
                                attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
                                val_size=self.val_size, seed=self.seed, demo_order=self.demo_order,
-                               latency_budget=self.latency_budget)
+                               latency_budget=self.latency_budget, exemplar_budget=self.exemplar_budget)
 
     @property
     def key(self) -> str:
@@ -126,7 +134,7 @@ _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
 #: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
 _LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature", "demo_order",
-                   "latency_budget")
+                   "latency_budget", "order_seed", "exemplar_budget", "statute_tokens")
 _GROUP = group_model(RunSpec, GRID_KEYS)
 _TUPLE_FIELDS = ("attributes", "example_ids")
 
@@ -193,13 +201,20 @@ def _selection_problems(run: RunSpec) -> list[tuple[str, str]]:
     settings = {"max_exemplars": run.max_exemplars, "budget": run.budget, "alpha": run.alpha, "beta": run.beta,
                 "reserve_output_tokens": run.reserve_output_tokens, "attributes": tuple(run.attributes),
                 "attribute_source": run.attribute_source or None, "val_size": run.val_size, "seed": run.seed,
-                "demo_order": run.demo_order, "latency_budget": run.latency_budget}
+                "demo_order": run.demo_order, "latency_budget": run.latency_budget,
+                "exemplar_budget": run.exemplar_budget}
     found = []
     for name, value in settings.items():  # one setting at a time: every bad one is reported
+        # the exemplar budget is checked against the whole prompt's (when that one is fine)
+        together = ({"budget": run.budget} if name == "exemplar_budget" and all(n != "budget" for n, _ in found)
+                    else {})
         try:
-            SelectionConfig(selector=selector, **{name: value})
+            SelectionConfig(selector=selector, **together, **{name: value})
         except SelectionConfigError as exc:
             found.append((name, str(exc)))
+    if is_dspy_baseline(run.selector) and run.exemplar_budget is not None:
+        found.append(("exemplar_budget", f"{run.selector} (a DSPy optimizer) measures the whole prompt only; "
+                                         "an exemplar budget needs one of our selectors"))
     if not found:
         try:
             run.selection_config()
@@ -243,13 +258,28 @@ def _pool_dataset_problem(run: RunSpec) -> str | None:
     return None
 
 
+def _statute_tokens_problem(run: RunSpec) -> str | None:
+    if run.statute_tokens is None:
+        return None
+    if run.dataset != "sara":
+        return f"a statute budget is for SARA (dataset 'sara'), not {run.dataset!r}"
+    return None if run.statute_tokens >= 1 else f"must be a positive number of tokens, got {run.statute_tokens!r}"
+
+
+def _order_seed_problem(run: RunSpec) -> str | None:
+    if run.order_seed is not None and run.order_seed < 0:
+        return f"must be a non-negative integer (a seed), got {run.order_seed!r}"
+    return None
+
+
 def _temperature_problem(run: RunSpec) -> str | None:
     return None if 0 <= run.temperature <= 2 else f"must be a number from 0 to 2, got {run.temperature!r}"
 
 
 _RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retrieval": _retrieval_problem,
                "pool_dataset": _pool_dataset_problem, "samples": _positive("samples"),
-               "temperature": _temperature_problem,
+               "temperature": _temperature_problem, "order_seed": _order_seed_problem,
+               "statute_tokens": _statute_tokens_problem,
                "selector": _selector_problem, "route": _route_problem, "timeout": _transport_problem,
                "num_retries": _retries_problem, "limit": _positive("limit", allow_none=True),
                "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),

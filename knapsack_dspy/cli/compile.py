@@ -21,6 +21,7 @@ DEFAULT_SPLITS = {"tatqa": ("dev_pool", "dev_tune"), "finqa_cases": ("train", "d
 
 EPILOG = """examples:
   kdspy compile --dataset tatqa --pipeline pot --selector seer --budget 2048 -o prog.json
+  kdspy compile --dataset tatqa --pipeline pot --selector seer --exemplar-budget 1024 -o seer_l1024.json
   kdspy compile --dataset tatqa --pipeline pot --mode static --max-exemplars 4 -o static.json
   kdspy compile --dataset tatqa --pipeline pot --mode hybrid --budget 2048 --latency-budget 10 -o fast.json
   kdspy compile --dataset tatqa --pipeline pot --search --lm openai/gpt-4o-mini -o tuned.json
@@ -46,6 +47,9 @@ def register(subparsers) -> None:
                         "hybrid: a static core plus per-query slots (chooses the selector unless --selector "
                         "names one that selects in that mode)")
     p.add_argument("--budget", type=int, default=None, help="prompt token budget (default: the model's context window)")
+    p.add_argument("--exemplar-budget", type=int, default=None, metavar="TOKENS",
+                   help="the exemplars' own token budget (SEER's L), beside --budget: a query's exemplars get at "
+                        "most min(budget - query prompt - output reserve, TOKENS) (default: none)")
     p.add_argument("--max-exemplars", "-M", type=int, default=4, help="most exemplars per prompt (default 4)")
     p.add_argument("--alpha", type=float, default=0.75, help="share of exemplars with the predicted attribute value")
     p.add_argument("--beta", type=float, default=0.0, help="share of exemplars with other values")
@@ -122,7 +126,8 @@ def run(args) -> int:
     rates = _latency_rates(args)
     try:
         selection = SelectionConfig(selector=selector_for_mode(args.mode, args.selector),
-                                    max_exemplars=args.max_exemplars, budget=args.budget, alpha=args.alpha,
+                                    max_exemplars=args.max_exemplars, budget=args.budget,
+                                    exemplar_budget=args.exemplar_budget, alpha=args.alpha,
                                     beta=args.beta, attributes=tuple(parse_list(args.attributes)),
                                     attribute_source=args.attribute_source, val_size=args.val_size,
                                     latency_budget=args.latency_budget, latency_rates=rates,
@@ -161,7 +166,8 @@ def run(args) -> int:
             log_compile(out, report, options)
     for name, part in report["predictors"].items():
         print(f"compiled {args.dataset}/{args.pipeline} ({name}) with selector {part['selector']} ({part['mode']}): "
-              f"pool {part['pool_size']}, budget {part['budget']} tokens ({part['token_model']})")
+              f"pool {part['pool_size']}, budget {part['budget']} tokens ({part['token_model']})"
+              + (f", exemplars within {part['exemplar_budget']} tokens" if part.get("exemplar_budget") else ""))
         print(f"chosen config: {json.dumps(part['chosen'])}")
         for attr, acc in part.get("attribute_accuracy", {}).items():
             print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% "

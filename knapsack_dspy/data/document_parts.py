@@ -4,8 +4,11 @@
 two parts with no document in common (a question's own page must not be shown as an exemplar's). As the data
 directory's TAT-QA ``dev_pool`` / ``dev_tune`` were cut by table (``int(sha256(table uid)) % 100 < 30`` ->
 ``dev_tune``), a record goes to the **eval** part when ``int(sha256(doc_id), 16) % 100 < 30``, else to the
-**pool** part. ``doc_id`` is the source page (FinQA: ``"BKR/2018/page_51.pdf"``), so every question about one
-page lands in the same part. The loader offers the parts as splits (``train_docs_pool``, ``train_docs_eval``).
+**pool** part. ``doc_id`` is the source page (FinQA: ``filename``, ``"BKR/2018/page_51.pdf"``), so every
+question about one page lands in the same part. The loader offers the parts as splits (``DatasetSpec.parts``):
+``train_docs_pool`` / ``train_docs_eval``, ``dev_docs_pool`` / ``dev_docs_tune`` (the eval part of
+``finqa/dev_docs.json.gz``, named as TAT-QA's ``dev_tune``: it is for tuning) and ``docs_pool`` (all of
+``train_docs`` and ``dev_docs_pool``: every FinQA page with a document that no tuning question is about).
 """
 
 from __future__ import annotations

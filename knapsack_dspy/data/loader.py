@@ -49,14 +49,20 @@ class DatasetSpec:
     record_size: Callable = lambda record: 1  # examples lost when the whole record is skipped
     documents_note: str = ""  # extra hint when no file is found
     not_splits: tuple[str, ...] = ()  # files matching a pattern that hold no split (listing only)
-    # splits that are a part of another split's file, cut by document (knapsack_dspy.data.document_parts):
-    # name -> (split of the file, "pool" | "eval")
-    parts: tuple[tuple[str, tuple[str, str]], ...] = ()
+    # splits made of parts of other splits' files, cut by document (knapsack_dspy.data.document_parts):
+    # name -> the pieces, in order, each (split of the file, "pool" | "eval" | "" for the whole file)
+    parts: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
 
 def _ignore_split(parse):
     return lambda record, split: parse(record)
 
+
+#: FinQA's splits cut by page (``document_parts``): ``dev_docs_tune`` is the eval part of ``dev_docs`` (the
+#: TAT-QA rule; named as TAT-QA's ``dev_tune``, for tuning), ``docs_pool`` every page no tuning question is about.
+FINQA_PARTS = (("train_docs_pool", (("train_docs", "pool"),)), ("train_docs_eval", (("train_docs", "eval"),)),
+               ("dev_docs_pool", (("dev_docs", "pool"),)), ("dev_docs_tune", (("dev_docs", "eval"),)),
+               ("docs_pool", (("train_docs", ""), ("dev_docs", "pool"))))
 
 DATASETS: dict[str, DatasetSpec] = {
     "tatqa": DatasetSpec(
@@ -66,11 +72,12 @@ DATASETS: dict[str, DatasetSpec] = {
         not_splits=("dev_sample_prediction",)),
     "finqa": DatasetSpec(
         "finqa", "finqa", ("{split}.json", "{split}.json.gz", "{split}.jsonl"),
-        _ignore_split(parse_finqa_record), ("train", "dev", "test", "train_docs"),
-        documents_note=("the data directory holds FinQA documents for train_docs only (and its parts "
-                        "train_docs_pool / train_docs_eval); other splits: question/program CSVs (dataset "
-                        "'finqa_cases'), or pass path=<official FinQA JSON> or source='hub:<id>'"),
-        parts=(("train_docs_pool", ("train_docs", "pool")), ("train_docs_eval", ("train_docs", "eval")))),
+        _ignore_split(parse_finqa_record),
+        ("train", "dev", "test", "train_docs", "dev_docs", *(name for name, _ in FINQA_PARTS)),
+        documents_note=("the data directory holds FinQA documents for train_docs and dev_docs only (parts: "
+                        "train_docs_pool / _eval, dev_docs_pool / _tune, docs_pool); other splits: question/program "
+                        "CSVs (dataset 'finqa_cases'), or pass path=<official FinQA JSON> or source='hub:<id>'"),
+        parts=FINQA_PARTS),
     "finqa_cases": DatasetSpec(
         "finqa_cases", "finqa", ("{split}_meta.csv.gz", "{split}_meta.csv"),
         lambda record, split: parse_finqa_case(record, split), ("train", "dev")),
@@ -90,15 +97,25 @@ def _available_splits(folder: Path, spec: DatasetSpec) -> list[str]:
                 if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
                     found.add(name[len(prefix):len(name) - len(suffix)])
     found -= set(spec.not_splits)
-    found |= {name for name, (whole, _) in spec.parts if whole in found}
+    found |= {name for name, pieces in spec.parts if all(whole in found for whole, _ in pieces)}
     return sorted(found)
 
 
 def find_split_file(dataset: str, split: str, data_dir: str | os.PathLike | None = None) -> Path:
-    """The file holding ``split`` of ``dataset`` in the data directory (for a part, its whole file);
-    ``DataError`` lists what exists."""
+    """The file holding ``split`` of ``dataset`` in the data directory (for a part, its whole file; for a split
+    of several files, the first); ``DataError`` lists what exists."""
+    return _split_sources(dataset, split, data_dir)[0][0]
+
+
+def _split_sources(dataset: str, split: str, data_dir) -> list[tuple[Path, str]]:
+    """(file, part) of each piece of ``split``: its own file whole (part ``""``), or the pieces of a split cut by
+    document (``DatasetSpec.parts``)."""
+    pieces = dict(_spec(dataset).parts).get(split, ((split, ""),))
+    return [(_whole_split_file(dataset, whole, data_dir), part) for whole, part in pieces]
+
+
+def _whole_split_file(dataset: str, split: str, data_dir) -> Path:
     spec = _spec(dataset)
-    split = dict(spec.parts).get(split, (split, ""))[0]
     try:
         folder = config.data_dir(data_dir) / spec.folder
     except config.ConfigError as exc:
@@ -170,27 +187,41 @@ def load_examples(dataset: str, split: str | None = None, data_dir: str | os.Pat
     if split is None:
         split = spec.default_split
     started = time.perf_counter()
+    # (records, or None to read them from the file, origin, the part of it kept: "" whole) of each piece
+    pieces: list[tuple[list | None, str, str]]
     if source is not None and source not in ("", "local"):
         if not str(source).startswith("hub:"):
             raise DataError(f"unknown source {source!r}; expected 'local' or 'hub:<dataset id>'")
         if split is None:
             raise DataError(f"source {source!r} needs a split (e.g. split='train')")
         dataset_id = str(source)[len("hub:"):]
-        records = read_hub_rows(dataset_id, split, cache_dir=config.cache_dir() / "hf_datasets")
-        origin = f"hub:{dataset_id}"
-    else:
-        if path is not None:
-            file = Path(path)
-        elif split is None:
-            raise DataError(f"{dataset} needs a split (one of {', '.join(spec.known_splits)}) or path=...")
-        else:
-            file = find_split_file(dataset, split, data_dir)
-        records = read_records(file)
-        origin = str(file)
+        pieces = [(read_hub_rows(dataset_id, split, cache_dir=config.cache_dir() / "hf_datasets"),
+                   f"hub:{dataset_id}", "")]
+    elif path is not None:
+        pieces = [(None, str(Path(path)), "")]
+    elif split is None:
+        raise DataError(f"{dataset} needs a split (one of {', '.join(spec.known_splits)}) or path=...")
+    else:  # every file is found before any is read: a missing one fails at once
+        pieces = [(None, str(file), part) for file, part in _split_sources(dataset, split, data_dir)]
 
-    report = LoadReport(dataset=dataset, source=origin, split=split)
+    report = LoadReport(dataset=dataset, source=" + ".join(origin for _, origin, _ in pieces), split=split)
     examples = LoadedExamples(report=report)
     seen: dict[str, int] = {}
+    parse = partial(spec.parse, split=split)
+    for records, origin, part in pieces:
+        _load_records(read_records(Path(origin)) if records is None else records, origin, part, parse, spec,
+                      examples, seen, skip_invalid, limit)
+    report.examples_loaded = len(examples)
+    report.seconds = time.perf_counter() - started
+    if report.skipped:
+        warnings.warn(report.summary(), DataWarning, stacklevel=2)
+    return examples
+
+
+def _load_records(records: list, origin: str, part: str, parse: Callable, spec: DatasetSpec,
+                  examples: LoadedExamples, seen: dict[str, int], skip_invalid: bool, limit: int | None) -> None:
+    """Parse the records of one file into ``examples`` (those of its documents in ``part``, when given)."""
+    report = examples.report
 
     def reject(error: DataError, index: int, lost: int = 1) -> None:
         error = error.located(source=origin, index=index)
@@ -198,10 +229,8 @@ def load_examples(dataset: str, split: str | None = None, data_dir: str | os.Pat
             raise error
         report.skipped.append(SkippedRecord.from_error(error, lost))
 
-    parse = partial(spec.parse, split=split)
     if not skip_invalid and len(records) > CHECK_FIRST_RECORDS:
         _raise_first_error(records, parse, origin, limit)
-    part = dict(spec.parts).get(split, ("", ""))[1] if path is None and source in (None, "", "local") else ""
     for index, record in enumerate(records):
         if limit is not None and len(examples) >= limit:
             break
@@ -231,8 +260,3 @@ def load_examples(dataset: str, split: str | None = None, data_dir: str | os.Pat
                 continue
             seen[result["id"]] = index
             examples.append(make_example(result))
-    report.examples_loaded = len(examples)
-    report.seconds = time.perf_counter() - started
-    if report.skipped:
-        warnings.warn(report.summary(), DataWarning, stacklevel=2)
-    return examples

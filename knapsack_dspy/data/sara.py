@@ -6,6 +6,13 @@ entailment cases, a question for numerical ones), ``type`` (``entailment`` | ``n
 The facts are the single paragraph; there is no table. ``extra`` keeps ``type`` and the other leftovers,
 plus, for entailment case ids, the tested ``statute`` (``"152(c)(1)(B)"``), its ``section`` (``"152"``)
 and the case ``polarity`` (``pos`` / ``neg``).
+
+``doc_id`` is the case's **group** (``case_group``): the ``_pos`` / ``_neg`` twins of a subsection
+(``s152_c_1_B_pos`` / ``s152_c_1_B_neg``: near-identical facts, the opposite label) share the id without the
+polarity suffix, ``s152_c_1_B``; a numerical case (``tax_case_12``) is a group of its own. Selection never picks an
+exemplar of the query's own document (``SelectionConfig.exclude_same_doc``), so a case's twin is never its demo
+(leave one group out), and the bench's bootstrap by document resamples twins together. The train split: 256 cases
+in 168 groups (88 twin pairs, 80 numerical cases).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from knapsack_dspy.data.example_fields import blank_fields
 from knapsack_dspy.data.record_fields import get_field, get_id, get_str, leftovers, require_mapping, type_name
 from knapsack_dspy.numbers import parse_number
 
-__all__ = ["CASE_TYPES", "LABELS", "parse_sara_case", "read_gold_amount", "statute_of_case_id"]
+__all__ = ["CASE_TYPES", "LABELS", "case_group", "parse_sara_case", "read_gold_amount", "statute_of_case_id"]
 
 CASE_TYPES = ("entailment", "numerical")
 LABELS = ("Entailment", "Contradiction")
@@ -36,6 +43,12 @@ def statute_of_case_id(case_id: str) -> dict:
     section = match.group("section")
     return {"statute": section + "".join(f"({label})" for label in labels), "section": section,
             "polarity": match.group("polarity")}
+
+
+def case_group(case_id: str) -> str:
+    """The group of a case: ``"s152_c_1_B_neg"`` and ``"s152_c_1_B_pos"`` -> ``"s152_c_1_B"`` (the twins of one
+    subsection); any other id (``"tax_case_12"``) is its own group."""
+    return case_id[: -len("_pos")] if _CASE_ID.match(case_id) else case_id
 
 
 def read_gold_amount(record: Mapping) -> tuple[str, float]:
@@ -70,7 +83,7 @@ def parse_sara_case(record) -> list:
         case_type = get_str(record, "type", "type")
         if case_type not in CASE_TYPES:
             raise DataError(f"expected one of {list(CASE_TYPES)}, got {case_type!r}", field="type")
-        fields.update(id=case_id, doc_id=case_id, question=get_str(record, "question", "question"),
+        fields.update(id=case_id, doc_id=case_group(case_id), question=get_str(record, "question", "question"),
                       paragraphs=[get_str(record, "text", "text")], modality="text", answer_type=case_type)
         if case_type == "entailment":
             label = get_str(record, "label", "label")

@@ -441,23 +441,30 @@ class StatuteQA(_Pipeline):
     """SARA: statute retrieval by the question's citation (``retrieval`` strategy), then the answerer.
 
     ``selection``: the ``SelectionConfig`` (default: ``STATUTE_SELECTION``, KATE with two exemplars); keyword
-    arguments replace single settings of it; any other keyword is an error."""
+    arguments replace single settings of it; any other keyword is an error. ``statute_tokens``: the most tokens of
+    statute text in a query or a demo (``None``: no limit), counted with the target model's tokenizer and cut by
+    the hierarchy (``retrieval.statute_budget``): a question that cites nothing gets every statute (~7,000 tokens
+    for SARA's numerical cases), more than the embedded models' 4,096-token context (docs/retrieval.md)."""
 
     def __init__(self, pipeline: str = "cot", retrieval: str = "mentioned_only", model: str | None = None,
                  embedder=None, token_counter=None, data_dir=None, selection: SelectionConfig | None = None,
-                 **selection_settings):
+                 statute_tokens: int | None = None, **selection_settings):
         if pipeline not in STATUTE_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for statutes; choose from {STATUTE_PIPELINES}")
         config = _selection(type(self).__name__, selection or STATUTE_SELECTION, selection_settings)
-        super().__init__({"kind": "statute", "pipeline": pipeline, "retrieval": retrieval, "model": model},
-                         config, embedder or TextEmbedder(), token_counter)
-        self.retrieve = StatuteRetriever(strategy=retrieval, data_dir=data_dir, no_citation="all")
+        spec = {"kind": "statute", "pipeline": pipeline, "retrieval": retrieval, "model": model}
+        if statute_tokens is not None:  # specs of programs without a statute budget stay as they were
+            spec["statute_tokens"] = statute_tokens
+        super().__init__(spec, config, embedder or TextEmbedder(), token_counter)
+        self.retrieve = StatuteRetriever(strategy=retrieval, data_dir=data_dir, no_citation="all",
+                                         max_tokens=statute_tokens)
         self.solve = make_statute_solver(pipeline)
 
     def _retrieved(self, example: Mapping) -> dict:
         question = example["question"]
         facts = "\n".join(example.get("paragraphs") or [])
-        statute = self.retrieve(question=question).statute_text
+        count = self.token_counter.count_text if self.retrieve.max_tokens is not None else None
+        statute = self.retrieve(question=question, count_tokens=count).statute_text
         return {"question": question, "facts": facts, "statute": statute}
 
 

@@ -290,7 +290,8 @@ class SelectExemplars(dspy.Module, Parameter):
         embedding = self.embedder.encode([text])[0]
         targets = (self.predict_attributes(embedding, fields, attribute_fields)
                    if selector.uses_attributes else {})
-        capacity = self.resolved_budget - int(base_tokens) - self.config.reserve_output_tokens
+        capacity = self.config.exemplar_capacity(self.resolved_budget - int(base_tokens)
+                                                 - self.config.reserve_output_tokens)
         excluded = ({str(i) for i in exclude_ids} | ({str(id)} if id is not None else set())
                     | self.same_inputs_ids(fields))
         values = (None if self.value is None else
@@ -323,6 +324,8 @@ class SelectExemplars(dspy.Module, Parameter):
             info["predicted_latency_s"] = round(latency.seconds(info["new_prompt_tokens"]), 3)
         if self.config.latency_budget is not None:
             info["latency_budget"] = self.config.latency_budget
+        if self.config.exemplar_budget is not None:
+            info["exemplar_budget"] = self.config.exemplar_budget
         shared = self.config.shared_fields or ()
         demos = [dspy.Example(**(referring_demo(self.demos[i], shared) if refers else self.demos[i]))
                  for i, refers in zip(selection.indices, selection.shared or [False] * len(selection.indices),

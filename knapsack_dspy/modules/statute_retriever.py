@@ -13,11 +13,16 @@ A question that cites nothing (SARA's numerical cases: "How much tax does Alice 
 2017?") or only sections that are not in the statutes gets ``has_citation=False`` and, with the
 default ``no_citation="empty"``, an empty ``statute_text``; ``no_citation="all"`` returns every
 statute instead. It never raises for such questions.
+
+``max_tokens`` (with ``count_tokens``, the target model's ``count_text``) keeps the text within that many
+tokens, cut by the hierarchy (``retrieval.statute_budget``: the cited subsection and its ancestors first, then
+its descendants, its siblings, the rest); ``truncated`` / ``dropped_ids`` say what was cut.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from collections.abc import Mapping
 
@@ -25,6 +30,7 @@ import dspy
 
 from knapsack_dspy.data import load_statutes
 from knapsack_dspy.retrieval.citations import extract_citations
+from knapsack_dspy.retrieval.statute_budget import fit_statute_selection
 from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
 from knapsack_dspy.retrieval.statute_strategies import STRATEGIES, render_subsections, select_statute_text
 
@@ -50,11 +56,14 @@ class StatuteRetriever(dspy.Module):
     data_dir: data directory used when ``statutes`` is None (default: ``$KDSPY_DATA_DIR``).
     no_citation: what to return when the question cites no known section: ``"empty"`` (empty text) or
         ``"all"`` (every statute).
+    max_tokens: the most tokens of statute text (``None``: no limit); needs ``count_tokens`` (here or per call).
+    count_tokens: ``count_tokens(text) -> int``, the target model's tokenizer (``TokenCounter.count_text``).
     """
 
     def __init__(self, strategy: str = "mentioned_only",
                  statutes: StatuteCorpus | Mapping[str, str] | None = None,
-                 data_dir: str | os.PathLike | None = None, no_citation: str = "empty"):
+                 data_dir: str | os.PathLike | None = None, no_citation: str = "empty",
+                 max_tokens: int | None = None, count_tokens=None):
         super().__init__()
         if strategy not in STRATEGIES:
             raise ValueError(f"StatuteRetriever: unknown strategy {strategy!r}; "
@@ -65,9 +74,15 @@ class StatuteRetriever(dspy.Module):
         if statutes is not None and not isinstance(statutes, (StatuteCorpus, Mapping)):
             raise TypeError("StatuteRetriever: statutes must be a StatuteCorpus or a {section: text} dict, "
                             f"got {type(statutes).__name__}")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                       or max_tokens < 1):
+            raise ValueError(f"StatuteRetriever: max_tokens must be a positive number of tokens or None, "
+                             f"got {max_tokens!r}")
         self.strategy = strategy
         self.data_dir = data_dir
         self.no_citation = no_citation
+        self.max_tokens = max_tokens
+        self.count_tokens = count_tokens
         if isinstance(statutes, Mapping):
             statutes = StatuteCorpus.from_texts(statutes)
         self._corpus = statutes
@@ -86,24 +101,29 @@ class StatuteRetriever(dspy.Module):
             new.__dict__[key] = value if key == "_corpus" else copy.deepcopy(value, memo)
         return new
 
-    def forward(self, question: str) -> dspy.Prediction:
+    def forward(self, question: str, count_tokens=None) -> dspy.Prediction:
         """Returns ``dspy.Prediction`` with ``statute_text`` (str), ``subsection_ids`` (list[str], statute
         order), ``citations`` (ids as cited in the question), ``has_citation`` (bool: a cited section is in
         the statutes), ``partial`` (citations served by their deepest existing ancestor, e.g.
-        "151(d)(5)(A)") and ``unresolved`` (citations of sections not in the statutes)."""
+        "151(d)(5)(A)"), ``unresolved`` (citations of sections not in the statutes), ``truncated`` and
+        ``dropped_ids`` (what ``max_tokens`` left out). ``count_tokens``: this call's token counter (default:
+        the retriever's)."""
         if not isinstance(question, str):
             raise TypeError(f"StatuteRetriever: question must be a string, got {type(question).__name__}")
         corpus = self.corpus
         citations = extract_citations(question)
         selection = select_statute_text(corpus, citations, self.strategy)
         has_citation = bool(selection.cited_ids)
-        text, ids = selection.text, selection.subsection_ids
         if not has_citation:
-            if self.no_citation == "all":
-                ids = corpus.sort_ids(corpus.nodes)
-                text = render_subsections(corpus, ids)
-            else:
-                text, ids = "", []
-        return dspy.Prediction(statute_text=text, subsection_ids=ids,
+            ids = corpus.sort_ids(corpus.nodes) if self.no_citation == "all" else []
+            selection = dataclasses.replace(selection, subsection_ids=ids,
+                                            text=render_subsections(corpus, ids) if ids else "")
+        if self.max_tokens is not None:
+            count = count_tokens or self.count_tokens
+            if count is None:
+                raise ValueError("StatuteRetriever: max_tokens needs count_tokens (the target model's tokenizer)")
+            selection = fit_statute_selection(corpus, selection, self.max_tokens, count)
+        return dspy.Prediction(statute_text=selection.text, subsection_ids=selection.subsection_ids,
                                citations=[c.id for c in citations], has_citation=has_citation,
-                               partial=selection.partial, unresolved=selection.unresolved)
+                               partial=selection.partial, unresolved=selection.unresolved,
+                               truncated=selection.truncated, dropped_ids=selection.dropped_ids)

@@ -8,6 +8,7 @@ from knapsack_dspy.retrieval.bm25 import BM25
 from knapsack_dspy.retrieval.citations import Citation, extract_citations
 from knapsack_dspy.retrieval.evidence_recall import gold_indices, recall_at_n
 from knapsack_dspy.retrieval.ranking import rank_indices, top_n_in_order
+from knapsack_dspy.retrieval.statute_budget import fit_statute_selection
 from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
 from knapsack_dspy.retrieval.statute_strategies import STRATEGIES, StatuteSelection, select_statute_text
 from knapsack_dspy.retrieval.statute_tree import (
@@ -30,6 +31,7 @@ __all__ = [
     "StatuteSelection",
     "Subsection",
     "extract_citations",
+    "fit_statute_selection",
     "gold_indices",
     "header_row_count",
     "parse_statute",

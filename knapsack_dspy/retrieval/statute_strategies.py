@@ -23,7 +23,8 @@ from knapsack_dspy.retrieval.citations import Citation
 from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
 from knapsack_dspy.retrieval.statute_references import find_references
 
-__all__ = ["STRATEGIES", "StatuteSelection", "render_subsections", "select_statute_text"]
+__all__ = ["STRATEGIES", "StatuteSelection", "node_lines", "render_subsections", "section_title",
+           "select_statute_text"]
 
 STRATEGIES = ("mentioned_only", "entire_section", "references")
 INDENT = "    "
@@ -40,6 +41,8 @@ class StatuteSelection:
     partial: list[str] = field(default_factory=list)  # citations served by an ancestor ("151(d)(5)(A)")
     unresolved: list[str] = field(default_factory=list)  # citations of sections not in the corpus
     referenced_ids: list[str] = field(default_factory=list)  # ``references`` only: nodes referred to
+    truncated: bool = False  # cut to a token budget (``statute_budget.fit_statute_selection``)
+    dropped_ids: list[str] = field(default_factory=list)  # the picked nodes the budget left out
 
 
 def render_subsections(corpus: StatuteCorpus, ids: Sequence[str]) -> str:
@@ -52,25 +55,36 @@ def render_subsections(corpus: StatuteCorpus, ids: Sequence[str]) -> str:
     """
     by_section: dict[str, list[tuple[int, str]]] = {}
     for node_id in corpus.sort_ids(ids):
-        node = corpus[node_id]
-        items = by_section.setdefault(node.section, [])
-        indent = INDENT * max(node.depth - 1, 0)
-        blocks: dict[int, list[str]] = {}
-        for sentence in node.sentences:
-            blocks.setdefault(sentence.position[0], []).append(sentence.text)
-        if node.depth:
-            label_line = f"{indent}{node.id} {node.heading}".rstrip()
-            if node.line in blocks:  # body written on the label line: "(1) every married individual ..."
-                label_line += " " + " ".join(blocks.pop(node.line))
-            items.append((node.line, label_line))
-        for line_number, texts in blocks.items():
-            items.append((line_number, indent + " ".join(texts)))
+        by_section.setdefault(corpus[node_id].section, []).extend(node_lines(corpus, node_id))
     parts = []
     for section, items in by_section.items():
-        statute = corpus.statutes[section]
-        title = f"§{statute.number}. {statute.title}".rstrip()
-        parts.append("\n".join([title] + [text for _, text in sorted(items)]))
+        parts.append("\n".join([section_title(corpus, section)] + [text for _, text in sorted(items)]))
     return "\n\n".join(parts)
+
+
+def section_title(corpus: StatuteCorpus, section: str) -> str:
+    """The title line a section's text opens with in ``render_subsections`` (``§2. Definitions and ...``)."""
+    statute = corpus.statutes[section]
+    return f"§{statute.number}. {statute.title}".rstrip()
+
+
+def node_lines(corpus: StatuteCorpus, node_id: str) -> list[tuple[int, str]]:
+    """(line number in the file, rendered line) of one node in ``render_subsections``: its label line with its
+    heading (and the body written on it) and its own sentences, indented by depth."""
+    node = corpus[node_id]
+    indent = INDENT * max(node.depth - 1, 0)
+    blocks: dict[int, list[str]] = {}
+    for sentence in node.sentences:
+        blocks.setdefault(sentence.position[0], []).append(sentence.text)
+    items = []
+    if node.depth:
+        label_line = f"{indent}{node.id} {node.heading}".rstrip()
+        if node.line in blocks:  # body written on the label line: "(1) every married individual ..."
+            label_line += " " + " ".join(blocks.pop(node.line))
+        items.append((node.line, label_line))
+    for line_number, texts in blocks.items():
+        items.append((line_number, indent + " ".join(texts)))
+    return items
 
 
 def select_statute_text(corpus: StatuteCorpus, citations: Sequence[Citation],

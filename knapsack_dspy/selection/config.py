@@ -64,6 +64,13 @@ class SelectionConfig:
     max_exemplars: M, the most exemplars per prompt.
     budget: total prompt tokens; ``None``: the target model's context window (4,096 when unknown).
     reserve_output_tokens: tokens kept free for the answer.
+    exemplar_budget: the most tokens the exemplars of one prompt may take together (SEER's L, the exemplars' own
+        budget), beside ``budget``; ``None``: none. A query's exemplars then get
+        ``min(budget - query prompt - reserve_output_tokens, exemplar_budget)`` tokens (``exemplar_capacity``):
+        the whole prompt stays within ``budget`` (the context window when ``budget`` is None: a prompt must
+        still fit the model) and the exemplars within ``exemplar_budget``. The exemplars' tokens are their demos'
+        tokens in the prompt (a shared field, e.g. a table, paid once: ``total_cost`` of the selection, the
+        ``exemplar_tokens`` of a bench row); ``within_budget`` then means within both. At most ``budget``.
     alpha, beta: SEER's template shares: >= alpha*M exemplars with the query's (predicted) attribute value,
         >= beta*M with another.
     attributes: attributes with a template, most important first (the last is relaxed first).
@@ -100,6 +107,7 @@ class SelectionConfig:
     max_exemplars: int = 4
     budget: int | None = None
     reserve_output_tokens: int = 256
+    exemplar_budget: int | None = None
     alpha: float = 0.75
     beta: float = 0.0
     attributes: tuple[str, ...] = ("modality",)
@@ -133,6 +141,10 @@ class SelectionConfig:
             fail(f"budget must be a positive number of tokens or None, got {self.budget!r}")
         if not _is_int(self.reserve_output_tokens) or self.reserve_output_tokens < 0:
             fail(f"reserve_output_tokens must be a non-negative integer, got {self.reserve_output_tokens!r}")
+        if self.exemplar_budget is not None and (not _is_int(self.exemplar_budget) or self.exemplar_budget <= 0):
+            fail(f"exemplar_budget must be a positive number of tokens or None, got {self.exemplar_budget!r}")
+        if self.exemplar_budget is not None and self.budget is not None and self.exemplar_budget > self.budget:
+            fail(f"exemplar_budget ({self.exemplar_budget}) is larger than the whole prompt's budget ({self.budget})")
         for name in ("alpha", "beta"):
             value = getattr(self, name)
             if not _is_number(value) or not 0 <= value <= 1:
@@ -193,6 +205,11 @@ class SelectionConfig:
         if self.attribute_source is not None:
             return self.attribute_source
         return self.selector_class.default_attribute_source if self.attributes else "none"
+
+    def exemplar_capacity(self, capacity: float) -> float:
+        """The tokens a query's exemplars may take, from what the whole-prompt budget leaves them (``budget`` -
+        query prompt - output reserve): that, capped by ``exemplar_budget`` when there is one."""
+        return capacity if self.exemplar_budget is None else min(capacity, self.exemplar_budget)
 
     def build_selector(self) -> ExemplarSelector:
         """A new, unfitted selector with this config's parameters."""

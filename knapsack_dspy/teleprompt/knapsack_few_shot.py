@@ -338,7 +338,9 @@ class KnapsackFewShot(Teleprompter):
                                   "pool_skipped": pool.skipped, "valset_size": len(val),
                                   "val_subset_size": len(val_subset), "configs": [],
                                   "_pool_tokens": int(sum(costs) + sum(group_costs)),
-                                  **({"shared_groups": len(group_costs)} if groups else {})}
+                                  **({"shared_groups": len(group_costs)} if groups else {}),
+                                  **({"exemplar_budget": base_config.exemplar_budget}
+                                     if base_config.exemplar_budget is not None else {})}
 
         # Stage 1: fit every configuration once (no LM calls unless a fixed set is LM-scored) and score it
         # with model-free proxies; keep each fitted state to restore later instead of refitting.
@@ -429,7 +431,8 @@ class KnapsackFewShot(Teleprompter):
         # A compile-time set must fit typical queries: size it for the 90th percentile of the validation
         # prompts (longer queries drop its least similar exemplars at inference).
         bases = [q.base_tokens for q in queries]
-        capacity = budget - (float(np.percentile(bases, 90)) if any(bases) else 0) - config.reserve_output_tokens
+        capacity = config.exemplar_capacity(
+            budget - (float(np.percentile(bases, 90)) if any(bases) else 0) - config.reserve_output_tokens)
         if fit_on == FIT_ON_VALIDATION_QUERIES:
             texts = [query_text(q.inputs, config.embed_fields) for q in queries]
             return {"val_embeddings": select.embedder.encode(texts), "capacity": capacity}
