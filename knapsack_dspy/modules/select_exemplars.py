@@ -152,7 +152,9 @@ class SelectExemplars(dspy.Module, Parameter):
             self.signature_fields = list(signature_fields)
             self.input_fields = list(input_fields or self.config.embed_fields or ())
             self.value_name = _function_name(self.value)
-            for attr in set(self.config.attributes) | {"modality", "answer_type"} | set(attribute_fns):
+            wanted = (set(self.config.attributes) | {"modality", "answer_type"} | set(attribute_fns)
+                      | set(self.config.selector_class.pool_attributes))
+            for attr in wanted:
                 get = attribute_fns.get(attr) or (lambda ex, attr=attr: ex.get(attr))
                 values = [get(ex) for ex in pool_examples]
                 if any(v is not None and v != "" for v in values):
@@ -345,6 +347,10 @@ class SelectExemplars(dspy.Module, Parameter):
         if cheapest <= min(capacity, request.new_token_capacity) + 1e-9:
             return reason
         if capacity < cheapest:
+            left = self.resolved_budget - base_tokens - reserve
+            if left > capacity:  # the exemplar budget binds
+                return (f"empty selection: no exemplar fits the exemplar budget of {capacity:g} tokens; the "
+                        f"cheapest costs {cheapest:g}")
             return (f"empty selection: no exemplar fits: budget {self.resolved_budget} - prompt without demos "
                     f"{base_tokens} - output reserve {reserve} = {capacity:g} tokens for exemplars; the cheapest "
                     f"costs {cheapest:g}")

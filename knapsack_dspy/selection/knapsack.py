@@ -24,6 +24,12 @@ of them is chosen -- two demos from one document show its table once. The ILP th
 per group, ``x_i <= y_g`` for its members, and ``group_costs[g] * y_g`` in the capacity row; dominance
 pruning compares items of the same group only (swapping within a group keeps ``y_g``), so it stays exact.
 
+**Coverage values** (optional ``kinds`` / ``kind_values``): a value paid once when any item of a *kind* is chosen
+(e.g. the probability that the query needs that kind of solution: a second exemplar of the kind adds only its
+own value -- diminishing returns, optimised exactly). The ILP has a variable ``z_k`` per kind with
+``z_k <= sum of its members' x_i`` and ``kind_values[k] * z_k`` in the objective; dominance pruning compares
+items of the same kind only, so it stays exact. :func:`greedy_knapsack` solves the same objective greedily.
+
 Infeasible attribute constraints never crash: they are dropped **last given first** until the problem is
 feasible, and the dropped names are reported in ``relaxed`` (status ``"relaxed"``). The returned
 selection never exceeds ``capacity`` or ``max_items``, whatever happens (the solver's answer is
@@ -43,7 +49,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, OptimizeWarning, milp
 from scipy.sparse import csr_array
 
-__all__ = ["AttributeConstraint", "KnapsackSolution", "prune_dominated", "solve_knapsack"]
+__all__ = ["AttributeConstraint", "KnapsackSolution", "greedy_knapsack", "prune_dominated", "solve_knapsack"]
 
 _FJ_OPTION = "mip_heuristic_run_feasibility_jump"
 _TOL = 1e-9
@@ -170,6 +176,31 @@ def _validate_groups(groups, group_costs, n: int):
     return groups.astype(int), shared
 
 
+def _validate_kinds(kinds, kind_values, n: int):
+    """``kinds``: one kind id per item (-1: none); ``kind_values``: the value of covering each kind id."""
+    if kinds is None:
+        if kind_values is not None:
+            raise ValueError("kind_values given without kinds")
+        return np.full(n, -1, dtype=int), np.zeros(0)
+    kinds = np.asarray(kinds)
+    if kinds.shape != (n,) or (kinds.size and not np.issubdtype(kinds.dtype, np.integer)):
+        raise ValueError(f"kinds must be {n} integer kind ids (-1: no kind), got shape {kinds.shape}")
+    values = np.asarray(kind_values if kind_values is not None else [], dtype=float)
+    if values.ndim != 1:
+        raise ValueError("kind_values must be a 1-D sequence (one value per kind id)")
+    if kinds.size and (kinds.min() < -1 or kinds.max() >= values.size):
+        raise ValueError(f"kinds hold ids outside [-1, {values.size - 1}] (kind_values has {values.size} entries)")
+    if not np.isfinite(values).all() or (values < 0).any():
+        raise ValueError("kind_values must be finite and non-negative")
+    return kinds.astype(int), values
+
+
+def _coverage(chosen, kinds, kind_values) -> float:
+    """The kind values a selection collects: each covered kind's value once."""
+    covered = {int(k) for k in kinds[np.asarray(chosen, dtype=int)] if k >= 0}
+    return float(sum(kind_values[k] for k in covered))
+
+
 def _total_cost(chosen, costs, groups, shared) -> float:
     """Cost of a selection: its items' own costs plus each of their groups' shared cost once."""
     chosen = np.asarray(chosen, dtype=int)
@@ -216,15 +247,20 @@ def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray,
     return np.flatnonzero(keep)
 
 
-def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=None, shared=None):
+def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=None, shared=None, kinds=None,
+          kind_values=None):
     """Solve the ILP on the given (already pruned) items. Returns (x or None, status string). With
-    ``groups`` (ids into ``shared``, -1 for none), one extra binary per used group pays its shared cost."""
+    ``groups`` (ids into ``shared``, -1 for none), one extra binary per used group pays its shared cost; with
+    ``kinds`` (ids into ``kind_values``), one extra binary per present kind collects its value once."""
     n = values.size
     used = sorted({int(g) for g in groups if g >= 0}) if groups is not None else []
-    k = len(used)
+    present = sorted({int(c) for c in kinds if c >= 0}) if kinds is not None else []
+    k = len(used) + len(present)
     column = {g: n + j for j, g in enumerate(used)}
+    kind_column = {c: n + len(used) + j for j, c in enumerate(present)}
     pad = np.zeros(k)
-    rows = [np.concatenate([costs, [shared[g] for g in used]]), np.concatenate([np.ones(n), pad])]
+    rows = [np.concatenate([costs, [shared[g] for g in used], np.zeros(len(present))]),
+            np.concatenate([np.ones(n), pad])]
     lower = [-np.inf, -np.inf]
     upper = [capacity, float(max_items)]
     for i in range(n):  # x_i <= y_g
@@ -234,6 +270,13 @@ def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=No
             rows.append(link)
             lower.append(-np.inf)
             upper.append(0.0)
+    for c in present:  # z_c <= sum of the kind's x_i
+        link = np.zeros(n + k)
+        link[np.flatnonzero(kinds == c)] = -1.0
+        link[kind_column[c]] = 1.0
+        rows.append(link)
+        lower.append(-np.inf)
+        upper.append(0.0)
     for con in constraints:
         m = np.concatenate([con.members.astype(float), pad])
         if con.min_count > 0 or con.max_count is not None:
@@ -251,7 +294,8 @@ def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=No
     # presolve off: the dominance pruning already did the useful reductions; HiGHS's presolve costs
     # ~1 ms a call on these models (median 3.3 -> 2.4 ms at k=200, M=8, four constraints).
     options = {"mip_rel_gap": 0.0, "time_limit": float(time_limit), "presolve": False, **_highs_pass_through()}
-    result = milp(np.concatenate([-values, pad]), integrality=np.ones(n + k), bounds=Bounds(0, 1),
+    objective = np.concatenate([-values, np.zeros(len(used)), [-kind_values[c] for c in present]])
+    result = milp(objective, integrality=np.ones(n + k), bounds=Bounds(0, 1),
                   constraints=LinearConstraint(csr_array(np.vstack(rows)), lower, upper), options=options)
     if result.status == 0:
         return np.round(result.x[:n]).astype(bool), "optimal"
@@ -292,7 +336,7 @@ def _enforce_limits(chosen: np.ndarray, values, costs, capacity, max_items, grou
 
 
 def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limit: float = 5.0, *,
-                   groups=None, group_costs=None) -> KnapsackSolution:
+                   groups=None, group_costs=None, kinds=None, kind_values=None) -> KnapsackSolution:
     """Choose items maximising total value under a capacity, a maximum count and attribute constraints.
 
     Parameters
@@ -306,6 +350,8 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
         (status ``"time_limit"``).
     groups / group_costs: optional shared costs: ``groups[i]`` is item i's group id (-1: none) and
         ``group_costs[g]`` a cost paid once when any item of group g is chosen (see the module docstring).
+    kinds / kind_values: optional coverage values: ``kinds[i]`` is item i's kind id (-1: none) and
+        ``kind_values[k]`` (>= 0) a value collected once when any item of kind k is chosen.
 
     Returns a ``KnapsackSolution``: ``selected`` (indices, highest value first), ``objective``,
     ``status`` (``"optimal"``, ``"time_limit"`` or ``"relaxed"``), ``relaxed`` (names of dropped
@@ -314,7 +360,9 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     values, costs, capacity, max_items, constraints = _validate(values, costs, capacity, max_items, constraints)
     n = values.size
     groups, shared = _validate_groups(groups, group_costs, n)
+    kinds, kind_values = _validate_kinds(kinds, kind_values, n)
     has_groups = bool((groups >= 0).any())
+    has_kinds = bool((kinds >= 0).any())
     # what one item costs alone: its own cost plus its group's shared cost
     alone = costs + np.where(groups >= 0, shared[np.maximum(groups, 0)] if shared.size else 0.0, 0.0)
     active = list(constraints)
@@ -340,11 +388,14 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
                     else np.zeros((n, 0), dtype=bool))
         if has_groups:  # compare items of one group only: a swap inside a group keeps its shared cost
             profiles = np.column_stack([profiles, groups])
+        if has_kinds:  # and of one kind only: a swap inside a kind keeps its coverage value
+            profiles = np.column_stack([profiles, kinds])
         keep = prune_dominated(values, costs, profiles, max_items, capacity, fit_costs=alone)
         sub_constraints = [AttributeConstraint(c.members[keep], c.min_count, c.max_count, c.name,
                                                c.min_fraction, c.max_fraction) for c in active]
         x, status = _milp(values[keep], costs[keep], capacity, max_items, sub_constraints, time_limit,
-                          groups[keep] if has_groups else None, shared)
+                          groups[keep] if has_groups else None, shared, kinds[keep] if has_kinds else None,
+                          kind_values)
         proven = status == "optimal"
         if status in ("optimal", "time_limit"):
             chosen = keep[x]
@@ -360,15 +411,54 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
             break
         dropped = active.pop()
         relaxed.append(dropped.label(len(active)))
-    chosen = _enforce_limits(chosen, values, costs, capacity, max_items, groups, shared)
-    order = sorted(chosen.tolist(), key=lambda i: (-values[i], i))
-    objective = float(values[order].sum()) if order else 0.0
+    # an item's value as the first of its kind (what it can add at most): for the re-check and the order
+    marginal = values + np.where(kinds >= 0, kind_values[np.maximum(kinds, 0)] if kind_values.size else 0.0, 0.0)
+    chosen = _enforce_limits(chosen, marginal, costs, capacity, max_items, groups, shared)
+    order = sorted(chosen.tolist(), key=lambda i: (-marginal[i], i))
+    objective = float(values[order].sum()) + _coverage(order, kinds, kind_values) if order else 0.0
     if relaxed:
         status = "relaxed"
         notes.insert(0, "infeasible constraints dropped (last given first): " + ", ".join(relaxed))
     if not order:
         notes.append("empty selection: every candidate's value is <= 0 (the knapsack adds only items of positive "
-                     f"value; the highest is {values.max():g})" if (values <= 0).all() else
+                     f"value; the highest is {marginal.max():g})" if (marginal <= 0).all() else
                      "empty selection: no item improves the objective within the limits")
     return KnapsackSolution(tuple(int(i) for i in order), objective, status, tuple(relaxed),
                             reason="; ".join(notes), candidates=int(keep.size), proven_optimal=proven)
+
+
+def greedy_knapsack(values, costs, capacity, max_items, *, groups=None, group_costs=None, kinds=None,
+                    kind_values=None) -> KnapsackSolution:
+    """The objective of :func:`solve_knapsack` (without attribute constraints) solved greedily: repeatedly take
+    the item of the largest marginal value (its own value, plus its kind's value when the kind is not yet
+    covered) among those that still fit (its cost, plus its group's shared cost when the group is not yet in),
+    while that value is positive and fewer than ``max_items`` are taken. The knapsack's own greedy: what the ILP
+    must beat. ``selected`` is in the order taken."""
+    values, costs, capacity, max_items, _ = _validate(values, costs, capacity, max_items, ())
+    n = values.size
+    groups, shared = _validate_groups(groups, group_costs, n)
+    kinds, kind_values = _validate_kinds(kinds, kind_values, n)
+    chosen: list[int] = []
+    used = 0.0
+    paid: set[int] = set()
+    covered: set[int] = set()
+    available = np.ones(n, dtype=bool)
+    while len(chosen) < max_items:
+        extra = costs + np.asarray([shared[g] if g >= 0 and g not in paid else 0.0 for g in groups])
+        gain = values + np.asarray([kind_values[c] if c >= 0 and c not in covered else 0.0 for c in kinds])
+        fits = available & (used + extra <= capacity + _TOL) & (gain > 0)
+        if not fits.any():
+            break
+        candidates = np.flatnonzero(fits)
+        best = int(candidates[np.lexsort((candidates, -gain[candidates]))[0]])
+        chosen.append(best)
+        available[best] = False
+        used += float(extra[best])
+        if groups[best] >= 0:
+            paid.add(int(groups[best]))
+        if kinds[best] >= 0:
+            covered.add(int(kinds[best]))
+    objective = float(values[chosen].sum()) + _coverage(chosen, kinds, kind_values) if chosen else 0.0
+    reason = "" if chosen else ("empty selection: no item of positive value fits" if max_items else
+                                "empty selection: max_items is 0")
+    return KnapsackSolution(tuple(chosen), objective, "greedy", reason=reason, candidates=n, proven_optimal=False)

@@ -58,7 +58,9 @@ class ExemplarSelector:
     - ``uses_attributes``: ``request.target_attributes`` matters (so they are predicted per query);
     - ``default_attribute_source``: how target attributes are obtained unless the config says otherwise;
     - ``selects_demos``: ``False`` for a selector that sends no exemplars by design (``no_demos``), so an empty
-      selection is not reported as a problem.
+      selection is not reported as a problem;
+    - ``pool_attributes``: pool attributes ``fit`` / ``select`` read besides the configured ones (the pool carries
+      them: ``SelectExemplars.fit`` takes each from the examples' field of that name).
 
     Parameters are the ``__init__`` arguments (``get_params`` reads them back); ``SelectionConfig`` checks
     its ``selector_params`` against them.
@@ -71,6 +73,7 @@ class ExemplarSelector:
     uses_attributes = False
     default_attribute_source = "classifier"
     selects_demos = True
+    pool_attributes: tuple[str, ...] = ()
 
     def __init__(self, max_exemplars: int = 8):
         self.max_exemplars = max_exemplars

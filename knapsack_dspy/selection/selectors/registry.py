@@ -19,6 +19,7 @@ from __future__ import annotations
 import types
 
 from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, FIT_ON, MODES, ExemplarSelector
+from knapsack_dspy.selection.selectors.case_coverage import CaseCoverageSelector
 from knapsack_dspy.selection.selectors.csp import CSPSelector
 from knapsack_dspy.selection.selectors.diverse_kate import DiverseKATESelector
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
@@ -114,5 +115,5 @@ def selector_for_mode(mode: str | None, selector: str | None = None) -> str:
 
 for _cls in (RandomSelector, FixedSetSelector, KATESelector, KATEWithinBudgetSelector, DiverseKATESelector,
              CSPSelector, KnapsackSelector, GoldKnapsackSelector, StaticKnapsackSelector, HybridKnapsackSelector,
-             NoDemosSelector):
+             NoDemosSelector, CaseCoverageSelector):
     register_selector(_cls)

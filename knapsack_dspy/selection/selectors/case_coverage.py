@@ -1,0 +1,170 @@
+"""Case coverage: exemplars chosen for the solution patterns the query is likely to need, by an exact knapsack.
+
+SEER's knapsack maximises the *sum* of similarities, so with room to spare it trades the one most relevant
+exemplar for several shorter, less similar ones, and it finds the case that solves the query less often than a
+nearest-first greedy. This selector values a set of exemplars by what it is likely to teach:
+
+    value(S) = sum over kinds k shown in S of  P(k | query)                          (coverage, once per kind)
+             + similarity_weight * sum over i in S of  exp((s_i - s_max) / temperature)   (the nearest first)
+             - token_price * sum over i in S of  cost_i                              (optional: tokens cost value)
+
+- an exemplar's *kind* is its solution pattern: the pool attribute ``kind`` (default ``program_template``:
+  ``subtract(X_0,X_1),divide(#0,X_1)``), else its answer type (``answer_type:span``); ``P(k | query)`` comes
+  from a classifier trained at fit time on the pool itself (a multinomial logistic regression on the embeddings,
+  the pool's kinds as labels: learned case relevance, as the case-based reasoning paper trains its retriever on
+  program similarity). A second exemplar of a kind adds only its similarity term: diminishing returns, inside
+  the ILP (``solve_knapsack``'s coverage values), optimised exactly under the token budget and M;
+- ``s_i`` is the similarity to the query (``s_max`` the nearest candidate's), so among exemplars of one kind,
+  and beyond the likely kinds, the nearest is worth the most (KATE's order, not SEER's sum);
+- ``token_price`` > 0: an exemplar is included only when what it adds exceeds the price of its tokens.
+
+``solver="greedy"`` optimises the same value greedily (largest marginal value first, skipping what does not
+fit): the knapsack's own baseline. A pool without kinds (no program-like labels, no answer types: an arbitrary
+DSPy program) falls back to the similarity term alone -- the nearest first, under the budget -- and says so (a
+``CaseCoverageFallback`` warning at fit; ``fallback`` in the state).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
+from knapsack_dspy.selection.knapsack import greedy_knapsack, solve_knapsack
+from knapsack_dspy.selection.selectors.base import ExemplarSelector, NotFittedError, candidates, make_selection
+
+__all__ = ["SOLVERS", "CaseCoverageFallback", "CaseCoverageSelector", "kind_labels"]
+
+SOLVERS = ("knapsack", "greedy")
+ANSWER_TYPE = "answer_type"
+
+
+class CaseCoverageFallback(UserWarning):
+    """The pool has no kinds: case coverage selects by similarity alone (the nearest first, under the budget)."""
+
+
+def kind_labels(pool, kind: str) -> np.ndarray:
+    """Each pool exemplar's kind: its ``kind`` attribute, else ``"answer_type:<its answer type>"``, else ``""``
+    (none)."""
+    n = len(pool)
+    labels = np.full(n, "", dtype=object)
+    own = pool.attributes.get(kind)
+    answer_types = pool.attributes.get(ANSWER_TYPE) if kind != ANSWER_TYPE else None
+    for i in range(n):
+        if own is not None and own[i]:
+            labels[i] = str(own[i])
+        elif answer_types is not None and answer_types[i]:
+            labels[i] = f"{ANSWER_TYPE}:{answer_types[i]}"
+    return labels.astype(str)
+
+
+class CaseCoverageSelector(ExemplarSelector):
+    """See the module docstring. Parameters: ``max_exemplars`` (M), ``kind`` (the pool attribute naming an
+    exemplar's solution pattern), ``similarity_weight`` and ``temperature`` (the nearest-first term),
+    ``token_price`` (value per prompt token, >= 0), ``solver`` ("knapsack" or "greedy"), ``knn_k`` (candidates:
+    the nearest ``knn_k``), ``C`` (the kind classifier's inverse regularisation)."""
+
+    name = "case_coverage"
+    needs_fit = True
+    pool_attributes = ("program_template", ANSWER_TYPE)
+
+    def __init__(self, max_exemplars: int = 8, kind: str = "program_template", similarity_weight: float = 0.5,
+                 temperature: float = 0.05, token_price: float = 0.0, solver: str = "knapsack",
+                 knn_k: int | None = 200, C: float = 16.0, time_limit: float = 5.0):
+        super().__init__(max_exemplars)
+        self.kind = kind
+        self.similarity_weight = similarity_weight
+        self.temperature = temperature
+        self.token_price = token_price
+        self.solver = solver
+        self.knn_k = knn_k
+        self.C = C
+        self.time_limit = time_limit
+
+    def validate_params(self):
+        super().validate_params()
+        if not isinstance(self.kind, str) or not self.kind:
+            raise ValueError(f"kind must be the name of a pool attribute, got {self.kind!r}")
+        for name in ("similarity_weight", "token_price"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) \
+                or not self.temperature > 0:
+            raise ValueError(f"temperature must be a number > 0, got {self.temperature!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.knn_k is not None and (isinstance(self.knn_k, bool) or not isinstance(self.knn_k, int)
+                                       or self.knn_k < 1):
+            raise ValueError(f"knn_k must be a positive integer or None, got {self.knn_k!r}")
+        if isinstance(self.C, bool) or not isinstance(self.C, (int, float)) or not self.C > 0:
+            raise ValueError(f"C must be a number > 0, got {self.C!r}")
+
+    # -- learned state -------------------------------------------------------------------------------------
+    def fit(self, pool, **kwargs):
+        self.validate_params()
+        labels = kind_labels(pool, self.kind)
+        known = labels != ""
+        self.fallback_ = not known.any()
+        self.classifier_ = None
+        if self.fallback_:
+            warnings.warn(f"case_coverage: no pool exemplar has a {self.kind!r} or an answer type: selecting by "
+                          "similarity alone (the nearest first, under the budget)", CaseCoverageFallback,
+                          stacklevel=2)
+        else:
+            self.classifier_ = AttributeClassifier(C=self.C).fit(pool.embeddings[known], labels[known])
+        return self
+
+    def get_state(self) -> dict:
+        if not hasattr(self, "fallback_"):
+            return {}
+        return {"fallback": bool(self.fallback_),
+                "classifier": None if self.classifier_ is None else self.classifier_.get_state()}
+
+    def set_state(self, state: dict):
+        if state:
+            self.fallback_ = bool(state.get("fallback"))
+            classifier = state.get("classifier")
+            self.classifier_ = None if classifier is None else AttributeClassifier.from_state(classifier)
+        return self
+
+    # -- selection -----------------------------------------------------------------------------------------
+    def kind_probabilities(self, embedding: np.ndarray) -> dict[str, float]:
+        """``P(kind | query)`` for every kind of the pool (empty in the fallback)."""
+        if not hasattr(self, "fallback_"):
+            raise NotFittedError("case_coverage needs fit (KnapsackFewShot.compile) before select")
+        if self.classifier_ is None:
+            return {}
+        probabilities = self.classifier_.predict_proba(np.asarray(embedding)[None, :])[0]
+        return dict(zip(self.classifier_.classes_.tolist(), probabilities.tolist(), strict=True))
+
+    def _labels(self, pool) -> np.ndarray:
+        """The pool's kind labels, computed once per pool object."""
+        cached = self.__dict__.get("_labels_of")
+        if cached is None or cached[0] is not pool:
+            cached = self._labels_of = (pool, kind_labels(pool, self.kind))
+        return cached[1]
+
+    def select(self, pool, request):
+        probabilities = self.kind_probabilities(request.embedding)
+        idx, sims = candidates(pool, request, self.knn_k)
+        if idx.size == 0:
+            return make_selection(pool, request, [], sims, reason="empty selection: no eligible exemplar")
+        s = sims[idx].astype(float)
+        values = self.similarity_weight * np.exp((s - s.max()) / self.temperature) - self.token_price * pool.costs[idx]
+        labels = self._labels(pool)[idx] if probabilities else np.full(idx.size, "")
+        present = sorted({label for label in labels if label})
+        number = {label: k for k, label in enumerate(present)}
+        kinds = np.asarray([number.get(label, -1) for label in labels], dtype=int)
+        kind_values = np.asarray([probabilities.get(label, 0.0) for label in present])
+        groups, group_costs = pool.knapsack_groups(idx)
+        options = dict(groups=groups, group_costs=group_costs, kinds=kinds if present else None,
+                       kind_values=kind_values if present else None)
+        if self.solver == "greedy":
+            sol = greedy_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars, **options)
+        else:
+            sol = solve_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars,
+                                 time_limit=self.time_limit, **options)
+        chosen = [int(idx[i]) for i in sol.selected]
+        return make_selection(pool, request, chosen, sims, status=sol.status, reason=sol.reason)
