@@ -11,13 +11,12 @@ Checked, in order, without contacting any public API (and without LiteLLM's "Pro
    variable (not required for an OpenAI-compatible server given by ``api_base``);
 4. a server given by ``api_base`` (or Ollama's default address) accepts TCP connections.
 
-``check_model_offline`` is the part of 1-2 that needs nothing but the model string (no key, no server): an
-unknown provider is an error, an unknown model name only a warning.
+1-2 are ``model_check`` (``check_model_offline`` is the part that needs nothing but the model string, which
+``KnapsackFewShot.compile`` asks: there an unknown model name is only a warning).
 """
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import socket
@@ -26,16 +25,13 @@ from urllib.parse import urlparse
 import litellm
 
 from knapsack_dspy.llm.errors import LLMConfigError
-from knapsack_dspy.llm.litellm_provider import litellm_provider
-from knapsack_dspy.llm.lm_factory import OPENAI_COMPATIBLE_PROVIDERS, provider_of
-from knapsack_dspy.llm.local_models import LOCAL_MODELS, is_local_model, local_model_spec
+from knapsack_dspy.llm.lm_factory import OPENAI_COMPATIBLE_PROVIDERS
+from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 from knapsack_dspy.llm.local_weights import check_local_weights
+from knapsack_dspy.llm.model_check import SELF_HOSTED_PROVIDERS, model_name_problem, provider_for
 
 logger = logging.getLogger(__name__)
 
-# Providers that run on the user's machine / cluster: any model name can be served there.
-SELF_HOSTED_PROVIDERS = ("ollama", "ollama_chat", "hosted_vllm", "vllm", "openai_like", "custom_openai",
-                         "lm_studio", "llamafile", "xinference", "triton", "huggingface")
 DEFAULT_LOCAL_ADDRESSES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434",
                            "lm_studio": "http://localhost:1234/v1"}
 NEEDS_API_BASE = ("hosted_vllm", "openai_like", "custom_openai", "vllm")
@@ -52,29 +48,8 @@ def _check_local(model: str, cache_dir=None) -> None:
     check_local_weights(spec, cache_dir)
 
 
-def _close_matches(name: str, candidates: list[str]) -> list[str]:
-    return difflib.get_close_matches(name, candidates, n=3, cutoff=0.85)
-
-
-def _model_name_problem(model: str, bare: str, provider: str) -> tuple[str, bool] | None:
-    """``(message, is_typo)`` when LiteLLM's bundled map does not know ``model`` (``is_typo``: a known name of that
-    provider is close to it), else None."""
-    try:
-        litellm.get_model_info(model)  # the provider is known here: no provider-list banner
-    except Exception:  # noqa: BLE001  (LiteLLM raises several types for an unmapped model)
-        pass
-    else:
-        return None
-    known = sorted(str(m) for m in (litellm.models_by_provider.get(provider) or []))
-    suggestions = _close_matches(bare, known)
-    if suggestions:
-        hint = ", ".join(f"{provider}/{s}" for s in suggestions)
-        return f"unknown model {model!r} for provider {provider!r}; did you mean {hint}?", True
-    return f"LiteLLM does not know model {model!r} (provider {provider!r})", False
-
-
 def _check_model_name(model: str, bare: str, provider: str, strict: bool) -> None:
-    problem = _model_name_problem(model, bare, provider)
+    problem = model_name_problem(model, bare, provider)
     if problem is None:
         return
     message, typo = problem
@@ -96,42 +71,6 @@ def _check_key(model: str, provider: str, api_key: str | None, api_base: str | N
     if missing:
         names = " or ".join(missing)
         raise LLMConfigError(f"no API key for {model}: set {names} in the environment or pass an API key")
-
-
-def _provider(model: str) -> tuple[str, str]:
-    """``(the name LiteLLM sends, its provider)``, or ``LLMConfigError``: LiteLLM knows no provider for ``model``
-    (asked without its provider-list banner: ``litellm_provider``)."""
-    resolved = litellm_provider(model)
-    if resolved is not None:
-        return resolved
-    prefix = provider_of(model)
-    known = [*sorted(str(getattr(p, "value", p)) for p in litellm.provider_list), "local"]
-    suggestions = _close_matches(prefix, known)
-    hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
-    local = ", ".join(spec.model for spec in LOCAL_MODELS.values())
-    raise LLMConfigError(
-        f"unknown LLM provider {prefix!r} in model {model!r}{hint}; use '<provider>/<model>' such as "
-        f"'openai/gpt-4o-mini', 'anthropic/claude-haiku-4-5', 'ollama_chat/llama3.1', or one of {local}")
-
-
-def check_model_offline(model: str, *, api_base: str | None = None) -> None:
-    """What can be told about ``model`` with nothing contacted and no key looked for (``KnapsackFewShot.compile``
-    asks it about the configured ``dspy.LM``): ``LLMConfigError`` when the model cannot work at all (LiteLLM knows
-    no provider for it; a ``local/`` name not in the catalogue); one logged warning when LiteLLM's bundled map
-    does not know the name of a known provider's model (the map lags new releases; with ``api_base`` or a
-    self-hosted provider any name can be served, and nothing is said)."""
-    if not isinstance(model, str) or not model.strip() or model.strip().endswith("/"):
-        raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
-    model = model.strip()
-    if is_local_model(model):
-        local_model_spec(model)
-        return
-    bare, provider = _provider(model)
-    if api_base or provider in SELF_HOSTED_PROVIDERS or provider == "local":
-        return
-    problem = _model_name_problem(model, bare, provider)
-    if problem is not None:
-        logger.warning("%s; it is called anyway (its context window and tokenizer are unknown here)", problem[0])
 
 
 def probe_server(address: str, timeout: float = 3.0) -> None:
@@ -159,7 +98,7 @@ def check_lm_config(model: str, api_base: str | None = None, *, api_key: str | N
     if is_local_model(model):
         _check_local(model, cache_dir)
         return
-    bare, provider = _provider(model)
+    bare, provider = provider_for(model)
     api_base = api_base or os.environ.get(f"{provider.upper()}_API_BASE") or None
     if provider in NEEDS_API_BASE and not api_base:
         raise LLMConfigError(f"{model} needs the server's address: pass api_base (e.g. http://localhost:8000/v1) "
