@@ -24,7 +24,7 @@ from knapsack_dspy.bench.page_data import build_page_data
 from knapsack_dspy.bench.prompt_rendering import PromptCheck, rerender_prompt
 from knapsack_dspy.bench.provenance import code_provenance, describe_code
 from knapsack_dspy.bench.question_facts import eval_split_of, load_question_facts
-from knapsack_dspy.bench.report import Report, write_report_files
+from knapsack_dspy.bench.report import Report, token_count_note, write_report_files
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore
 from knapsack_dspy.bench.suite import RunSpec
@@ -144,6 +144,9 @@ def write_results_page(out_dir, page=None, *, data_dir=None, prompts: Collection
         notes: list[str] = []
         facts = _facts(rows, data_dir, notes)
         report = write_report_files(rows, out_dir, _suite_name(out_dir), facts)
+        estimated = token_count_note(report.metrics)
+        if estimated:
+            notes.append(estimated)
         index = index_exemplars(rows, out_dir, lambda split: runner.load_split(split, "pool", data_dir))
         notes += index.notes
         checks = (_rerender(rows, out_dir, prompts, data_dir, embedder, token_counter_factory, log, notes)

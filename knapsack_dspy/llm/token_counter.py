@@ -16,6 +16,8 @@
   would print its "Provider List" banner (``litellm_provider``).
 
 Counts are memoised (LRU, thread-safe): the knapsack core counts thousands of exemplars, many repeatedly.
+``token_count_kind(counter)`` names which kind a count is ("exact" / "estimate"): selections, bench rows and
+reports carry it, so a ``within_budget`` that rests on an estimate says so.
 The context window comes from LiteLLM's bundled model map (``max_input_tokens``), the served ``n_ctx`` for
 local models, or ``None`` when unknown.
 """
@@ -201,6 +203,17 @@ def context_window_of(model: str) -> int | None:
     if litellm_provider(model) is None:  # LiteLLM would print its provider-list banner, and know nothing
         return None
     return _context_window(_model_info(model))
+
+
+#: how a selection's token counts were made (the selection info's ``token_count``, bench rows, reports)
+EXACT, ESTIMATE = "exact", "estimate"
+
+
+def token_count_kind(counter) -> str:
+    """``"exact"`` when ``counter`` counts with the model's own tokenizer, ``"estimate"`` when it approximates
+    (``TokenCounter.exact`` False: a model without a known tokenizer, counted with ``cl100k_base``). A counter
+    that does not say (a user's own) is taken to be the model's tokenizer."""
+    return EXACT if getattr(counter, "exact", True) else ESTIMATE
 
 
 _counters: dict[str, TokenCounter] = {}

@@ -53,7 +53,7 @@ from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.call_counter import call_counts
 from knapsack_dspy.llm.errors import LLMConfigError, describe_lm_error, lm_error_kind
 from knapsack_dspy.llm.model_check import check_model_offline
-from knapsack_dspy.llm.token_counter import get_token_counter
+from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.metrics.selection_proxies import selection_proxies
 from knapsack_dspy.modules.compiled_programs import install_selecting_predictor, load_compiled, predictor_at
@@ -363,7 +363,8 @@ class KnapsackFewShot(Teleprompter):
         val_subset = [_ValQuery(ex, inputs, cost_model.prompt_tokens(inputs, fixed)) for ex, inputs in subset]
 
         report: dict[str, Any] = {"mode": base_config.selector_class.mode, "selector": base_config.selector,
-                                  "budget": budget, "token_model": model, "pool_size": len(pool.demos),
+                                  "budget": budget, "token_model": model, "token_count": token_count_kind(counter),
+                                  "pool_size": len(pool.demos),
                                   "pool_skipped": pool.skipped, "valset_size": len(val),
                                   "val_subset_size": len(val_subset), "configs": [],
                                   "_pool_tokens": int(sum(costs) + sum(group_costs)),
