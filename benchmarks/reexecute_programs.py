@@ -15,7 +15,7 @@ import collections
 import json
 from pathlib import Path
 
-import knapsack_dspy  # noqa: F401  (environment defaults first)
+import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.scoring import score_prediction
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program

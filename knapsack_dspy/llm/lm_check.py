@@ -17,6 +17,7 @@ Checked, in order, without contacting any public API (and without LiteLLM's "Pro
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import socket
@@ -39,12 +40,10 @@ NEEDS_API_BASE = ("hosted_vllm", "openai_like", "custom_openai", "vllm")
 
 def _check_local(model: str, cache_dir=None) -> None:
     spec = local_model_spec(model)
-    try:
-        import xllamacpp  # noqa: F401  (native runtime: imported only to check a local model can run)
-    except ImportError:
+    # installed, not loaded: loading it would load libgomp, which reads its waits then (``knapsack_dspy._env``)
+    if importlib.util.find_spec("xllamacpp") is None:
         raise LLMConfigError(
-            f"{model} needs the embedded runtime xllamacpp, which is not installed: {spec.pip_install_all()}"
-        ) from None
+            f"{model} needs the embedded runtime xllamacpp, which is not installed: {spec.pip_install_all()}")
     check_local_weights(spec, cache_dir)
 
 
