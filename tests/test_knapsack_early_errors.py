@@ -50,6 +50,18 @@ def test_bad_settings_fail_when_the_teleprompter_is_built(settings, message):
     assert "\n" not in str(raised.value)
 
 
+def test_every_setting_is_checked_on_its_own():
+    import dataclasses
+
+    from knapsack_dspy.selection import config
+
+    assert set(config._CHECKS) == {f.name for f in dataclasses.fields(SelectionConfig)}  # a new setting gets a check
+    assert SelectionConfig.check_settings(attributes=["modality"], budget=None) == {"attributes": ("modality",),
+                                                                                   "budget": None}
+    with pytest.raises(ValueError, match="unknown selection setting 'budgt'"):
+        SelectionConfig.check_settings(budgt=3)
+
+
 def test_settings_that_depend_on_the_students_config_wait_for_compile():
     KnapsackFewShot(selector="hybrid", core_size=3)  # the student's own config may have M >= 3
 

@@ -151,7 +151,7 @@ def _check_selector_params(value):
     return params
 
 
-#: setting -> its check on its own (returns the value as the config holds it); one per SelectionConfig field
+#: setting -> its check on its own (returns the value as the config holds it); every SelectionConfig field has one
 _CHECKS = {
     "selector": _check_selector,
     "max_exemplars": _non_negative_int("max_exemplars"),
@@ -179,7 +179,8 @@ _CHECKS = {
 def check_setting(name: str, value):
     """One selection setting checked on its own (``SelectionConfigError`` naming it); returns the value as a
     ``SelectionConfig`` holds it (lists of names as tuples, latency rates complete)."""
-    return _CHECKS[name](value)
+    check = _CHECKS.get(name)
+    return value if check is None else check(value)
 
 
 @dataclass(frozen=True)
