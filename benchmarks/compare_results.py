@@ -6,14 +6,14 @@ Behaviour checks use it: run the same suite from two commits (e.g. ``git archive
 and the working tree) into two directories, then compare. Exit status 0 when nothing differs, 1 otherwise
 (2 for unreadable input).
 
-- **Rows** (``predictions.jsonl``) are matched by ``(run key, example id)``; ``--match spec`` matches by the
-  readable part of the run key (dataset, pipeline, selector, budget, M, model, retrieval) without its settings
-  digest, for directories written by code whose ``RunSpec`` fields differ. Every field of a matched row is
-  compared (exemplar ids and their order, prompt tokens, within-budget, answers, scores, selection quality,
-  errors, ...) except what is timing or bookkeeping: ``latency_s``, ``selection_ms``, ``lm_seconds``,
-  ``traceback``, ``provenance`` (which commit and packages wrote the row: two commits differ there by
-  definition) and the ``spec`` dict (its digest is in the run key; with ``--match spec`` the ``run`` field is
-  skipped too, in rows and figures). ``--ignore FIELD`` skips more.
+- **Rows** (``predictions.jsonl``, or the committed ``predictions.jsonl.gz``) are matched by ``(run key,
+  example id)``; ``--match spec`` matches by the readable part of the run key (dataset, pipeline, selector,
+  budget, M, model, retrieval) without its settings digest, for directories written by code whose ``RunSpec``
+  fields differ. Every field of a matched row is compared (exemplar ids and their order, prompt tokens,
+  within-budget, answers, scores, selection quality, errors, ...) except what is timing or bookkeeping:
+  ``latency_s``, ``selection_ms``, ``lm_seconds``, ``traceback``, ``provenance`` (which commit and packages wrote
+  the row: two commits differ there by definition) and the ``spec`` dict (its digest is in the run key; with
+  ``--match spec`` the ``run`` field is skipped too, in rows and figures). ``--ignore FIELD`` skips more.
 - **Report figures** (``metrics.json``, per run) are compared the same way, numbers to 1e-9 relative, except
   timing figures (names with ``_ms``, ``latency``, ``seconds`` or ``time_per``: ``time_per_question``),
   ``provenance`` and ``spec``.
@@ -29,6 +29,9 @@ import math
 import sys
 from collections import Counter
 from pathlib import Path
+
+from knapsack_dspy.bench.results_store import ResultsFileError, rows_file
+from knapsack_dspy.bench.results_store import read_rows as read_results
 
 # provenance (the code commit, packages, ...) differs between two commits by definition: what this compares them by
 ROW_IGNORED = frozenset({"latency_s", "selection_ms", "lm_seconds", "traceback", "spec", "provenance"})
@@ -48,20 +51,14 @@ def run_label(run: str, match: str) -> str:
 
 
 def read_rows(directory: Path, match: str) -> dict[tuple[str, str], dict]:
-    path = directory / "predictions.jsonl"
+    path = rows_file(directory)  # predictions.jsonl, or the committed predictions.jsonl.gz
     if not path.is_file():
         raise ResultsReadError(f"{path}: no such file")
-    rows: dict[tuple[str, str], dict] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ResultsReadError(f"{path}:{number}: not JSON ({exc.msg})") from None
-            rows[(run_label(str(row.get("run")), match), str(row.get("example_id")))] = row
-    return rows
+    try:
+        stored = read_results(path)
+    except ResultsFileError as exc:
+        raise ResultsReadError(str(exc)) from None
+    return {(run_label(str(row.get("run")), match), str(row.get("example_id"))): row for row in stored}
 
 
 def read_metrics(directory: Path, match: str) -> dict[str, dict]:

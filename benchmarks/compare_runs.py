@@ -19,17 +19,24 @@ import argparse
 import sys
 from pathlib import Path
 
-from knapsack_dspy.bench.results_store import ResultsStore
+from knapsack_dspy.bench.results_store import ResultsFileError, read_rows, rows_file
 from knapsack_dspy.metrics.paired import paired_comparison
 
 
+def _rows(path: Path) -> list[dict]:
+    try:
+        return read_rows(path)
+    except ResultsFileError as exc:
+        sys.exit(f"compare_runs: {exc}")
+
+
 def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl``."""
-    path = results_dir / "predictions.jsonl"
+    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl`` (or its ``.gz``)."""
+    path = rows_file(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
     if not path.is_file():
-        sys.exit(f"compare_runs: no predictions.jsonl in {results_dir}")
+        sys.exit(f"compare_runs: no predictions.jsonl (nor .gz) in {results_dir}")
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for row in ResultsStore(path).rows():
+    for row in _rows(path):
         by_metric = out.setdefault(row["spec"]["selector"], {"em": {}, "f1": {}})
         for metric in by_metric:
             by_metric[metric][row["example_id"]] = float(row.get(metric) or 0.0)
@@ -45,7 +52,7 @@ def split_positions(results_dir: Path, spec: str) -> set[str]:
         first_n, last_n = int(first), int(last)
     except ValueError:
         sys.exit(f"compare_runs: --questions wants FROM:TO (e.g. 61:120), got {spec!r}")
-    row = next(iter(ResultsStore(results_dir / "predictions.jsonl").rows()), None)
+    row = next(iter(_rows(rows_file(results_dir))), None)
     if row is None:
         return set()
     run = row["spec"]

@@ -21,7 +21,7 @@ import json
 import time
 from collections import Counter
 
-import knapsack_dspy  # noqa: F401  (environment defaults first)
+import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.data.gold_program_checks import (
     finding_kind,
     perturbation_finding,

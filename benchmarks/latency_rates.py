@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first: passive OpenMP waits)
+import knapsack_dspy  # noqa: F401  # isort: skip  (first: LiteLLM then loads with its bundled model map, _env.py)
 import numpy as np
 from busy_loop import busy_loop
 from json_result import print_and_save

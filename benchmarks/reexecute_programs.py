@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 from pathlib import Path
 
-import knapsack_dspy  # noqa: F401  (environment defaults first)
+import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
+from knapsack_dspy.bench.results_store import ResultsFileError, read_rows, rows_file
 from knapsack_dspy.bench.scoring import score_prediction
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program
 
 
 def _rows(results_dir: Path) -> list[dict]:
-    path = results_dir / "predictions.jsonl"
+    path = rows_file(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
     if not path.is_file():
         raise SystemExit(f"error: {path} does not exist")
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    try:
+        return read_rows(path)
+    except ResultsFileError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 def _retrieved_table(retriever, example) -> list[list[str]]:

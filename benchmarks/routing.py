@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import collections
 
-import knapsack_dspy  # noqa: F401  (environment defaults first)
+import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter

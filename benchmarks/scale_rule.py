@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
 
-import knapsack_dspy  # noqa: F401  (environment defaults first)
+import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
+from knapsack_dspy.bench.results_store import read_rows
 from knapsack_dspy.bench.scoring import score_prediction
 from knapsack_dspy.data.answer_scale import decide_scale
 from knapsack_dspy.data.loader import load_examples
@@ -65,7 +65,7 @@ def gold(split: str, data_dir, show: int) -> None:
 
 
 def replay(results_dir: Path, data_dir) -> None:
-    rows = [json.loads(line) for line in (results_dir / "predictions.jsonl").open(encoding="utf-8") if line.strip()]
+    rows = read_rows(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
     rows = [r for r in rows
             if r.get("spec", {}).get("dataset") == "tatqa" and r.get("spec", {}).get("pipeline") == "pot"]
     splits = {r["spec"]["eval_split"] for r in rows}

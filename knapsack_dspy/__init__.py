@@ -8,14 +8,14 @@ attribute (diversity) constraints. ``KnapsackFewShot`` compiles that into any DS
     program = KnapsackFewShot(max_exemplars=4, budget=2048).compile(dspy.ChainOfThought("question -> answer"),
                                                                     trainset=trainset)
 
-The public names below load on first use (PEP 562): importing the package sets environment defaults
-(``_env``) and arranges for the ``local`` LiteLLM provider (the embedded models) to be registered when LiteLLM
-is imported (``llm.provider_hook``); it imports neither DSPy nor LiteLLM (~3 ms).
+The public names below load on first use (PEP 562): importing the package changes nothing in ``os.environ``
+and only arranges for the ``local`` LiteLLM provider (the embedded models) to be registered when LiteLLM is
+imported (``llm.provider_hook``; LiteLLM then reads its bundled model map: ``_env``); it imports neither DSPy
+nor LiteLLM (~3 ms). Runtime defaults (OpenMP waits, tokenizer threads) are set where those runtimes load.
 """
 
 import importlib
 
-from knapsack_dspy import _env  # noqa: F401  (must run before dspy / litellm are imported)
 from knapsack_dspy.llm.provider_hook import register_local_provider_when_litellm_loads
 
 __version__ = "0.1.0"

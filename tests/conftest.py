@@ -1,7 +1,9 @@
-"""Imported by pytest before any test module: set the offline defaults before dspy / litellm load.
+"""Imported by pytest before any test module: the test process is offline, and says so before anything loads.
 
-``knapsack_dspy`` sets ``LITELLM_LOCAL_MODEL_COST_MAP`` and the Hugging Face offline flags on import; a test
-module that imported ``dspy`` first would make LiteLLM reach for its online price list.
+No test touches the network: the Hugging Face libraries are told so here (``import knapsack_dspy`` sets nothing:
+``knapsack_dspy/_env.py``), before ``datasets`` / ``huggingface_hub`` read it at their import. ``knapsack_dspy``
+is imported first so that its finder sets ``LITELLM_LOCAL_MODEL_COST_MAP`` right before LiteLLM loads (a test
+module importing LiteLLM before it would make LiteLLM reach for its online price list).
 """
 
 import gzip
@@ -9,10 +11,13 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-from hypothesis import settings
+for _key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ.setdefault(_key, "1")
 
-import knapsack_dspy  # noqa: F401
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+import knapsack_dspy  # noqa: E402, F401
 
 # CI runs property tests derandomised: the same examples every run, so a red CI is reproducible.
 settings.register_profile("ci", derandomize=True, deadline=None)

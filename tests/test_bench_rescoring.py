@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import knapsack_dspy  # noqa: F401  (environment defaults first)
+import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
 from knapsack_dspy.bench.scoring import score_prediction
 from knapsack_dspy.cli.main import main

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import knapsack_dspy  # noqa: F401  (environment defaults first)
+import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.scoring import correctness_metric, score_prediction
 from knapsack_dspy.data.loader import load_examples
 

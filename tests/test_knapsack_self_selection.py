@@ -55,7 +55,6 @@ def test_a_trainset_question_never_gets_its_own_demo_without_hints(embedder, sel
 
 def test_dspy_evaluate_in_threads_never_shows_a_question_its_own_answer(embedder):
     program = compile_qa(embedder)
-    dspy.configure(lm=DummyLM([{"reasoning": "r", "answer": "x"}] * 64))
     shown = []
 
     def metric(example, prediction, trace=None):
@@ -67,7 +66,8 @@ def test_dspy_evaluate_in_threads_never_shows_a_question_its_own_answer(embedder
         shown.append((inputs["question"], [i for record in log for i in record.info["ids"]]))
         return prediction
 
-    dspy.Evaluate(devset=trainset(), metric=metric, num_threads=4, display_progress=False)(run)
+    with dspy.context(lm=DummyLM([{"reasoning": "r", "answer": "x"}] * 64)):
+        dspy.Evaluate(devset=trainset(), metric=metric, num_threads=4, display_progress=False)(run)
     own = {example.question: example.id for example in trainset()}
     assert len(shown) == len(QUESTIONS)
     assert all(own[question] not in ids and len(ids) == 3 for question, ids in shown)
@@ -81,12 +81,12 @@ def test_the_compile_search_scores_configurations_without_self_selection(embedde
             sent.append(messages)
             return super().forward(prompt=prompt, messages=messages, **kwargs)
 
-    dspy.configure(lm=Recording([{"reasoning": "r", "answer": "x"}] * 400))
     data = trainset()
     tele = KnapsackFewShot(metric=lambda example, prediction, trace=None: 1.0, token_counter=WordCounter(),
                            embedder=embedder, progress=False, budget=2000, selector="kate_within_budget",
                            attributes=(), search_space={"max_exemplars": [2, 3]}, max_lm_configs=2)
-    tele.compile(dspy.ChainOfThought("question -> answer"), trainset=data, valset=data)
+    with dspy.context(lm=Recording([{"reasoning": "r", "answer": "x"}] * 400)):
+        tele.compile(dspy.ChainOfThought("question -> answer"), trainset=data, valset=data)
     assert sent
     for messages in sent:
         asked = messages[-1]["content"]

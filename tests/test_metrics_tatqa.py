@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import knapsack_dspy  # noqa: F401  (environment defaults first)
+import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.metrics.errors import ScoringInputError
 from knapsack_dspy.metrics.tatqa import (
     answer_string,

@@ -38,7 +38,9 @@ def test_the_readme_example_runs_with_a_stand_in_lm(tmp_path, monkeypatch, capsy
         exec(compile(readme_example(), "README.md", "exec"), {})
     finally:
         dspy.configure(lm=previous)
-    line = capsys.readouterr().out.strip().splitlines()[-1]  # (LiteLLM prints a notice about "dummy" first)
+    out = capsys.readouterr().out
+    assert "Provider List" not in out  # LiteLLM's banner about the model "dummy" (issue 22, item 11)
+    line = out.strip().splitlines()[-1]
     assert line.split()[0] == "Santiago" and line.endswith("True")
     prompt = lm.history[-1]["messages"]
     assert sum(m["role"] == "assistant" for m in prompt) == 3  # three selected demos

@@ -32,6 +32,7 @@ from dspy.clients.base_lm import BaseLM
 from dspy.utils.callback import BaseCallback
 
 from knapsack_dspy.bench.thread_quiet import quiet_in_this_thread
+from knapsack_dspy.llm.token_counter import token_count_kind
 from knapsack_dspy.teleprompt.knapsack_few_shot import fit_sub_modules
 
 __all__ = ["DSPY_BASELINES", "BaselineProgram", "PoolView", "compile_baseline", "is_dspy_baseline",
@@ -231,7 +232,7 @@ class BaselineProgram:
         prompt = int(self.counter.count_messages(capture.messages))
         ids = [str(d.get("id")) if d.get("id") is not None else NO_ID for d in capture.demos]
         return {"ids": ids, "prompt_tokens": prompt, "budget": self.budget,
-                "within_budget": prompt + self.reserve <= self.budget,
+                "within_budget": prompt + self.reserve <= self.budget, "token_count": token_count_kind(self.counter),
                 "selection_ms": (capture.formatting - capture.started) * 1e3, "predicted_attributes": {},
                 "relaxed": []}
 

@@ -45,6 +45,8 @@ def _selection_fields(program, selection: dict, example) -> dict:
     }
     if selection.get("total_cost") is not None:  # the selected exemplars' own tokens (an exemplar budget's measure)
         row["exemplar_tokens"] = round(float(selection["total_cost"]))
+    if selection.get("token_count") is not None:  # "estimate": prompt_tokens / within_budget are approximate
+        row["token_count"] = selection["token_count"]
     for key in ("new_prompt_tokens", "predicted_latency_s", "latency_budget"):  # a latency model's prediction
         if selection.get(key) is not None:
             row[key] = selection[key]

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from knapsack_dspy.bench import runner
+from knapsack_dspy.bench.question_facts import stored_split
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.modules.pipeline import load_program
 from knapsack_dspy.modules.select_exemplars import NotCompiledError
@@ -126,11 +127,11 @@ def _pool_of(spec: Mapping, load_pool, pools: dict, index: ExemplarIndex) -> dic
     """The run's pool examples by id (read once per split), or None when they cannot be read."""
     if load_pool is None:
         return None
-    key = (spec.get("dataset"), spec.get("pool_split"), spec.get("pool_path"))
+    split = stored_split(spec)  # what load_split reads; rows of older code lack some fields (pool_dataset)
+    key = (split.pool_dataset or split.dataset, split.pool_split, split.pool_path)
     if key not in pools:
         try:
-            pools[key] = {str(ex.get("id")): ex for ex in load_pool(SimpleNamespace(
-                dataset=spec.get("dataset"), pool_split=spec.get("pool_split"), pool_path=spec.get("pool_path")))}
+            pools[key] = {str(ex.get("id")): ex for ex in load_pool(split)}
         except (ValueError, OSError) as exc:  # DataError is a ValueError
             index.notes.append(f"the {key[0]} pool could not be read ({one_line(exc, 200)}): exemplars are "
                                "shown by id only")

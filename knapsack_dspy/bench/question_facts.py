@@ -33,10 +33,17 @@ def facts_of(examples: Iterable, dataset: str | None = None, ids: set[str] | Non
     return out
 
 
+def stored_split(spec: Mapping) -> SimpleNamespace:
+    """Everything ``runner.load_split`` reads of a run spec (eval and pool), from a stored row's ``spec``; a field
+    rows of older code lack takes ``RunSpec``'s default meaning (no ``pool_dataset``: the pool is the dataset's)."""
+    return SimpleNamespace(dataset=spec.get("dataset"), eval_split=spec.get("eval_split"),
+                           eval_path=spec.get("eval_path") or "", pool_split=spec.get("pool_split"),
+                           pool_path=spec.get("pool_path") or "", pool_dataset=spec.get("pool_dataset") or "")
+
+
 def eval_split_of(spec: Mapping) -> SimpleNamespace:
     """What ``runner.load_split`` reads of a run spec, from a stored row's ``spec``."""
-    return SimpleNamespace(dataset=spec.get("dataset"), eval_split=spec.get("eval_split"),
-                           eval_path=spec.get("eval_path"))
+    return stored_split(spec)
 
 
 def load_question_facts(rows: Iterable[Mapping], load_eval: Callable[[SimpleNamespace], Iterable]) -> QuestionFacts:

@@ -4,7 +4,8 @@
 rows = selectors, columns = metrics with 90 % confidence intervals; then paired comparisons of the selectors
 on the questions they share (per question and by document, also per gold answer type: ``comparisons.json``),
 the selection-quality metrics (model-free), exact match per gold answer type and per route, the time per
-question, the provenance of the rows and the plots (``bench.plots``; a plot without data is listed with the
+question, the runs whose token counts are estimates (``token_count`` of the rows), the provenance of the rows and
+the plots (``bench.plots``; a plot without data is listed with the
 reason). The parts: ``run_metrics`` (per-run metrics), ``comparisons``, ``report_tables``, ``plots``.
 The per-question page is ``kdspy report`` (``bench.results_page``).
 """
@@ -23,7 +24,8 @@ from knapsack_dspy.bench.question_facts import QuestionFacts
 from knapsack_dspy.bench.report_tables import Table, report_tables
 from knapsack_dspy.bench.run_metrics import aggregate
 
-__all__ = ["Report", "aggregate", "render_markdown", "write_report", "write_report_files"]
+__all__ = ["Report", "aggregate", "render_markdown", "token_count_lines", "token_count_note", "write_report",
+           "write_report_files"]
 
 INTRO = ("Scores in percent with 90 % confidence intervals (Wilson for exact match and shares such as prompts "
          "within budget, bootstrap over questions for F1). Budget and exemplar columns cover the rows whose "
@@ -52,8 +54,35 @@ def _provenance_lines(provenance: list[tuple[str, int]]) -> list[str]:
     return lines
 
 
+def token_count_note(metrics: dict[str, dict]) -> str | None:
+    """One line naming the runs whose token counts are estimates (the per-question page's notes), or None."""
+    estimated = [str(m.get("label", m.get("run"))) for m in metrics.values() if m.get("token_count_estimated")]
+    if not estimated:
+        return None
+    return (f"token counts are estimates in {', '.join(estimated)} (no tokenizer known offline for the model: "
+            "tiktoken cl100k_base): prompt tokens and within budget are approximate there")
+
+
+def token_count_lines(metrics: dict[str, dict]) -> list[str]:
+    """The runs whose prompts were counted with an estimate (no tokenizer known for their model offline), so
+    their prompt tokens and within-budget shares are approximate; nothing when every count is exact."""
+    estimated = [m for m in metrics.values() if m.get("token_count_estimated")]
+    if not estimated:
+        return []
+    lines = ["## Token counts", "",
+             "These runs' prompts were counted with an **estimate** (no tokenizer known offline for their model: "
+             "tiktoken `cl100k_base`), so their prompt tokens and within-budget shares are approximate and a "
+             "prompt may in fact exceed the budget:", ""]
+    for m in estimated:
+        spec = m.get("spec") or {}
+        lines.append(f"- {m.get('label', m.get('run'))} ({spec.get('model')}, budget {spec.get('budget')}): "
+                     f"{m['token_count_estimated']} of {m.get('n_selected')} prompts")
+    return [*lines, ""]
+
+
 def render_markdown(tables: list[Table], suite_name: str, plots: Plots,
-                    provenance: list[tuple[str, int]] | None = None) -> str:
+                    provenance: list[tuple[str, int]] | None = None,
+                    token_counts: list[str] | None = None) -> str:
     lines = [f"# Benchmark report: {suite_name}", "", INTRO, ""]
     heading = None
     for table in tables:
@@ -64,6 +93,7 @@ def render_markdown(tables: list[Table], suite_name: str, plots: Plots,
             heading = None
             lines += ["## Across settings", ""]
         lines += table.markdown()
+    lines += token_counts or []
     lines += _provenance_lines(provenance or [])
     if plots.written or plots.not_drawn:
         lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots.written] + [""]
@@ -86,7 +116,8 @@ def write_report_files(rows: Iterable[dict], out_dir: Path, suite_name: str,
     (out_dir / "comparisons.json").write_text(json.dumps(comparisons, indent=2, default=str))
     plots = make_plots(metrics, out_dir)
     tables = report_tables(metrics, comparisons)
-    (out_dir / "report.md").write_text(render_markdown(tables, suite_name, plots, provenance_summary(rows)))
+    (out_dir / "report.md").write_text(render_markdown(tables, suite_name, plots, provenance_summary(rows),
+                                                       token_count_lines(metrics)))
     return Report(metrics, comparisons, tables, plots)
 
 

@@ -7,12 +7,14 @@ after a metric fix: the LM work is kept, only the judgement is redone. The model
 (``gold_case_hit``, ``program_score``, ``attribute_match.*``) are recomputed too, for the runs whose compiled
 program is still in ``<dir>/programs/`` (it holds the pool's programs and attributes); selection-only rows
 get only that. The file is rewritten atomically (a temporary file with the original's permissions, then a
-rename), and only when a row changed, under the directory's lock (``results_lock``), so it cannot race a
-running ``kdspy bench``; the report is rebuilt under the same lock.
+rename; committed rows, ``predictions.jsonl.gz`` alone, are rewritten gzipped), and only when a row changed,
+under the directory's lock (``results_lock``), so it cannot race a running ``kdspy bench``; the report is rebuilt
+under the same lock.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
@@ -24,7 +26,7 @@ from types import SimpleNamespace
 from knapsack_dspy.bench.question_facts import eval_split_of, facts_of
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
-from knapsack_dspy.bench.results_store import ResultsStore
+from knapsack_dspy.bench.results_store import COMPRESSED_ROWS_FILE, ROWS_FILE, ResultsStore, read_rows, rows_file
 from knapsack_dspy.bench.runner import load_split, saved_program_path
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
 from knapsack_dspy.modules.pipeline import load_program
@@ -78,15 +80,19 @@ def _selection_of(out_dir: Path, row: dict, loaded: dict):
 
 
 def _write_atomically(path: Path, rows: list[dict]) -> None:
+    """``rows`` in place of ``path``, in its form (a ``.gz`` stays gzipped), atomically."""
     mode = path.stat().st_mode & 0o7777
     handle, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, mode)  # mkstemp makes it 0600
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
+        with os.fdopen(handle, "wb") as raw:
+            out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if path.name.endswith(".gz") else raw
             for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+                out.write((json.dumps(row, ensure_ascii=False, default=str) + "\n").encode("utf-8"))
+            if out is not raw:
+                out.close()  # writes the gzip trailer; the file itself stays open
+            raw.flush()
+            os.fsync(raw.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -101,9 +107,9 @@ def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, suite_name: st
     reason, e.g. a ``gold`` an error row lacked), per run how many rows became right / wrong (``gained`` /
     ``lost``), and ``runs`` (runs in the report, when one was written).
     Raises ``ResultsBusyError`` while a bench writes the directory."""
-    path = Path(out_dir) / "predictions.jsonl"
+    path = rows_file(out_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz (rewritten gzipped)
     if not path.is_file():
-        raise RescoreError(f"{path} does not exist: nothing to re-score")
+        raise RescoreError(f"{path} does not exist (nor {COMPRESSED_ROWS_FILE}): nothing to re-score")
     with results_lock(out_dir):
         counts, rows, facts = _rescore_locked(path, data_dir, log)
         if suite_name is not None:
@@ -112,8 +118,11 @@ def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, suite_name: st
 
 
 def _rescore_locked(path: Path, data_dir, log: Callable[[str], None]) -> tuple[dict, list[dict], dict]:
-    with ResultsStore(path, fsync=False) as store:  # repairs a torn last line
-        rows = list(store.rows())
+    if path.name == ROWS_FILE:
+        with ResultsStore(path, fsync=False) as store:  # repairs a torn last line
+            rows = list(store.rows())
+    else:
+        rows = read_rows(path)
     examples_by_split: dict[tuple, dict] = {}
     selections: dict = {}
     result, missing = [], Counter()

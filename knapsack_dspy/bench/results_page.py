@@ -1,12 +1,13 @@
 """``kdspy report``: rebuild a results directory's report with the current code and write its per-question page.
 
-Under the directory's lock (``results_lock``: not while a bench writes it), it reads ``predictions.jsonl``, reads
+Under the directory's lock (``results_lock``: not while a bench writes it), it reads ``predictions.jsonl`` (or the
+committed ``predictions.jsonl.gz``, ``results_store.rows_file``), reads
 the rows' questions from their eval splits (``question_facts``), rewrites ``metrics.json``, ``comparisons.json``,
 the plots and ``report.md`` (``bench.report``), looks up the exemplars the rows name (``exemplar_index``), and,
 when asked (``prompts``), re-renders the first prompt of the chosen questions' rows from the compiled programs
 in ``<dir>/programs/`` (a missing program is compiled again first: compiling is deterministic) and checks each
 against the row's fingerprint (``prompt_rendering``). Then it writes one self-contained HTML page
-(``page_data`` + ``html_report``). ``predictions.jsonl`` is read, never changed.
+(``page_data`` + ``html_report``). The rows are read, never changed (a torn last line is left out).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from knapsack_dspy.bench.page_data import build_page_data
 from knapsack_dspy.bench.prompt_rendering import PromptCheck, rerender_prompt
 from knapsack_dspy.bench.provenance import code_provenance, describe_code
 from knapsack_dspy.bench.question_facts import eval_split_of, load_question_facts
-from knapsack_dspy.bench.report import Report, write_report_files
+from knapsack_dspy.bench.report import Report, token_count_note, write_report_files
 from knapsack_dspy.bench.results_lock import results_lock
-from knapsack_dspy.bench.results_store import ResultsStore
+from knapsack_dspy.bench.results_store import COMPRESSED_ROWS_FILE, ROWS_FILE, read_rows, rows_file
 from knapsack_dspy.bench.suite import RunSpec
 from knapsack_dspy.messages import one_line
 
@@ -133,17 +134,22 @@ def write_results_page(out_dir, page=None, *, data_dir=None, prompts: Collection
     ``embedder`` / ``token_counter_factory``: as ``run_suite``'s (the real ones by default). Raises
     ``ResultsBusyError`` while a bench writes the directory, ``ResultsPageError`` when there is nothing to show."""
     out_dir = Path(out_dir)
-    path = out_dir / "predictions.jsonl"
+    path = rows_file(out_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
     if not path.is_file():
-        raise ResultsPageError(f"{path} does not exist: no results to report (kdspy bench writes them)")
+        raise ResultsPageError(f"{path} does not exist (nor {COMPRESSED_ROWS_FILE}): no results to report "
+                               "(kdspy bench writes them)")
     with results_lock(out_dir):
-        with ResultsStore(path, fsync=False) as store:  # repairs a torn last line, as a resume would
-            rows = list(store.rows())
+        rows = read_rows(path)  # read only (a torn last line is left out)
         if not rows:
             raise ResultsPageError(f"{path} holds no rows yet: nothing to report")
         notes: list[str] = []
+        if path.name == ROWS_FILE and (out_dir / COMPRESSED_ROWS_FILE).exists():
+            notes.append(f"the rows are read from {ROWS_FILE}; {COMPRESSED_ROWS_FILE} beside it is not read")
         facts = _facts(rows, data_dir, notes)
         report = write_report_files(rows, out_dir, _suite_name(out_dir), facts)
+        estimated = token_count_note(report.metrics)
+        if estimated:
+            notes.append(estimated)
         index = index_exemplars(rows, out_dir, lambda split: runner.load_split(split, "pool", data_dir))
         notes += index.notes
         checks = (_rerender(rows, out_dir, prompts, data_dir, embedder, token_counter_factory, log, notes)

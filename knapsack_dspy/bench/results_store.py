@@ -19,6 +19,14 @@ from a server but not encodable) is written with the offending strings escaped (
 row lists the fields in ``escaped``. A file that cannot be written (read-only, uncreatable directory, full
 disk) is a :class:`ResultsFileError` naming the file and the fix; rows written before stay.
 
+Committed results keep their rows gzipped (``predictions.jsonl.gz``). Every reader goes through
+:func:`rows_file` / :func:`read_rows`, which read the ``.gz`` when it is the only rows file (``predictions.jsonl``
+wins when both are there: it is the one a run writes). A run that resumes on a directory holding only the
+``.gz`` reads its rows from there (what is done is skipped) and, when it writes its first row, decompresses it
+to ``predictions.jsonl`` (atomically, the ``.gz`` left as it was, a warning saying so) and appends there:
+recompress it (``gzip -kf predictions.jsonl``) before committing again. A run that writes nothing changes
+nothing.
+
 If the file is replaced while a run writes it (``git stash`` / ``git checkout`` of a committed results file,
 a copy over it), the writer would go on appending to the replaced, now invisible file. Before every write the
 store checks that its path still names the file it holds open; if not, it reopens the path and writes again
@@ -28,12 +36,15 @@ the rows of this run that the new file lacks (with a warning), so nothing is los
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -44,8 +55,98 @@ logger = logging.getLogger(__name__)
 _MAX_ESCAPE_DEPTH = 50
 
 
+ROWS_FILE = "predictions.jsonl"
+COMPRESSED_ROWS_FILE = ROWS_FILE + ".gz"
+
+
 class ResultsFileError(ValueError):
     """The results file cannot be read or written; one line naming the file and what to do."""
+
+
+def rows_file(out_dir: str | os.PathLike) -> Path:
+    """The rows file of a results directory to read: ``predictions.jsonl``, else ``predictions.jsonl.gz`` (how
+    committed results keep their rows) when only that one exists, else the (missing) ``predictions.jsonl``."""
+    plain = Path(out_dir) / ROWS_FILE
+    compressed = Path(out_dir) / COMPRESSED_ROWS_FILE
+    return compressed if not plain.exists() and compressed.is_file() else plain
+
+
+def _is_compressed(path: Path) -> bool:
+    return path.name.endswith(".gz")
+
+
+def _open_for_reading(path: Path):
+    try:
+        return gzip.open(path, "rb") if _is_compressed(path) else open(path, "rb")
+    except OSError as exc:
+        raise ResultsFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _parsed_lines(path: Path, *, torn_tail_ok: bool) -> Iterator[tuple[str, dict]]:
+    """(line, row) of every non-blank line of ``path`` (plain or gzipped). A line that is not a results row is a
+    ResultsFileError; with ``torn_tail_ok`` an unparseable *last* line without its newline (a run killed while
+    writing it) is left out, as a resume would cut it off."""
+    fh = _open_for_reading(path)
+    with fh:
+        try:
+            lineno = 0
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    line = raw.decode("utf-8")
+                    row = json.loads(line)
+                    if not isinstance(row, dict) or "run" not in row or "example_id" not in row:
+                        raise ValueError("not a results row: an object with 'run' and 'example_id'")
+                except (ValueError, RecursionError) as exc:
+                    if torn_tail_ok and not raw.endswith(b"\n"):  # only the last line can lack it
+                        return
+                    raise ResultsFileError(f"{path}:{lineno}: corrupt results line "
+                                           f"({one_line(exc, 160)}); remove that line (or restore the file, "
+                                           "e.g. from git) to resume") from None
+                yield line, row
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise ResultsFileError(f"{path}: not a whole gzip file after line {lineno} ({one_line(exc, 120)}); "
+                                   "restore it (e.g. from git)") from None
+        except OSError as exc:
+            raise ResultsFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def read_rows(path: str | os.PathLike) -> list[dict]:
+    """Every row of a results file, ``predictions.jsonl`` or ``predictions.jsonl.gz``, read only (a torn last
+    line is left out, not cut off); a directory reads its :func:`rows_file`. A missing file has no rows."""
+    path = Path(path)
+    if path.is_dir():
+        path = rows_file(path)
+    if not path.exists():
+        return []
+    return [row for _, row in _parsed_lines(path, torn_tail_ok=True)]
+
+
+def decompress_rows(out_dir: str | os.PathLike) -> Path | None:
+    """When ``out_dir`` holds only ``predictions.jsonl.gz``, write its rows to ``predictions.jsonl`` (atomically: a
+    temporary file, then a rename; the ``.gz`` is left as it was) so a run can append to them. Returns the file
+    written, or None when there was nothing to do."""
+    plain = Path(out_dir) / ROWS_FILE
+    compressed = Path(out_dir) / COMPRESSED_ROWS_FILE
+    if plain.exists() or not compressed.is_file():
+        return None
+    handle, tmp = tempfile.mkstemp(prefix=ROWS_FILE + ".", suffix=".tmp", dir=plain.parent)
+    try:
+        with os.fdopen(handle, "wb") as out, gzip.open(compressed, "rb") as source:
+            shutil.copyfileobj(source, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, compressed.stat().st_mode & 0o7777)
+        os.replace(tmp, plain)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ResultsFileError(f"{compressed}: not a whole gzip file ({one_line(exc, 120)}); restore it (e.g. from "
+                               "git)") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return plain
 
 
 def results_write_error(path: Path, exc: OSError) -> ResultsFileError:
@@ -117,7 +218,12 @@ class ResultsStore:
             raise results_write_error(self.path, exc) from None
         self._done, self._to_redo = self._index(self.rows())
         self._written: list[str] = []  # lines this store wrote: re-written if the file is replaced under us
-        self._fh = self._open()
+        # committed rows (predictions.jsonl.gz alone) are decompressed when the first row is written, not before:
+        # a run that stops before writing (refused, nothing to do) leaves the directory as it was
+        self._fh = None if self._compressed_source() is not None else self._open()
+        if self._fh is None and not os.access(self.path.parent, os.W_OK):
+            raise ResultsFileError(f"cannot write {self.path}: the directory is not writable; make it writable, or "
+                                   "write elsewhere with --out")
 
     @staticmethod
     def key(row: dict) -> tuple:
@@ -150,28 +256,30 @@ class ResultsStore:
         for _, row in self._lines():
             yield row
 
+    def _compressed_source(self) -> Path | None:
+        """The committed ``predictions.jsonl.gz`` this store reads while its own file does not exist yet."""
+        compressed = self.path.parent / COMPRESSED_ROWS_FILE
+        if self.path.name == ROWS_FILE and not self.path.exists() and compressed.is_file():
+            return compressed
+        return None
+
     def _lines(self) -> Iterator[tuple[str, dict]]:
         """(line, row) of every non-blank line; a line that is not a results row is a ResultsFileError."""
-        if not self.path.exists():
+        source = self.path if self.path.exists() else self._compressed_source()
+        if source is None:
             return
-        try:
-            fh = open(self.path, "rb")
-        except OSError as exc:
-            raise ResultsFileError(f"cannot read {self.path}: {exc.strerror or exc}") from None
-        with fh:
-            for lineno, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    line = raw.decode("utf-8")
-                    row = json.loads(line)
-                    if not isinstance(row, dict) or "run" not in row or "example_id" not in row:
-                        raise ValueError("not a results row: an object with 'run' and 'example_id'")
-                except (ValueError, RecursionError) as exc:
-                    raise ResultsFileError(f"{self.path}:{lineno}: corrupt results line "
-                                           f"({one_line(exc, 160)}); remove that line (or restore the file, "
-                                           "e.g. from git) to resume") from None
-                yield line, row
+        yield from _parsed_lines(source, torn_tail_ok=False)
+
+    def _handle(self):
+        """The file rows are appended to, opened on first use when the rows were committed gzipped (decompressed
+        to ``predictions.jsonl`` first, with a warning)."""
+        if self._fh is None:
+            if decompress_rows(self.path.parent) is not None:
+                logger.warning("%s held only %s: decompressed it to %s, which this run appends to (the .gz is left "
+                               "as it was; recompress with gzip -kf before committing)", self.path.parent,
+                               COMPRESSED_ROWS_FILE, ROWS_FILE)
+            self._fh = self._open()
+        return self._fh
 
     def done(self, run: str, example_id: str) -> bool:
         """The example has a row that stands (not one to do again)."""
@@ -195,8 +303,9 @@ class ResultsStore:
                     self._replace(key, line)
                     self._to_redo.discard(key)
                 else:
-                    self._fh.write(line)
-                    self._fh.flush()
+                    handle = self._handle()
+                    handle.write(line)
+                    handle.flush()
                     self._unsynced = True
                     if self.fsync and time.monotonic() - self._last_sync >= self.fsync_interval_s:
                         self._sync()
@@ -220,13 +329,15 @@ class ResultsStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        self._fh.close()
+        if self._fh is not None:
+            self._fh.close()
         self._fh = self._open()
         self._last_sync = time.monotonic()
         self._unsynced = False
 
     def _replace(self, key: tuple, line: str) -> None:
         """The file with ``line`` in place of the row(s) of ``key``."""
+        self._handle()  # committed rows: decompressed first
         lines, placed = [], False
         for old_line, row in self._lines():
             if self.key(row) != key:
@@ -240,6 +351,8 @@ class ResultsStore:
 
     def _follow_replaced_file(self) -> None:
         """Our path no longer names the file we hold open: reopen it and restore our rows it lacks."""
+        if self._fh is None:  # nothing written yet (committed rows not decompressed): nothing to follow
+            return
         try:
             current = os.stat(self.path)
         except FileNotFoundError:
@@ -268,7 +381,7 @@ class ResultsStore:
 
     def close(self) -> None:
         with self._lock:
-            if not self._fh.closed:
+            if self._fh is not None and not self._fh.closed:
                 if self.fsync and self._unsynced:
                     try:
                         self._sync()

@@ -1,7 +1,8 @@
 """Per-run metrics of a results directory (``metrics.json``): one entry per run key.
 
 Each entry holds the run's spec, counts, scores with 90 % confidence intervals (Wilson for 0/1 values such as
-exact match and shares, a bootstrap of the mean for F1), budget coverage and exemplar statistics, tokens, LM
+exact match and shares, a bootstrap of the mean for F1), budget coverage (and ``token_count_estimated``: how many
+of those prompts were counted with an estimate) and exemplar statistics, tokens, LM
 calls, cost, time per question (LM / selection / other), the selection quality, and — when the rows' questions
 are known (``question_facts``) or rows record a route — the scores per gold answer type and per route. Runs
 get a ``label`` (their selector, plus the settings that tell two runs of one setting apart).
@@ -18,6 +19,7 @@ import numpy as np
 from knapsack_dspy.bench.provenance import provenance_summary
 from knapsack_dspy.bench.question_facts import QuestionFacts, facts_key
 from knapsack_dspy.bench.row_outcomes import ANSWERED_KINDS, INTERNAL, TRANSIENT, could_not_ask, error_kind
+from knapsack_dspy.llm.token_counter import ESTIMATE
 from knapsack_dspy.metrics.intervals import bootstrap_ci, proportion_ci
 
 __all__ = ["LEVEL", "aggregate", "score_key", "setting_of", "time_per_question"]
@@ -159,6 +161,8 @@ def aggregate(rows: Iterable[dict], facts: QuestionFacts | None = None) -> dict[
             lo, hi = _proportion_ci(within, len(selected))
             m["within_budget_ci"] = [100.0 * lo, 100.0 * hi]
             m["mean_exemplars"] = statistics.fmean(len(r.get("exemplar_ids") or []) for r in selected)
+            # prompts counted without the model's own tokenizer: their within_budget rests on an estimate
+            m["token_count_estimated"] = sum(r.get("token_count") == ESTIMATE for r in selected)
         else:
             m["within_budget"] = m["mean_exemplars"] = None
         m["provenance"] = provenance_summary(items)

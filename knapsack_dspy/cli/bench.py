@@ -33,6 +33,9 @@ Every row records what produced it (code, packages, model weights, adapter, seed
 are refused unless --allow-mixed. --selection-only runs no LM (selection-quality metrics only: gold-case
 hit rate, budget coverage, attribute match, latency). --rescore recomputes the scores of the stored
 answers with the current metrics (no LM call). kdspy report OUT writes the per-question page (OUT/page.html).
+Committed results keep their rows as OUT/predictions.jsonl.gz: --rescore and kdspy report read it as it is
+(--rescore rewrites it gzipped); a run continuing there reads it, and when it writes its first row decompresses
+it to OUT/predictions.jsonl, which it appends to (the .gz is left; recompress with gzip -kf before committing).
 --mlflow logs the suite as an MLflow run (a nested run per run of the suite: settings, metrics with intervals,
 compile report, program; report, plots, predictions and page as artifacts) to a local store (OUT/mlruns) or URI.
 
@@ -206,6 +209,8 @@ def _log_to_mlflow(args, suite, out: Path, data_dir) -> None:
 
 
 def _print_results(out: Path, runs: int) -> int:
+    from knapsack_dspy.bench.results_store import rows_file
+
     print((out / "report.md").read_text())
-    print(f"results: {out}/ (predictions.jsonl, metrics.json, report.md, plots); {runs} runs")
+    print(f"results: {out}/ ({rows_file(out).name}, metrics.json, report.md, plots); {runs} runs")
     return 0

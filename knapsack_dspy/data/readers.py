@@ -134,8 +134,8 @@ def read_hub_rows(dataset_id: str, split: str, cache_dir: str | os.PathLike | No
     """Rows of ``datasets.load_dataset(dataset_id, split=split)`` as dicts.
 
     ``dataset_id`` is a hub id (``"next-tat/TAT-QA"``) or anything else ``load_dataset`` takes, such as a
-    local folder of data files. Hub downloads need ``HF_DATASETS_OFFLINE=0`` (knapsack_dspy defaults to
-    offline).
+    local folder of data files. A hub id downloads (unless ``HF_DATASETS_OFFLINE`` / ``HF_HUB_OFFLINE`` is set:
+    knapsack_dspy sets neither).
     """
     source = f"hub:{dataset_id}"
     if not dataset_id.strip():

@@ -5,8 +5,8 @@ Importing this package is cheap: its names are loaded on first use (PEP 562), so
 import happens until a function needs it (``import knapsack_dspy.llm``: a few milliseconds; LiteLLM alone
 takes ~2 s to import).
 
-- ``make_lm`` (``lm_factory``), ``check_lm_config`` (``lm_check``), ``describe_lm_error`` / ``lm_error_kind``
-  (``errors``)
+- ``make_lm`` (``lm_factory``), ``check_lm_config`` (``lm_check``), ``check_model_offline`` (``model_check``),
+  ``describe_lm_error`` / ``lm_error_kind`` (``errors``)
 - ``get_token_counter`` / ``TokenCounter`` / ``context_window_of`` (``token_counter``)
 - ``configure_cache`` (``cache``); ``UsageLedger`` (``usage``); ``real_call_count`` / ``counting_calls``
   (``call_counter``)
@@ -25,7 +25,7 @@ _WHERE = {
     "real_call_count": "call_counter",
     "LLMConfigError": "errors", "LLMError": "errors", "LocalModelError": "errors", "describe_lm_error": "errors",
     "lm_error_kind": "errors",
-    "check_lm_config": "lm_check",
+    "check_lm_config": "lm_check", "check_model_offline": "model_check",
     "make_lm": "lm_factory",
     "DEFAULT_LOCAL_MODEL": "local_models", "LOCAL_MODELS": "local_models", "is_local_model": "local_models",
     "register_local_provider": "local_provider",

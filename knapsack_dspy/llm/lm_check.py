@@ -1,6 +1,7 @@
 """``check_lm_config``: catch configuration mistakes before the first LM call, with one-line messages.
 
-Checked, in order, without contacting any public API:
+Checked, in order, without contacting any public API (and without LiteLLM's "Provider List" banner:
+``litellm_provider``):
 1. the model string parses and LiteLLM knows its provider (``local/...`` models: the name is in the catalogue,
    the runtime is installed and the weights are available);
 2. the model name: an unknown name that is close to a known one is a typo (error); an unknown name with no
@@ -9,11 +10,14 @@ Checked, in order, without contacting any public API:
 3. the API key, when the provider needs one: the ``api_key`` argument or the provider's usual environment
    variable (not required for an OpenAI-compatible server given by ``api_base``);
 4. a server given by ``api_base`` (or Ollama's default address) accepts TCP connections.
+
+1-2 are ``model_check`` (``check_model_offline`` is the part that needs nothing but the model string, which
+``KnapsackFewShot.compile`` asks: there an unknown model name is only a warning).
 """
 
 from __future__ import annotations
 
-import difflib
+import importlib.util
 import logging
 import os
 import socket
@@ -22,15 +26,13 @@ from urllib.parse import urlparse
 import litellm
 
 from knapsack_dspy.llm.errors import LLMConfigError
-from knapsack_dspy.llm.lm_factory import OPENAI_COMPATIBLE_PROVIDERS, provider_of
-from knapsack_dspy.llm.local_models import LOCAL_MODELS, is_local_model, local_model_spec
+from knapsack_dspy.llm.lm_factory import OPENAI_COMPATIBLE_PROVIDERS
+from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 from knapsack_dspy.llm.local_weights import check_local_weights
+from knapsack_dspy.llm.model_check import SELF_HOSTED_PROVIDERS, model_name_problem, provider_for
 
 logger = logging.getLogger(__name__)
 
-# Providers that run on the user's machine / cluster: any model name can be served there.
-SELF_HOSTED_PROVIDERS = ("ollama", "ollama_chat", "hosted_vllm", "vllm", "openai_like", "custom_openai",
-                         "lm_studio", "llamafile", "xinference", "triton", "huggingface")
 DEFAULT_LOCAL_ADDRESSES = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434",
                            "lm_studio": "http://localhost:1234/v1"}
 NEEDS_API_BASE = ("hosted_vllm", "openai_like", "custom_openai", "vllm")
@@ -38,34 +40,23 @@ NEEDS_API_BASE = ("hosted_vllm", "openai_like", "custom_openai", "vllm")
 
 def _check_local(model: str, cache_dir=None) -> None:
     spec = local_model_spec(model)
-    try:
-        import xllamacpp  # noqa: F401  (native runtime: imported only to check a local model can run)
-    except ImportError:
+    # installed, not loaded: loading it would load libgomp, which reads its waits then (``knapsack_dspy._env``)
+    if importlib.util.find_spec("xllamacpp") is None:
         raise LLMConfigError(
-            f"{model} needs the embedded runtime xllamacpp, which is not installed: {spec.pip_install_all()}"
-        ) from None
+            f"{model} needs the embedded runtime xllamacpp, which is not installed: {spec.pip_install_all()}")
     check_local_weights(spec, cache_dir)
 
 
-def _close_matches(name: str, candidates: list[str]) -> list[str]:
-    return difflib.get_close_matches(name, candidates, n=3, cutoff=0.85)
-
-
 def _check_model_name(model: str, bare: str, provider: str, strict: bool) -> None:
-    try:
-        litellm.get_model_info(model)
-    except Exception:  # noqa: BLE001  (LiteLLM raises several types for an unmapped model)
-        pass
-    else:
+    problem = model_name_problem(model, bare, provider)
+    if problem is None:
         return
-    known = sorted(str(m) for m in (litellm.models_by_provider.get(provider) or []))
-    suggestions = _close_matches(bare, known)
-    if suggestions:
-        hint = ", ".join(f"{provider}/{s}" for s in suggestions)
-        raise LLMConfigError(f"unknown model {model!r} for provider {provider!r}; did you mean {hint}?")
+    message, typo = problem
+    if typo:
+        raise LLMConfigError(message)
     if strict:
-        raise LLMConfigError(f"LiteLLM does not know model {model!r} (provider {provider!r}); check the name")
-    logger.warning("LiteLLM does not know model %r; calls will be tried anyway (context window unknown)", model)
+        raise LLMConfigError(f"{message}; check the name")
+    logger.warning("%s; calls will be tried anyway (context window unknown)", message)
 
 
 def _check_key(model: str, provider: str, api_key: str | None, api_base: str | None) -> None:
@@ -100,26 +91,13 @@ def probe_server(address: str, timeout: float = 3.0) -> None:
 def check_lm_config(model: str, api_base: str | None = None, *, api_key: str | None = None,
                     strict_model: bool = False, probe_timeout: float = 3.0, cache_dir=None) -> None:
     """Raise ``LLMConfigError`` (one-line message) if ``model`` cannot work as configured; see module docstring."""
-    litellm.suppress_debug_info = True  # LiteLLM otherwise prints a provider-list banner on lookup failures
-
     if not isinstance(model, str) or not model.strip() or model.strip().endswith("/"):
         raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
     model = model.strip()
     if is_local_model(model):
         _check_local(model, cache_dir)
         return
-    try:
-        bare, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)
-    except Exception:  # noqa: BLE001  (LiteLLM's BadRequestError, or anything its parser raises)
-        prefix = provider_of(model)
-        known = [*sorted(str(getattr(p, "value", p)) for p in litellm.provider_list), "local"]
-        suggestions = _close_matches(prefix, known)
-        hint = f" (did you mean {', '.join(suggestions)}?)" if suggestions else ""
-        local = ", ".join(spec.model for spec in LOCAL_MODELS.values())
-        raise LLMConfigError(
-            f"unknown LLM provider {prefix!r} in model {model!r}{hint}; use '<provider>/<model>' such as "
-            f"'openai/gpt-4o-mini', 'anthropic/claude-haiku-4-5', 'ollama_chat/llama3.1', or one of {local}"
-        ) from None
+    bare, provider = provider_for(model)
     api_base = api_base or os.environ.get(f"{provider.upper()}_API_BASE") or None
     if provider in NEEDS_API_BASE and not api_base:
         raise LLMConfigError(f"{model} needs the server's address: pass api_base (e.g. http://localhost:8000/v1) "

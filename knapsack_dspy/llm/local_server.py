@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from knapsack_dspy import config
+from knapsack_dspy._env import apply_openmp_wait_defaults
 from knapsack_dspy.llm.cpu_load import decode_threads_for, other_busy_cores, usable_cores
 from knapsack_dspy.llm.errors import LocalModelError
 from knapsack_dspy.llm.local_models import LocalModelSpec, local_model_spec, local_n_ctx
@@ -148,6 +149,7 @@ class LocalServer:
     def start(self) -> LocalServer:
         if self._server is not None:
             return self
+        apply_openmp_wait_defaults()  # libgomp reads its waits when it loads, with the runtime just below
         try:
             import xllamacpp  # the native runtime (and libgomp) loads only when a local model is served
         except ImportError as exc:

@@ -6,13 +6,16 @@ takes ~2 s, which ``import knapsack_dspy`` does not pay: when LiteLLM is already
 registered at once; otherwise a finder at the front of ``sys.meta_path`` waits for ``litellm`` to be imported,
 registers the provider right after LiteLLM's own module code has run, and removes itself (DSPy resolving
 LiteLLM's spec for its lazy import, without importing it, leaves the finder in place). Registering loads no
-model (the model loads on its first call).
+model (the model loads on its first call). Right before LiteLLM's module code runs, the finder also sets
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` unless the user set it (LiteLLM reads it there: ``knapsack_dspy._env``).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+
+from knapsack_dspy._env import apply_litellm_cost_map_default
 
 __all__ = ["register_local_provider_when_litellm_loads"]
 
@@ -76,6 +79,7 @@ class _AfterLiteLLMImport:
         finder = self
 
         def exec_module(module):
+            apply_litellm_cost_map_default()  # read by LiteLLM's module code, just below (``_env``)
             run_module(module)
             with _lock:
                 if finder in sys.meta_path:

@@ -11,9 +11,13 @@
   no network), with OpenAI's chat overhead (3 tokens per message, 3 for the reply). OpenAI models LiteLLM
   knows get their own encoding (``o200k_base`` for gpt-4o*, ...); ``.exact`` is True for them.
 - Anything else (an ``openai/<name>`` served by vLLM, Anthropic, Ollama, ...): the same counter on tiktoken's
-  ``cl100k_base`` with a one-time warning that counts are approximate (``.exact`` False).
+  ``cl100k_base`` with a one-time warning that counts are approximate (``.exact`` False). A model string whose
+  provider LiteLLM cannot tell (``DummyLM``'s ``"dummy"``) is counted so without asking LiteLLM about it, which
+  would print its "Provider List" banner (``litellm_provider``).
 
 Counts are memoised (LRU, thread-safe): the knapsack core counts thousands of exemplars, many repeatedly.
+``token_count_kind(counter)`` names which kind a count is ("exact" / "estimate"): selections, bench rows and
+reports carry it, so a ``within_budget`` that rests on an estimate says so.
 The context window comes from LiteLLM's bundled model map (``max_input_tokens``), the served ``n_ctx`` for
 local models, or ``None`` when unknown.
 """
@@ -31,6 +35,7 @@ import diskcache
 from knapsack_dspy import config
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.errors import LLMConfigError, LLMError
+from knapsack_dspy.llm.litellm_provider import litellm_provider
 from knapsack_dspy.llm.local_models import is_local_model, local_context_window, local_model_spec, same_tokenizer
 from knapsack_dspy.llm.local_weights import check_local_weights
 from knapsack_dspy.memo import BoundedMemo
@@ -103,11 +108,8 @@ class LiteLLMTokenCounter(TokenCounter):
 
     def __init__(self, model: str, cache_size: int = DEFAULT_CACHE_SIZE):
         litellm = _litellm()
-        try:
-            bare, provider, _, _ = litellm.get_llm_provider(model)
-        except Exception:  # noqa: BLE001  (an unparseable model string: count with the fallback)
-            bare, provider = model, None
-        info = _model_info(model)
+        bare, provider = litellm_provider(model) or (model, None)  # None: no provider LiteLLM can tell
+        info = _model_info(model) if provider is not None else None
         super().__init__(model, _context_window(info), cache_size)
         self.provider = provider
         if provider in _TIKTOKEN_PROVIDERS and bare in litellm.model_cost:
@@ -198,7 +200,20 @@ def context_window_of(model: str) -> int | None:
     """Tokens the model accepts as input (LiteLLM's model map; served ``n_ctx`` for local models; None if unknown)."""
     if is_local_model(model):
         return local_context_window(model)
+    if litellm_provider(model) is None:  # LiteLLM would print its provider-list banner, and know nothing
+        return None
     return _context_window(_model_info(model))
+
+
+#: how a selection's token counts were made (the selection info's ``token_count``, bench rows, reports)
+EXACT, ESTIMATE = "exact", "estimate"
+
+
+def token_count_kind(counter) -> str:
+    """``"exact"`` when ``counter`` counts with the model's own tokenizer, ``"estimate"`` when it approximates
+    (``TokenCounter.exact`` False: a model without a known tokenizer, counted with ``cl100k_base``). A counter
+    that does not say (a user's own) is taken to be the model's tokenizer."""
+    return EXACT if getattr(counter, "exact", True) else ESTIMATE
 
 
 _counters: dict[str, TokenCounter] = {}

@@ -334,6 +334,16 @@ class SelectExemplars(dspy.Module, Parameter):
                                       strict=True)]
         return dspy.Prediction(demos=demos, ids=info["ids"], selection=info)
 
+    def budget_shortfall(self, base_tokens: int) -> str | None:
+        """Why no pool exemplar fits a prompt of ``base_tokens`` without demos (``None``: the cheapest fits)."""
+        with self._lock:
+            pool = self._pool()
+        capacity = self.config.exemplar_capacity(self.resolved_budget - int(base_tokens)
+                                                 - self.config.reserve_output_tokens)
+        request = SelectionRequest(embedding=np.zeros(pool.embeddings.shape[1]), capacity=float(capacity))
+        reason = self._empty_reason(pool, request, int(base_tokens), "")
+        return reason or None
+
     def _empty_reason(self, pool: ExemplarPool, request: SelectionRequest, base_tokens: int, reason: str) -> str:
         """Why a call sends no exemplar, with the numbers: the budget arithmetic when no eligible exemplar fits,
         else the selector's own reason (e.g. no exemplar of positive value)."""

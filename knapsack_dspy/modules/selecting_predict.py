@@ -16,7 +16,9 @@ At call time, ``forward(**inputs)``:
 
 The demos go to that one call; nothing shared is mutated, so threaded ``dspy.Evaluate`` is safe. Hints about
 the query that are not inputs (its id and document, gold attributes) come from
-``selection_context.selection_hints``; what was chosen goes to ``selection_context.selection_log``.
+``selection_context.selection_hints``; what was chosen goes to ``selection_context.selection_log``, with
+``token_count``: ``"exact"`` (the model's own tokenizer) or ``"estimate"`` (a model without a known tokenizer,
+counted with ``cl100k_base``: ``prompt_tokens`` and ``within_budget`` are then approximate).
 
 The adapter is pinned: the one the costs were measured with (a ``ChatAdapter`` without its JSON fallback,
 unless compile was given another), because a fallback re-formats the prompt and breaks the accounting.
@@ -35,7 +37,7 @@ import dspy
 from dspy.signatures.signature import ensure_signature
 
 from knapsack_dspy.llm.prompt_cache import cache_breakpoint
-from knapsack_dspy.llm.token_counter import get_token_counter
+from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars
 from knapsack_dspy.modules.selection_context import (
@@ -134,7 +136,8 @@ class SelectingPredict(dspy.Predict):
         chosen = self.selection(base_tokens=base, id=hints.id, doc_id=hints.doc_id,
                                 exclude_ids=self._fixed_ids(fixed), attribute_fields=hints.fields or None,
                                 shared_tokens=shared, **inputs, **hints.attributes)
-        info = dict(chosen.selection, predictor=self.predictor_name, fixed_demos=len(fixed))
+        info = dict(chosen.selection, predictor=self.predictor_name, fixed_demos=len(fixed),
+                    token_count=token_count_kind(self.token_counter))  # "estimate": within_budget is approximate
         return SelectionRecord(self.predictor_name, [*fixed, *chosen.demos], info)
 
     def _check_fields(self, signature) -> None:

@@ -23,7 +23,7 @@ from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, ExemplarSelector
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, make_selector, selector_class
 
-__all__ = ["DEMO_ORDERS", "SELECTOR_SETTINGS", "SelectionConfig", "SelectionConfigError"]
+__all__ = ["DEMO_ORDERS", "SELECTOR_SETTINGS", "SelectionConfig", "SelectionConfigError", "check_setting"]
 
 #: How the per-query exemplars are ordered in the prompt (``SelectionConfig.demo_order``).
 DEMO_ORDERS = ("similarity", "canonical")
@@ -53,6 +53,141 @@ def _names(value, setting: str) -> tuple[str, ...]:
     if len(set(value)) != len(value):
         raise SelectionConfigError(f"{setting} names an attribute twice: {list(value)!r}")
     return tuple(value)
+
+
+def _fail(message: str):
+    raise SelectionConfigError(message)
+
+
+def _check_selector(value):
+    if not isinstance(value, str):
+        _fail(f"selector must be a name, got {value!r}")
+    try:
+        selector_class(value)
+    except ValueError as exc:
+        raise SelectionConfigError(str(exc)) from None
+    return value
+
+
+def _non_negative_int(name: str):
+    def check(value):
+        if not _is_int(value) or value < 0:
+            _fail(f"{name} must be a non-negative integer, got {value!r}")
+        return value
+    return check
+
+
+def _check_budget(value):
+    if value is not None and (not _is_int(value) or value <= 0):
+        _fail(f"budget must be a positive number of tokens or None, got {value!r}")
+    return value
+
+
+def _share(name: str):
+    def check(value):
+        if not _is_number(value) or not 0 <= value <= 1:
+            _fail(f"{name} must be a number in [0, 1], got {value!r}")
+        return value
+    return check
+
+
+def _check_attribute_source(value):
+    if value is not None and value not in ATTRIBUTE_SOURCES:
+        _fail(f"attribute_source must be one of {ATTRIBUTE_SOURCES} or None, got {value!r}")
+    return value
+
+
+def _positive_int_or_none(name: str):
+    def check(value):
+        if value is not None and (not _is_int(value) or value < 1):
+            _fail(f"{name} must be a positive integer or None, got {value!r}")
+        return value
+    return check
+
+
+def _check_exemplar_budget(value):
+    if value is not None and (not _is_int(value) or value <= 0):
+        _fail(f"exemplar_budget must be a positive number of tokens or None, got {value!r}")
+    return value
+
+
+def _check_embed_fields(value):
+    if value is None:
+        return None
+    value = _names(value, "embed_fields")
+    if not value:
+        _fail("embed_fields must name at least one field (or be None: the predictor's input fields)")
+    return value
+
+
+def _check_exclude_same_doc(value):
+    if not isinstance(value, bool):
+        _fail(f"exclude_same_doc must be true or false, got {value!r}")
+    return value
+
+
+def _check_demo_order(value):
+    if value not in DEMO_ORDERS:
+        _fail(f"demo_order must be one of {DEMO_ORDERS}, got {value!r}")
+    return value
+
+
+def _check_latency_budget(value):
+    if value is not None and (not _is_number(value) or value <= 0):
+        _fail(f"latency_budget must be a positive number of seconds or None, got {value!r}")
+    return value
+
+
+def _check_latency_rates(value):
+    if value is None:
+        return None
+    try:
+        return LatencyModel.from_dict(value).to_dict()
+    except ValueError as exc:
+        raise SelectionConfigError(str(exc)) from None
+
+
+def _check_selector_params(value):
+    if not isinstance(value, Mapping):
+        _fail(f"selector_params must be a mapping of parameter names to values, got {value!r}")
+    params = dict(value)
+    own = sorted(set(params) & set(_CHECKS))
+    if own:
+        _fail(f"selector_params {own} are SelectionConfig settings: set them directly")
+    return params
+
+
+#: setting -> its check on its own (returns the value as the config holds it); every SelectionConfig field has one
+_CHECKS = {
+    "selector": _check_selector,
+    "max_exemplars": _non_negative_int("max_exemplars"),
+    "budget": _check_budget,
+    "reserve_output_tokens": _non_negative_int("reserve_output_tokens"),
+    "exemplar_budget": _check_exemplar_budget,
+    "alpha": _share("alpha"),
+    "beta": _share("beta"),
+    "attributes": lambda value: _names(value, "attributes"),
+    "attribute_source": _check_attribute_source,
+    "knn_k": _positive_int_or_none("knn_k"),
+    "max_per_doc": _positive_int_or_none("max_per_doc"),
+    "core_size": _non_negative_int("core_size"),
+    "val_size": _non_negative_int("val_size"),
+    "seed": _non_negative_int("seed"),
+    "embed_fields": _check_embed_fields,
+    "exclude_same_doc": _check_exclude_same_doc,
+    "shared_fields": lambda value: None if value is None else _names(value, "shared_fields"),
+    "selector_params": _check_selector_params,
+    "demo_order": _check_demo_order,
+    "latency_budget": _check_latency_budget,
+    "latency_rates": _check_latency_rates,
+}
+
+
+def check_setting(name: str, value):
+    """One selection setting checked on its own (``SelectionConfigError`` naming it); returns the value as a
+    ``SelectionConfig`` holds it (lists of names as tuples, latency rates complete)."""
+    check = _CHECKS.get(name)
+    return value if check is None else check(value)
 
 
 @dataclass(frozen=True)
@@ -126,72 +261,34 @@ class SelectionConfig:
     latency_rates: Mapping[str, Any] | None = None
 
     def __post_init__(self):
-        def fail(message: str):
-            raise SelectionConfigError(message)
-
-        if not isinstance(self.selector, str):
-            fail(f"selector must be a name, got {self.selector!r}")
-        try:
-            cls = selector_class(self.selector)
-        except ValueError as exc:
-            raise SelectionConfigError(str(exc)) from None
-        if not _is_int(self.max_exemplars) or self.max_exemplars < 0:
-            fail(f"max_exemplars must be a non-negative integer, got {self.max_exemplars!r}")
-        if self.budget is not None and (not _is_int(self.budget) or self.budget <= 0):
-            fail(f"budget must be a positive number of tokens or None, got {self.budget!r}")
-        if not _is_int(self.reserve_output_tokens) or self.reserve_output_tokens < 0:
-            fail(f"reserve_output_tokens must be a non-negative integer, got {self.reserve_output_tokens!r}")
-        if self.exemplar_budget is not None and (not _is_int(self.exemplar_budget) or self.exemplar_budget <= 0):
-            fail(f"exemplar_budget must be a positive number of tokens or None, got {self.exemplar_budget!r}")
+        for f in fields(self):  # each setting on its own (check_setting), then how they go together
+            object.__setattr__(self, f.name, check_setting(f.name, getattr(self, f.name)))
         if self.exemplar_budget is not None and self.budget is not None and self.exemplar_budget > self.budget:
-            fail(f"exemplar_budget ({self.exemplar_budget}) is larger than the whole prompt's budget ({self.budget})")
-        for name in ("alpha", "beta"):
-            value = getattr(self, name)
-            if not _is_number(value) or not 0 <= value <= 1:
-                fail(f"{name} must be a number in [0, 1], got {value!r}")
-        object.__setattr__(self, "attributes", _names(self.attributes, "attributes"))
-        if self.attribute_source is not None and self.attribute_source not in ATTRIBUTE_SOURCES:
-            fail(f"attribute_source must be one of {ATTRIBUTE_SOURCES} or None, got {self.attribute_source!r}")
-        if self.knn_k is not None and (not _is_int(self.knn_k) or self.knn_k < 1):
-            fail(f"knn_k must be a positive integer or None, got {self.knn_k!r}")
-        if self.max_per_doc is not None and (not _is_int(self.max_per_doc) or self.max_per_doc < 1):
-            fail(f"max_per_doc must be a positive integer or None, got {self.max_per_doc!r}")
-        for name in ("core_size", "val_size", "seed"):
-            value = getattr(self, name)
-            if not _is_int(value) or value < 0:
-                fail(f"{name} must be a non-negative integer, got {value!r}")
-        if self.embed_fields is not None:
-            object.__setattr__(self, "embed_fields", _names(self.embed_fields, "embed_fields"))
-            if not self.embed_fields:
-                fail("embed_fields must name at least one field (or be None: the predictor's input fields)")
-        if self.shared_fields is not None:
-            object.__setattr__(self, "shared_fields", _names(self.shared_fields, "shared_fields"))
-        if not isinstance(self.exclude_same_doc, bool):
-            fail(f"exclude_same_doc must be true or false, got {self.exclude_same_doc!r}")
-        if self.demo_order not in DEMO_ORDERS:
-            fail(f"demo_order must be one of {DEMO_ORDERS}, got {self.demo_order!r}")
-        if self.latency_budget is not None and (not _is_number(self.latency_budget) or self.latency_budget <= 0):
-            fail(f"latency_budget must be a positive number of seconds or None, got {self.latency_budget!r}")
-        if self.latency_rates is not None:
-            try:
-                object.__setattr__(self, "latency_rates", LatencyModel.from_dict(self.latency_rates).to_dict())
-            except ValueError as exc:
-                fail(str(exc))
-        if not isinstance(self.selector_params, Mapping):
-            fail(f"selector_params must be a mapping of parameter names to values, got {self.selector_params!r}")
+            raise SelectionConfigError(f"exemplar_budget ({self.exemplar_budget}) is larger than the whole prompt's "
+                                       f"budget ({self.budget})")
+        cls = selector_class(self.selector)
         params = dict(self.selector_params)
-        own = sorted(set(params) & {f.name for f in fields(self)})
-        if own:
-            fail(f"selector_params {own} are SelectionConfig settings: set them directly")
         unknown = sorted(set(params) - set(cls.param_names()))
         if unknown:
-            fail(f"selector {self.selector!r} has no parameter {', '.join(map(repr, unknown))}; "
-                 f"its parameters: {', '.join(p for p in cls.param_names() if p not in SELECTOR_SETTINGS)}")
-        object.__setattr__(self, "selector_params", params)
+            raise SelectionConfigError(
+                f"selector {self.selector!r} has no parameter {', '.join(map(repr, unknown))}; "
+                f"its parameters: {', '.join(p for p in cls.param_names() if p not in SELECTOR_SETTINGS)}")
         try:
             self.build_selector()
         except (TypeError, ValueError) as exc:  # the selector's own checks (e.g. hybrid: core_size <= M)
             raise SelectionConfigError(f"selector {self.selector!r}: {exc}") from None
+
+    @classmethod
+    def check_settings(cls, **settings) -> dict[str, Any]:
+        """Each of ``settings`` checked on its own (``SelectionConfigError`` naming the first bad one or an unknown
+        name); returns them as a config would hold them. What depends on the other settings (a selector's own
+        parameters, hybrid's ``core_size <= max_exemplars``) is checked when the config is built."""
+        valid = [f.name for f in fields(cls)]
+        unknown = sorted(set(settings) - set(valid))
+        if unknown:
+            raise SelectionConfigError(f"unknown selection setting {', '.join(map(repr, unknown))}; "
+                                       f"valid: {', '.join(valid)}")
+        return {name: check_setting(name, value) for name, value in settings.items()}
 
     # ----------------------------------------------------------------------------------------------
     @property

@@ -114,6 +114,7 @@ def _answer(program, lm, inputs: dict) -> dict:
         "exemplar_ids": list(getattr(prediction, "exemplar_ids", None) or selection.get("ids", [])),
         "prompt_tokens": selection.get("prompt_tokens"),
         "within_budget": selection.get("within_budget"),
+        "token_count": selection.get("token_count"),
         "route": getattr(prediction, "route", None),
         "usage": {"lm_calls": calls.calls, "cache_hits": calls.cache_hits, "prompt_tokens": calls.prompt_tokens,
                   "completion_tokens": calls.completion_tokens},

@@ -41,7 +41,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,10 @@ from tqdm.auto import tqdm
 
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.call_counter import call_counts
-from knapsack_dspy.llm.errors import describe_lm_error, lm_error_kind
-from knapsack_dspy.llm.token_counter import get_token_counter
+from knapsack_dspy.llm.errors import LLMConfigError, describe_lm_error, lm_error_kind
+from knapsack_dspy.llm.model_check import check_model_offline
+from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
+from knapsack_dspy.messages import one_line
 from knapsack_dspy.metrics.selection_proxies import selection_proxies
 from knapsack_dspy.modules.compiled_programs import install_selecting_predictor, load_compiled, predictor_at
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
@@ -70,6 +72,7 @@ from knapsack_dspy.selection.selectors import (
 from knapsack_dspy.teleprompt.predictor_pools import (
     PoolError,
     PredictorPool,
+    empty_pool_reason,
     pools_from_teacher,
     pools_from_trainset,
     query_inputs,
@@ -80,6 +83,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_BUDGET = 4096  # when the config leaves the budget to the model and the model's context window is unknown
 _SETTINGS = tuple(f.name for f in dataclasses.fields(SelectionConfig))
 _REPORTED = ("alpha", "beta", "max_exemplars")  # settings every entry of the report's "configs" shows
+_DSPY_LM = dspy.LM  # the LiteLLM-backed LM class (as imported: a caller may rebind ``dspy.LM`` to a factory)
 
 
 class CompileError(ValueError):
@@ -93,6 +97,10 @@ class ZeroShotWarning(UserWarning):
 
 #: Queries a compile selects for to check that its predictors will send exemplars at all.
 ZERO_SHOT_CHECK_QUERIES = 12
+
+
+def _is_count(value, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
@@ -181,6 +189,12 @@ class KnapsackFewShot(Teleprompter):
         if unknown:
             raise CompileError(f"search_space keys must be selection settings ({', '.join(_SETTINGS)}); "
                                f"got {unknown}")
+        if not _is_count(max_lm_configs, 0):
+            raise CompileError(f"KnapsackFewShot: max_lm_configs must be a non-negative integer, "
+                               f"got {max_lm_configs!r}")
+        if not _is_count(num_threads, 1):
+            raise CompileError(f"KnapsackFewShot: num_threads must be a positive integer, got {num_threads!r}")
+        self._check_settings(config)
         self.max_lm_configs = max_lm_configs
         self.num_threads = num_threads
         self.attributes = functions
@@ -190,6 +204,27 @@ class KnapsackFewShot(Teleprompter):
         self.embedder = embedder
         self.adapter = adapter
         self.progress = progress
+
+    def _check_settings(self, config) -> None:
+        """The selection settings, checked now rather than at compile (one line naming the setting): each keyword
+        setting and each search-space value on its own, the mode against the selector, and, when ``config`` is
+        given here, the settings with it (what depends on the student's own ``selection_config`` hook, e.g.
+        hybrid's ``core_size <= max_exemplars`` against the student's M, waits for compile)."""
+        try:
+            SelectionConfig.check_settings(**self.settings)
+            if self.mode is not None:
+                selector_for_mode(self.mode, self.settings.get("selector"))
+        except ValueError as exc:
+            raise CompileError(f"KnapsackFewShot: {exc}") from None
+        for key, values in self.search_space.items():
+            for value in values:
+                try:
+                    SelectionConfig.check_settings(**{key: value})
+                except ValueError as exc:
+                    raise CompileError(f"KnapsackFewShot: search_space point {{{key!r}: {value!r}}}: {exc}") from None
+        given = [config] if isinstance(config, SelectionConfig) else list(config.values()) if config else []
+        for base in given:
+            self._configs(self.selection_config(base))
 
     # ------------------------------------------------------------------------------------------------
     def selection_config(self, student_config: SelectionConfig) -> SelectionConfig:
@@ -249,12 +284,16 @@ class KnapsackFewShot(Teleprompter):
         if kwargs:
             raise CompileError(f"KnapsackFewShot.compile: unknown argument {', '.join(map(repr, sorted(kwargs)))}")
         started = time.perf_counter()
-        trainset = list(trainset or [])
+        _check_program(student, "student")
+        if teacher is not None:
+            _check_program(teacher, "teacher")
+        trainset = _examples(trainset, "trainset")
         if not trainset:
             raise CompileError("trainset (the exemplar pool) is empty")
-        val = list(valset or [])
+        val = _examples(valset, "valset")
         program = student.deepcopy()
         targets = self._targets(program)
+        _check_lms(targets)
         counter, model = self._counter()
         embedder = self._embedder(program)
         adapter = pinned_adapter(self.adapter)
@@ -276,12 +315,12 @@ class KnapsackFewShot(Teleprompter):
         empty = {name: pool for name, pool in pools.items() if not pool.demos}
         named = [name for name in empty if self.predictors is not None or isinstance(self.config, Mapping)]
         if named or len(empty) == len(pools):
+            names = named or sorted(empty)
             why = ("no teacher run succeeded" + (f" (first error: {summary['teacher']['first_error']})"
                                                  if summary.get("teacher", {}).get("first_error") else "")
                    if teacher is not None else
-                   "no trainset example has all of its input fields and an output field (or the student's "
-                   "demo_for hook returned None for every example)")
-            raise CompileError(f"empty exemplar pool for {named or sorted(empty)}: {why}")
+                   empty_pool_reason(program, names[0], targets[names[0]], trainset))
+            raise CompileError(f"empty exemplar pool for {names}: {why}")
         skipped = {name: "no trainset example fits its signature" for name in empty}
 
         reports = {}
@@ -334,7 +373,8 @@ class KnapsackFewShot(Teleprompter):
         val_subset = [_ValQuery(ex, inputs, cost_model.prompt_tokens(inputs, fixed)) for ex, inputs in subset]
 
         report: dict[str, Any] = {"mode": base_config.selector_class.mode, "selector": base_config.selector,
-                                  "budget": budget, "token_model": model, "pool_size": len(pool.demos),
+                                  "budget": budget, "token_model": model, "token_count": token_count_kind(counter),
+                                  "pool_size": len(pool.demos),
                                   "pool_skipped": pool.skipped, "valset_size": len(val),
                                   "val_subset_size": len(val_subset), "configs": [],
                                   "_pool_tokens": int(sum(costs) + sum(group_costs)),
@@ -397,6 +437,11 @@ class KnapsackFewShot(Teleprompter):
                     break
         empty, reasons = 0, []
         for q in queries:
+            if select.attribute_source == "lm":  # selecting would ask the LM for the attributes: the budget only
+                reason = select.budget_shortfall(q.base_tokens)
+                empty += reason is not None
+                reasons += [reason] if reason else []
+                continue
             chosen = select(base_tokens=q.base_tokens, id=q.example.get("id"), doc_id=q.example.get("doc_id"),
                             attribute_fields=_query_fields(q.example), **{**self._gold(select, q.example), **q.inputs})
             if not chosen.selection["ids"]:
@@ -505,6 +550,68 @@ class KnapsackFewShot(Teleprompter):
             out[attr] = {"source": select.attribute_source, "accuracy": sum(p == g for p, g in pairs) / len(pairs),
                          "n": len(pairs)}
         return out
+
+
+def _described(value) -> str:
+    """A value as an error message names it: its type and a short repr."""
+    return f"{type(value).__name__} {one_line(repr(value), 80)}"
+
+
+def _check_program(program, role: str) -> None:
+    if isinstance(program, dspy.Module):
+        return
+    hint = (f" (a signature string becomes a program with dspy.Predict({program!r}) or "
+            f"dspy.ChainOfThought({program!r}))" if isinstance(program, str) else "")
+    raise CompileError(f"KnapsackFewShot.compile: the {role} must be a DSPy program (a dspy.Module such as "
+                       f"dspy.ChainOfThought('question -> answer')), got {_described(program)}{hint}")
+
+
+def _examples(examples, role: str) -> list:
+    """``trainset`` / ``valset`` as a list, each item a ``dspy.Example`` (or a mapping of fields)."""
+    if examples is None:
+        return []
+    if isinstance(examples, (str, bytes, Mapping)) or not isinstance(examples, Iterable):
+        raise CompileError(f"KnapsackFewShot.compile: {role} must be a list of dspy.Example, got "
+                           f"{_described(examples)}")
+    out = list(examples)
+    for i, example in enumerate(out):
+        if not isinstance(example, (dspy.Example, Mapping)):
+            raise CompileError(f"KnapsackFewShot.compile: {role}[{i}] must be a dspy.Example (or a mapping of "
+                               f"fields), got {_described(example)}")
+    return out
+
+
+def _litellm_model(lm) -> str | None:
+    """The LiteLLM model string ``lm`` calls, or None when its calls do not go by one: not a ``dspy.LM``
+    (``DummyLM``, a custom ``BaseLM``), a subclass answering on its own, a custom engine, a provider declared to
+    DSPy or an explicit ``custom_llm_provider``."""
+    if not isinstance(lm, _DSPY_LM) or not isinstance(getattr(lm, "model", None), str):
+        return None
+    if type(lm).forward is not _DSPY_LM.forward or type(lm).aforward is not _DSPY_LM.aforward:
+        return None
+    kwargs = getattr(lm, "kwargs", None) or {}
+    if (not isinstance(getattr(lm, "_engine_spec", "auto"), str) or getattr(lm, "_providers", ())
+            or kwargs.get("custom_llm_provider")):
+        return None
+    return lm.model
+
+
+def _check_lms(targets: Mapping[str, dspy.Predict]) -> None:
+    """The LMs the compiled predictors will call (each one's own, else the configured one): a model string no
+    provider is known for fails every call, so it fails the compile now, in one line; an unknown model name of a
+    known provider is logged (``llm.model_check``)."""
+    checked = set()
+    for predictor in targets.values():
+        lm = predictor.lm or dspy.settings.lm
+        model = _litellm_model(lm)
+        if model is None or model in checked:
+            continue
+        checked.add(model)
+        kwargs = getattr(lm, "kwargs", None) or {}
+        try:
+            check_model_offline(model, api_base=kwargs.get("api_base") or kwargs.get("base_url"))
+        except LLMConfigError as exc:
+            raise CompileError(f"KnapsackFewShot.compile: the LM {model!r} cannot be called: {exc}") from None
 
 
 def fit_sub_modules(program, trainset, embedder) -> list[str]:

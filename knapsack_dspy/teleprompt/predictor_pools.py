@@ -27,7 +27,8 @@ from tqdm.auto import tqdm
 
 from knapsack_dspy.modules.selection_context import selection_hints
 
-__all__ = ["PoolError", "PredictorPool", "pools_from_teacher", "pools_from_trainset", "query_inputs"]
+__all__ = ["PoolError", "PredictorPool", "empty_pool_reason", "pools_from_teacher", "pools_from_trainset",
+           "query_inputs"]
 
 
 class PoolError(ValueError):
@@ -111,6 +112,39 @@ def pools_from_trainset(program: dspy.Module, predictors: Mapping[str, dspy.Pred
                 pool.skipped += 1
         pools[name] = pool
     return pools
+
+
+def _fields_of(example) -> set[str]:
+    """The fields an example has (with a value)."""
+    try:
+        items = example.items() if hasattr(example, "items") else dict(example).items()
+    except (TypeError, ValueError):
+        return set()
+    return {str(k) for k, v in items if v is not None}
+
+
+def _listed(names: Iterable[str], most: int = 12) -> str:
+    names = list(names)
+    shown = ", ".join(names[:most]) + (f", ... ({len(names)} in all)" if len(names) > most else "")
+    return shown or "none"
+
+
+def empty_pool_reason(program: dspy.Module, name: str, predictor: dspy.Predict, trainset: Sequence) -> str:
+    """Why ``pools_from_trainset`` gave predictor ``name`` no demo: the fields a demo needs and the fields the
+    trainset's examples have (or the student's ``demo_for`` hook)."""
+    if callable(getattr(program, "demo_for", None)):
+        return f"the student's demo_for hook returned None for every trainset example ({len(trainset)})"
+    signature = predictor.signature
+    inputs, outputs = list(signature.input_fields), list(signature.output_fields)
+    present = [_fields_of(example) for example in trainset]
+    seen = sorted(set().union(*present)) if present else []
+    missing_inputs = [f for f in inputs if f not in seen]
+    missing = (f"no example has {_listed(missing_inputs)}" if missing_inputs else
+               f"no example has {_listed(outputs)}" if not any(f in seen for f in outputs) else
+               "no single example has all of them")
+    return (f"a demo of predictor {name!r} needs every input field of its signature ({_listed(inputs)}) and at "
+            f"least one output field ({_listed(outputs)}); the trainset's examples have {_listed(seen)} ({missing}); "
+            "rename the fields, or give the student a demo_for(predictor_name, example) hook")
 
 
 def pools_from_teacher(teacher: dspy.Module, predictors: Mapping[str, dspy.Predict], trainset: Sequence, *,
