@@ -43,7 +43,8 @@ class CallCounts:
     ``cache_hits``: LM requests answered by DSPy's cache; tokens and cost of the completed calls;
     ``cached_prompt_tokens``: their prompt tokens the provider's prompt cache served (KV reuse);
     ``cache_write_tokens``: prompt tokens written to a provider cache (Anthropic breakpoints);
-    ``timed_calls``: calls that reported their timings, ``prefill_seconds`` / ``decode_seconds`` their sums."""
+    ``timed_calls``: calls that reported their timings, ``prefill_seconds`` / ``decode_seconds`` their sums;
+    ``replayed``: LM calls answered from recorded replies (``recorded_replies``), not counted as calls."""
 
     calls: int = 0
     failures: int = 0
@@ -56,6 +57,7 @@ class CallCounts:
     timed_calls: int = 0
     prefill_seconds: float = 0.0
     decode_seconds: float = 0.0
+    replayed: int = 0
 
     def __sub__(self, other: CallCounts) -> CallCounts:
         return CallCounts(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
@@ -124,6 +126,11 @@ def usage_deltas(response: Any) -> dict[str, Any]:
         deltas.update(timed_calls=1, prefill_seconds=_seconds(timings.get("prompt_ms")),
                       decode_seconds=_seconds(timings.get("predicted_ms")))
     return deltas
+
+
+def note_replayed() -> None:
+    """One LM call answered from a recorded reply (``recorded_replies``): no provider call."""
+    _add(replayed=1)
 
 
 def _record_success(response: Any) -> None:
