@@ -19,6 +19,12 @@ from a server but not encodable) is written with the offending strings escaped (
 row lists the fields in ``escaped``. A file that cannot be written (read-only, uncreatable directory, full
 disk) is a :class:`ResultsFileError` naming the file and the fix; rows written before stay.
 
+Rows are ``row_schema.ResultRow`` objects: what is appended is checked against the schema
+(an undeclared field is a ``RowSchemaError``, a bug), and what is read is migrated to the current schema version
+(a row of a newer version is a ``ResultsFileError`` naming the line). :func:`load_rows` reads a results file
+(``predictions.jsonl`` or a committed ``predictions.jsonl.gz``) without writing anything: what scripts and
+tools read rows with.
+
 If the file is replaced while a run writes it (``git stash`` / ``git checkout`` of a committed results file,
 a copy over it), the writer would go on appending to the replaced, now invisible file. Before every write the
 store checks that its path still names the file it holds open; if not, it reopens the path and writes again
@@ -28,15 +34,17 @@ the rows of this run that the new file lacks (with a warning), so nothing is los
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import logging
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from knapsack_dspy.bench.row_schema import ResultRow
 from knapsack_dspy.messages import one_line
 
 logger = logging.getLogger(__name__)
@@ -87,8 +95,9 @@ def _text_of(value) -> str:
         return f"<unprintable {type(value).__name__}>"
 
 
-def encode_row(row: dict) -> str:
+def encode_row(row: Mapping) -> str:
     """One JSON line for ``row`` (``\\n``-terminated, UTF-8 encodable), whatever its values hold."""
+    row = row.to_json() if isinstance(row, ResultRow) else row
     try:
         line = json.dumps(row, ensure_ascii=False, default=str)
         line.encode("utf-8")
@@ -100,9 +109,62 @@ def encode_row(row: dict) -> str:
     return line + "\n"
 
 
+def _row_of(text: str, where: str) -> ResultRow:
+    """The row one results line holds; a line that is not one is a ResultsFileError naming ``where``."""
+    try:
+        return ResultRow.from_json(json.loads(text))
+    except (ValueError, RecursionError) as exc:  # row_schema.RowSchemaError is a ValueError
+        raise ResultsFileError(f"{where}: corrupt results line ({one_line(exc, 160)}); remove that line (or "
+                               "restore the file, e.g. from git) to resume") from None
+
+
+def results_file(path: str | os.PathLike) -> Path:
+    """The results file of ``path``: the file itself, or a results directory's ``predictions.jsonl`` (else its
+    ``predictions.jsonl.gz``, as results directories are committed)."""
+    path = Path(path)
+    if path.is_dir():
+        plain = path / "predictions.jsonl"
+        gz = path / "predictions.jsonl.gz"
+        return gz if not plain.exists() and gz.exists() else plain
+    return path
+
+
+def load_rows(path: str | os.PathLike) -> list[ResultRow]:
+    """Every row of a results file or directory (``results_file``; gzip when the name ends in ``.gz``), in file
+    order, migrated to the current schema; nothing is written. A torn last line (a run still writing, or killed
+    mid-line) is left out, as a resume would cut it. A missing file or a line that is not a results row is a
+    ``ResultsFileError``."""
+    path = results_file(path)
+    try:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            data = fh.read()
+    except (OSError, EOFError) as exc:
+        raise ResultsFileError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    lines = data.split(b"\n")
+    torn = lines.pop() if lines else b""  # the text after the last newline: empty, or a line being written
+    rows = []
+    for lineno, raw in enumerate(lines, 1):
+        if raw.strip():
+            rows.append(_row_of(_decoded(raw, f"{path}:{lineno}"), f"{path}:{lineno}"))
+    if torn.strip():
+        try:
+            rows.append(ResultRow.from_json(json.loads(torn.decode("utf-8"))))
+        except (ValueError, RecursionError):
+            pass
+    return rows
+
+
+def _decoded(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(f"{where}: corrupt results line ({one_line(exc, 160)}); remove that line (or "
+                               "restore the file, e.g. from git) to resume") from None
+
+
 class ResultsStore:
     def __init__(self, path: str | os.PathLike, fsync: bool = True, fsync_interval_s: float = 1.0,
-                 redo: Callable[[dict], bool] | None = None):
+                 redo: Callable[[ResultRow], bool] | None = None):
         self.path = Path(path)
         self.fsync = fsync
         self.fsync_interval_s = float(fsync_interval_s)
@@ -120,8 +182,8 @@ class ResultsStore:
         self._fh = self._open()
 
     @staticmethod
-    def key(row: dict) -> tuple:
-        return row["run"], row["example_id"]
+    def key(row: ResultRow) -> tuple:
+        return row.run, row.example_id
 
     def _open(self):
         try:
@@ -146,11 +208,12 @@ class ResultsStore:
         with open(self.path, "r+b") as fh:
             fh.truncate(cut)
 
-    def rows(self) -> Iterator[dict]:
+    def rows(self) -> Iterator[ResultRow]:
+        """The stored rows, in file order, migrated to the current schema (``row_schema``)."""
         for _, row in self._lines():
             yield row
 
-    def _lines(self) -> Iterator[tuple[str, dict]]:
+    def _lines(self) -> Iterator[tuple[str, ResultRow]]:
         """(line, row) of every non-blank line; a line that is not a results row is a ResultsFileError."""
         if not self.path.exists():
             return
@@ -162,16 +225,8 @@ class ResultsStore:
             for lineno, raw in enumerate(fh, 1):
                 if not raw.strip():
                     continue
-                try:
-                    line = raw.decode("utf-8")
-                    row = json.loads(line)
-                    if not isinstance(row, dict) or "run" not in row or "example_id" not in row:
-                        raise ValueError("not a results row: an object with 'run' and 'example_id'")
-                except (ValueError, RecursionError) as exc:
-                    raise ResultsFileError(f"{self.path}:{lineno}: corrupt results line "
-                                           f"({one_line(exc, 160)}); remove that line (or restore the file, "
-                                           "e.g. from git) to resume") from None
-                yield line, row
+                line = _decoded(raw, f"{self.path}:{lineno}")
+                yield line, _row_of(line, f"{self.path}:{lineno}")
 
     def done(self, run: str, example_id: str) -> bool:
         """The example has a row that stands (not one to do again)."""
@@ -181,9 +236,11 @@ class ResultsStore:
         """The example has a row that a new one will replace."""
         return (run, example_id) in self._to_redo
 
-    def append(self, row: dict) -> bool:
-        """Write one row; returns False (and writes nothing) if that (run, example) is already stored. A row
-        for an example whose stored row is to be done again replaces it."""
+    def append(self, row: Mapping) -> bool:
+        """Write one row (a ``ResultRow``, or its fields: checked by ``ResultRow.build``, a ``RowSchemaError``
+        if they do not match the schema); returns False (and writes nothing) if that (run, example) is already
+        stored. A row for an example whose stored row is to be done again replaces it."""
+        row = row if isinstance(row, ResultRow) else ResultRow.build(row)
         line = encode_row(row)
         with self._lock:
             key = self.key(row)
@@ -205,6 +262,16 @@ class ResultsStore:
             self._done.add(key)
             self._written.append(line)
         return True
+
+    def replace_all(self, rows: Iterable[ResultRow]) -> None:
+        """Replace the whole file by ``rows`` (in that order) atomically: a crash leaves the old file whole."""
+        lines = [encode_row(row) for row in rows]
+        with self._lock:
+            try:
+                self._rewrite(lines)
+            except OSError as exc:
+                raise results_write_error(self.path, exc) from None
+            self._done, self._to_redo = self._index(self.rows())
 
     def _rewrite(self, lines: list[str]) -> None:
         """Replace the file by ``lines`` atomically (temporary file, fsync, rename) and reopen it."""
@@ -250,7 +317,7 @@ class ResultsStore:
         self._fh.close()
         self._repair()
         present = {self.key(row) for row in self.rows()}
-        missing = [line for line in self._written if self.key(json.loads(line)) not in present]
+        missing = [line for line in self._written if self.key(_row_of(line, str(self.path))) not in present]
         self._fh = self._open()
         for line in missing:
             self._fh.write(line)
