@@ -32,7 +32,7 @@ import hashlib
 import itertools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -105,6 +105,13 @@ class RunSpec:
                                attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
                                val_size=self.val_size, seed=self.seed, demo_order=self.demo_order,
                                latency_budget=self.latency_budget)
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> RunSpec:
+        """The run a stored row's ``spec`` (``asdict`` of a ``RunSpec``, through JSON) describes: lists back to
+        tuples, keys this code does not know left out, fields added since at their defaults."""
+        return cls(**{k: tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v
+                      for k, v in spec.items() if k in _FIELD_TYPES})
 
     @property
     def key(self) -> str:

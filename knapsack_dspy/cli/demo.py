@@ -8,7 +8,6 @@ Everything is cached: a second run makes no LM calls.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from knapsack_dspy.cli.common import DEFAULT_LM, add_data_options, resolve_data_dir, setup_caches
@@ -30,6 +29,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from knapsack_dspy import config
+    from knapsack_dspy.bench.results_store import load_rows
     from knapsack_dspy.bench.runner import run_suite
     from knapsack_dspy.bench.suite import suite_from_dict
     from knapsack_dspy.cli.main import UserError
@@ -51,16 +51,15 @@ def run(args) -> int:
     print(f"data: {data_dir}\nresults: {out}\n")
     run_suite(suite, out, data_dir=data_dir, progress=not args.quiet,
               allow_mixed=True)  # a scratch directory: rows of earlier demos may come from other code
-    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
-    rows = [row for row in rows if row.get("run") == suite.runs[0].key]  # not an earlier demo's questions
+    rows = [row for row in load_rows(out) if row.run == suite.runs[0].key]  # not an earlier demo's questions
     for row in rows:
-        print(f"--- {questions.get(row['example_id'], row['example_id'])}")
-        print(f"    exemplars {row.get('exemplar_ids')} "
-              f"(prompt ~{row.get('prompt_tokens')} tokens, within budget: {row.get('within_budget')})")
-        if row.get("output"):
-            print(row["output"].strip())
-        print(f"=> answer {row.get('answer')!r} scale {row.get('scale')!r}; gold {row.get('gold')!r}; "
-              f"correct: {row.get('correct')}" + (f"; error: {row['error']}" if row.get("error") else ""))
+        print(f"--- {questions.get(row.example_id, row.example_id)}")
+        print(f"    exemplars {row.exemplar_ids} "
+              f"(prompt ~{row.prompt_tokens} tokens, within budget: {row.within_budget})")
+        if row.output:
+            print(str(row.output).strip())
+        print(f"=> answer {row.answer!r} scale {row.scale!r}; gold {row.gold!r}; "
+              f"correct: {row.correct}" + (f"; error: {row.error}" if row.error else ""))
     print()
     print((out / "report.md").read_text())
     return 0
