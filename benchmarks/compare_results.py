@@ -6,7 +6,8 @@ Behaviour checks use it: run the same suite from two commits (e.g. ``git archive
 and the working tree) into two directories, then compare. Exit status 0 when nothing differs, 1 otherwise
 (2 for unreadable input).
 
-- **Rows** (``predictions.jsonl``) are matched by ``(run key, example id)``; ``--match spec`` matches by the
+- **Rows** (``predictions.jsonl`` or ``predictions.jsonl.gz``, read through ``results_store.load_rows``: rows of an
+  older schema version are migrated first) are matched by ``(run key, example id)``; ``--match spec`` matches by the
   readable part of the run key (dataset, pipeline, selector, budget, M, model, retrieval) without its settings
   digest, for directories written by code whose ``RunSpec`` fields differ. Every field of a matched row is
   compared (exemplar ids and their order, prompt tokens, within-budget, answers, scores, selection quality,
@@ -47,21 +48,19 @@ def run_label(run: str, match: str) -> str:
     return run
 
 
-def read_rows(directory: Path, match: str) -> dict[tuple[str, str], dict]:
-    path = directory / "predictions.jsonl"
+def read_rows(directory: Path, match: str) -> dict:
+    """(run label, example id) -> row (``ResultRow``: migrated to the current schema, so rows written by two
+    schema versions compare field by field); ``predictions.jsonl``, or a committed ``predictions.jsonl.gz``."""
+    from knapsack_dspy.bench.results_store import ResultsFileError, load_rows, results_file
+
+    path = results_file(directory)
     if not path.is_file():
-        raise ResultsReadError(f"{path}: no such file")
-    rows: dict[tuple[str, str], dict] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ResultsReadError(f"{path}:{number}: not JSON ({exc.msg})") from None
-            rows[(run_label(str(row.get("run")), match), str(row.get("example_id")))] = row
-    return rows
+        raise ResultsReadError(f"{directory / 'predictions.jsonl'}: no such file")
+    try:
+        rows = load_rows(path)
+    except ResultsFileError as exc:
+        raise ResultsReadError(str(exc)) from None
+    return {(run_label(str(row.run), match), str(row.example_id)): row for row in rows}
 
 
 def read_metrics(directory: Path, match: str) -> dict[str, dict]:

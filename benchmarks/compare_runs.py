@@ -19,21 +19,27 @@ import argparse
 import sys
 from pathlib import Path
 
-from knapsack_dspy.bench.results_store import ResultsStore
+from knapsack_dspy.bench.results_store import ResultsFileError, load_rows, results_file
 from knapsack_dspy.metrics.paired import paired_comparison
 
 
 def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl``."""
-    path = results_dir / "predictions.jsonl"
-    if not path.is_file():
-        sys.exit(f"compare_runs: no predictions.jsonl in {results_dir}")
+    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl`` (or ``.gz``)."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for row in ResultsStore(path).rows():
-        by_metric = out.setdefault(row["spec"]["selector"], {"em": {}, "f1": {}})
-        for metric in by_metric:
-            by_metric[metric][row["example_id"]] = float(row.get(metric) or 0.0)
+    for row in _rows(results_dir):
+        by_metric = out.setdefault(row.spec["selector"], {"em": {}, "f1": {}})
+        by_metric["em"][row.example_id] = float(row.em or 0.0)
+        by_metric["f1"][row.example_id] = float(row.f1 or 0.0)
     return out
+
+
+def _rows(results_dir: Path) -> list:
+    if not results_file(results_dir).is_file():
+        sys.exit(f"compare_runs: no predictions.jsonl in {results_dir}")
+    try:
+        return load_rows(results_dir)
+    except ResultsFileError as exc:
+        sys.exit(f"compare_runs: {exc}")
 
 
 def split_positions(results_dir: Path, spec: str) -> set[str]:
@@ -45,10 +51,10 @@ def split_positions(results_dir: Path, spec: str) -> set[str]:
         first_n, last_n = int(first), int(last)
     except ValueError:
         sys.exit(f"compare_runs: --questions wants FROM:TO (e.g. 61:120), got {spec!r}")
-    row = next(iter(ResultsStore(results_dir / "predictions.jsonl").rows()), None)
-    if row is None:
+    rows = _rows(results_dir)
+    if not rows:
         return set()
-    run = row["spec"]
+    run = rows[0].spec
     examples = load_examples(run.get("dataset", "tatqa"), run.get("eval_split"))
     return {example["id"] for example in examples[first_n - 1:last_n]}
 

@@ -95,7 +95,7 @@ def test_ignored_fields_and_unreadable_input(tmp_path, capsys):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "predictions.jsonl").write_text("{not json\n")
     assert compare_results.main([str(a), str(tmp_path / "c")]) == 2
-    assert "predictions.jsonl:1: not JSON" in capsys.readouterr().err
+    assert "predictions.jsonl:1: corrupt results line" in capsys.readouterr().err
     with pytest.raises(compare_results.ResultsReadError, match="no such file"):
         compare_results.compare(a, tmp_path / "missing")
 
