@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from knapsack_dspy.cli.common import DEFAULT_LM, add_data_options, resolve_data_dir, setup_caches
+from knapsack_dspy.cli.common import add_data_options, resolve_data_dir, setup_caches
+from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("demo", help="offline end-to-end demo on the embedded model (TAT-QA)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--lm", default=DEFAULT_LM, help=f"model (default {DEFAULT_LM})")
+    p.add_argument("--lm", default=DEFAULT_LOCAL_MODEL, help=f"model (default {DEFAULT_LOCAL_MODEL})")
     p.add_argument("--api-base", default="", help="server address for OpenAI-compatible models")
     p.add_argument("--questions", type=int, default=3,
                    help="dev_tune questions to answer, a mix of answer types (default 3)")
