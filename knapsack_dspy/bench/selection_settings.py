@@ -63,24 +63,25 @@ def _run_field(config_field: dataclasses.Field, defaults: SelectionConfig) -> tu
     return annotation, dataclasses.field(default=default)
 
 
-def with_selection_settings(cls: type) -> type:
-    """Add every ``SelectionConfig`` setting to ``cls`` as an annotated field with its run default (apply it under
-    ``@dataclass``); ``cls`` must not declare one itself (its default would be a second home)."""
+def with_selection_settings(cls: type, config: type = SelectionConfig) -> type:
+    """Add every ``SelectionConfig`` (``config``) setting to ``cls`` as an annotated field with its run default
+    (apply it under ``@dataclass``); ``cls`` must not declare one itself (its default would be a second home)."""
     annotations = cls.__annotations__  # the class's own: its body declares fields
-    declared = sorted(set(annotations) & set(SELECTION_SETTINGS))
+    declared = sorted(set(annotations) & {f.name for f in dataclasses.fields(config)})
     if declared:
         raise TypeError(f"{cls.__name__} declares selection settings {declared}: SelectionConfig is their home")
-    defaults = SelectionConfig()
-    for config_field in dataclasses.fields(SelectionConfig):
+    defaults = config()
+    for config_field in dataclasses.fields(config):
         annotations[config_field.name], field = _run_field(config_field, defaults)
         setattr(cls, config_field.name, field)
     return cls
 
 
-def config_values(run: Any) -> dict[str, Any]:
-    """``run``'s selection settings as ``SelectionConfig`` takes them (``""`` back to None, lists as tuples)."""
+def config_values(run: Any, config: type = SelectionConfig) -> dict[str, Any]:
+    """``run``'s selection settings as ``SelectionConfig`` (``config``) takes them (``""`` back to None, lists as
+    tuples)."""
     values = {}
-    for config_field in dataclasses.fields(SelectionConfig):
+    for config_field in dataclasses.fields(config):
         kind, nullable = suite_kind(config_field.type)
         value = getattr(run, config_field.name)
         if _names_or_none(kind, nullable):
