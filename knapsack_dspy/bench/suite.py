@@ -15,7 +15,8 @@ per value; the product over all grid keys gives the runs. Example::
     model = "local/qwen2.5-coder-1.5b-instruct"
     limit = 100
 
-Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
+Any field of ``RunSpec`` is a key (``max_tokens``, ``top_n_paragraphs``, ..., and every ``SelectionConfig`` setting:
+``alpha``, ``beta``, ``attributes``, ``seed``, ``knn_k``, ``selector_params``, ..., ``bench/selection_settings.py``);
 ``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
 ``timeout`` (seconds per LM attempt) and ``num_retries`` set how the LM is asked (they are not part of a
 run's key: changing them continues the same run); ``pool_dataset = "finqa_cases"`` draws the exemplar pool
