@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
@@ -205,9 +206,9 @@ class ResultRow(Mapping):
         self._data = data
 
     @classmethod
-    def fields(cls) -> dict[str, RowField]:
-        """Every declared field by its JSON key."""
-        return _FIELDS
+    def fields(cls) -> Mapping[str, RowField]:
+        """Every declared field by its JSON key (read-only)."""
+        return MappingProxyType(_FIELDS)
 
     @classmethod
     def build(cls, fields: Mapping[str, Any]) -> ResultRow:
