@@ -43,7 +43,7 @@ from knapsack_dspy.bench.selection_settings import config_values, with_selection
 from knapsack_dspy.bench.suite_schema import group_model, group_problems, run_problems
 from knapsack_dspy.data.loader import DATASETS
 from knapsack_dspy.file_limits import FileLimitError, read_file_text
-from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.modules.pipeline import DOCUMENT_PIPELINES, ROUTINGS, STATUTE_PIPELINES
 from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError

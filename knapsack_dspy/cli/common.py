@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from knapsack_dspy.cli.main import UserError
-from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 
 
 def add_lm_options(parser: argparse.ArgumentParser, default: str | None = DEFAULT_LOCAL_MODEL) -> None:

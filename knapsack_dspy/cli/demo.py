@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from knapsack_dspy.cli.common import add_data_options, resolve_data_dir, setup_caches
-from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 
 
 def register(subparsers) -> None:
