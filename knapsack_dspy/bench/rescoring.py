@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +23,7 @@ from knapsack_dspy.bench.question_facts import eval_split_of, facts_of
 from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore
-from knapsack_dspy.bench.row_schema import ResultRow
+from knapsack_dspy.bench.row_schema import ResultRow, as_row
 from knapsack_dspy.bench.runner import load_split, saved_program_path
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
 from knapsack_dspy.modules.pipeline import load_program
@@ -51,13 +51,15 @@ def _prediction(row: ResultRow) -> SimpleNamespace:
     return SimpleNamespace(answer=row.answer, scale=row.scale, program=program, language=language)
 
 
-def rescore_row(row: ResultRow, example) -> ResultRow:
+def rescore_row(row: Mapping, example) -> ResultRow:
     """``row`` with its score fields recomputed against ``example`` (a new row; the input is not changed)."""
+    row = as_row(row)
     return row.without(SCORE_FIELDS).replace(score_prediction(example, _prediction(row)))
 
 
-def reselect_quality(row: ResultRow, select, example) -> ResultRow:
+def reselect_quality(row: Mapping, select, example) -> ResultRow:
     """``row`` with its selection-quality fields recomputed for its stored ``exemplar_ids`` (a new row)."""
+    row = as_row(row)
     return row.without(SELECTION_FIELDS).replace(selection_quality(select, example, row.exemplar_ids))
 
 
