@@ -114,6 +114,12 @@ def test_the_comparison_scripts_read_committed_rows(committed):
     compare_runs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(compare_runs)
     assert set(compare_runs.scores(out)["seer"]["em"]) == {r["example_id"] for r in load_rows(out)}
+    spec = importlib.util.spec_from_file_location("selection_agreement", ROOT / "benchmarks" / "selection_agreement.py")
+    selection_agreement = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(selection_agreement)
+    rows = selection_agreement.read_rows(out)
+    assert [r.example_id for r in rows] == [r.example_id for r in load_rows(out)]
+    assert selection_agreement.agreement(rows, "seer", "seer")[0]["questions"] == 4
 
 
 def test_a_damaged_gzip_file_is_one_line(tmp_path, capsys):
