@@ -6,14 +6,15 @@ Behaviour checks use it: run the same suite from two commits (e.g. ``git archive
 and the working tree) into two directories, then compare. Exit status 0 when nothing differs, 1 otherwise
 (2 for unreadable input).
 
-- **Rows** (``predictions.jsonl``, or the committed ``predictions.jsonl.gz``) are matched by ``(run key,
-  example id)``; ``--match spec`` matches by the readable part of the run key (dataset, pipeline, selector,
-  budget, M, model, retrieval) without its settings digest, for directories written by code whose ``RunSpec``
-  fields differ. Every field of a matched row is compared (exemplar ids and their order, prompt tokens,
-  within-budget, answers, scores, selection quality, errors, ...) except what is timing or bookkeeping:
-  ``latency_s``, ``selection_ms``, ``lm_seconds``, ``traceback``, ``provenance`` (which commit and packages wrote
-  the row: two commits differ there by definition) and the ``spec`` dict (its digest is in the run key; with
-  ``--match spec`` the ``run`` field is skipped too, in rows and figures). ``--ignore FIELD`` skips more.
+- **Rows** (``predictions.jsonl`` or ``predictions.jsonl.gz``, read through ``results_store.load_rows``: rows of an
+  older schema version are migrated first) are matched by ``(run key, example id)``; ``--match spec`` matches by the
+  readable part of the run key (dataset, pipeline, selector, budget, M, model, retrieval) without its settings
+  digest, for directories written by code whose ``RunSpec`` fields differ. Every field of a matched row is
+  compared (exemplar ids and their order, prompt tokens, within-budget, answers, scores, selection quality,
+  errors, ...) except what is timing or bookkeeping: ``latency_s``, ``selection_ms``, ``lm_seconds``,
+  ``traceback``, ``provenance`` (which commit and packages wrote the row: two commits differ there by
+  definition) and the ``spec`` dict (its digest is in the run key; with ``--match spec`` the ``run`` field is
+  skipped too, in rows and figures). ``--ignore FIELD`` skips more.
 - **Report figures** (``metrics.json``, per run) are compared the same way, numbers to 1e-9 relative, except
   timing figures (names with ``_ms``, ``latency``, ``seconds`` or ``time_per``: ``time_per_question``),
   ``provenance`` and ``spec``.
@@ -29,9 +30,6 @@ import math
 import sys
 from collections import Counter
 from pathlib import Path
-
-from knapsack_dspy.bench.results_store import ResultsFileError, rows_file
-from knapsack_dspy.bench.results_store import read_rows as read_results
 
 # provenance (the code commit, packages, ...) differs between two commits by definition: what this compares them by
 ROW_IGNORED = frozenset({"latency_s", "selection_ms", "lm_seconds", "traceback", "spec", "provenance"})
@@ -50,15 +48,19 @@ def run_label(run: str, match: str) -> str:
     return run
 
 
-def read_rows(directory: Path, match: str) -> dict[tuple[str, str], dict]:
+def read_rows(directory: Path, match: str) -> dict:
+    """(run label, example id) -> row (``ResultRow``: migrated to the current schema, so rows written by two
+    schema versions compare field by field); ``predictions.jsonl``, or a committed ``predictions.jsonl.gz``."""
+    from knapsack_dspy.bench.results_store import ResultsFileError, load_rows, rows_file
+
     path = rows_file(directory)  # predictions.jsonl, or the committed predictions.jsonl.gz
     if not path.is_file():
         raise ResultsReadError(f"{path}: no such file")
     try:
-        stored = read_results(path)
+        rows = load_rows(path)
     except ResultsFileError as exc:
         raise ResultsReadError(str(exc)) from None
-    return {(run_label(str(row.get("run")), match), str(row.get("example_id"))): row for row in stored}
+    return {(run_label(str(row.run), match), str(row.example_id)): row for row in rows}
 
 
 def read_metrics(directory: Path, match: str) -> dict[str, dict]:

@@ -19,28 +19,27 @@ import argparse
 import sys
 from pathlib import Path
 
-from knapsack_dspy.bench.results_store import ResultsFileError, read_rows, rows_file
+from knapsack_dspy.bench.results_store import ResultsFileError, load_rows, rows_file
 from knapsack_dspy.metrics.paired import paired_comparison
 
 
-def _rows(path: Path) -> list[dict]:
+def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl`` (or ``.gz``)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for row in _rows(results_dir):
+        by_metric = out.setdefault(row.spec["selector"], {"em": {}, "f1": {}})
+        by_metric["em"][row.example_id] = float(row.em or 0.0)
+        by_metric["f1"][row.example_id] = float(row.f1 or 0.0)
+    return out
+
+
+def _rows(results_dir: Path) -> list:
+    if not rows_file(results_dir).is_file():  # predictions.jsonl, or the committed predictions.jsonl.gz
+        sys.exit(f"compare_runs: no predictions.jsonl (nor .gz) in {results_dir}")
     try:
-        return read_rows(path)
+        return load_rows(results_dir)
     except ResultsFileError as exc:
         sys.exit(f"compare_runs: {exc}")
-
-
-def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl`` (or its ``.gz``)."""
-    path = rows_file(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
-    if not path.is_file():
-        sys.exit(f"compare_runs: no predictions.jsonl (nor .gz) in {results_dir}")
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for row in _rows(path):
-        by_metric = out.setdefault(row["spec"]["selector"], {"em": {}, "f1": {}})
-        for metric in by_metric:
-            by_metric[metric][row["example_id"]] = float(row.get(metric) or 0.0)
-    return out
 
 
 def split_positions(results_dir: Path, spec: str) -> set[str]:
@@ -52,10 +51,10 @@ def split_positions(results_dir: Path, spec: str) -> set[str]:
         first_n, last_n = int(first), int(last)
     except ValueError:
         sys.exit(f"compare_runs: --questions wants FROM:TO (e.g. 61:120), got {spec!r}")
-    row = next(iter(_rows(rows_file(results_dir))), None)
-    if row is None:
+    rows = _rows(results_dir)
+    if not rows:
         return set()
-    run = row["spec"]
+    run = rows[0].spec
     examples = load_examples(run.get("dataset", "tatqa"), run.get("eval_split"))
     return {example["id"] for example in examples[first_n - 1:last_n]}
 

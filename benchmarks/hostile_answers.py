@@ -92,19 +92,20 @@ def _rescore_times(out: Path, data_dir: Path) -> tuple[float, int]:
     from types import SimpleNamespace
 
     from knapsack_dspy.bench.rescoring import rescore_row
+    from knapsack_dspy.bench.results_store import load_rows
     from knapsack_dspy.bench.runner import load_split
 
-    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    rows = load_rows(out)
     splits: dict = {}
     worst, scored = 0.0, 0
     for row in rows:
-        spec = row["spec"]
+        spec = row.spec
         key = (spec["dataset"], spec["eval_split"], spec["eval_path"])
         if key not in splits:
             where = SimpleNamespace(dataset=key[0], eval_split=key[1], eval_path=key[2])
             splits[key] = {ex.id: ex for ex in load_split(where, "eval", data_dir)}
         started = time.perf_counter()
-        rescore_row(row, splits[key][row["example_id"]])
+        rescore_row(row, splits[key][row.example_id])
         worst = max(worst, time.perf_counter() - started)
         scored += 1
     return worst, scored
@@ -150,17 +151,19 @@ def main() -> int:
             exit_code, stalled, done = None, True, None
         seconds = time.perf_counter() - started
         requests = server.completion_count()
-    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    from knapsack_dspy.bench.results_store import load_rows
+
+    rows = load_rows(out)
     expected = sum(len(ids) for ids in runs.values())
     kinds: dict = {}
     for row in rows:
-        kinds[str(row.get("error_kind"))] = kinds.get(str(row.get("error_kind")), 0) + 1
+        kinds[str(row.error_kind)] = kinds.get(str(row.error_kind), 0) + 1
     worst_scoring, rescored = _rescore_times(out, data_dir)
     summary = {
         "hostile_answers_distinct": distinct,
         "questions": expected,
         "rows_written": len(rows),
-        "unique_pairs": len({(r["run"], r["example_id"]) for r in rows}),
+        "unique_pairs": len({(r.run, r.example_id) for r in rows}),
         "exit_code": exit_code,
         "stalled": stalled,
         "internal_errors": kinds.get("internal", 0),

@@ -49,6 +49,7 @@ def _one(args) -> dict:
     from scaleout_throughput import RowClock
 
     import knapsack_dspy  # noqa: F401 - environment defaults first
+    from knapsack_dspy.bench.results_store import load_rows
     from knapsack_dspy.bench.runner import run_suite
     from knapsack_dspy.llm.cache import configure_cache
 
@@ -61,13 +62,13 @@ def _one(args) -> dict:
     started = time.perf_counter()
     run_suite(_suite(args, args.questions), out, data_dir=args.data_dir, progress=False, log=lambda m: None,
               workers=workers, ray="" if args.one == "processes" else None)
-    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    rows = load_rows(out)
     times = clock.times
-    first_sent = times[0] - rows[0]["latency_s"] if rows else started  # the first row, in file order, came first
+    first_sent = times[0] - rows[0].latency_s if rows else started  # the first row, in file order, came first
     return {"config": args.one, "workers": workers, "questions": len(rows),
             "startup_s": round(first_sent - started, 1),
             "rate_q_per_s": round(len(rows) / (times[-1] - first_sent), 4) if rows else None,
-            "mean_s_per_question": round(sum(r["latency_s"] for r in rows) / len(rows), 1) if rows else None,
+            "mean_s_per_question": round(sum(r.latency_s for r in rows) / len(rows), 1) if rows else None,
             "errors": dict(Counter(r.get("error_kind") or "error" for r in rows if r.get("error")))}
 
 

@@ -15,18 +15,18 @@ import collections
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.bench.results_store import ResultsFileError, read_rows, rows_file
+from knapsack_dspy.bench.results_store import ResultsFileError, load_rows, rows_file
 from knapsack_dspy.bench.scoring import score_prediction
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program
 
 
-def _rows(results_dir: Path) -> list[dict]:
+def _rows(results_dir: Path) -> list:
     path = rows_file(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
     if not path.is_file():
         raise SystemExit(f"error: {path} does not exist")
     try:
-        return read_rows(path)
+        return load_rows(path)
     except ResultsFileError as exc:
         raise SystemExit(f"error: {exc}") from None
 
@@ -48,10 +48,10 @@ def main(argv=None) -> int:
                         help="execute against the documents' whole tables, not the retrieved rows")
     args = parser.parse_args(argv)
     rows = [row for row in _rows(args.results_dir)
-            if row.get("spec", {}).get("pipeline") == "pot" and row.get("spec", {}).get("dataset") == "tatqa"]
+            if row.spec.get("pipeline") == "pot" and row.spec.get("dataset") == "tatqa"]
     if not rows:
         raise SystemExit("error: no TAT-QA program-of-thought rows in that directory")
-    splits = {row["spec"]["eval_split"] for row in rows}
+    splits = {row.spec["eval_split"] for row in rows}
     examples = {ex["id"]: ex for split in splits for ex in load_examples("tatqa", split, data_dir=args.data_dir)}
     retriever = None
     if not args.full_tables:
@@ -61,10 +61,10 @@ def main(argv=None) -> int:
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     shown = 0
     for row in rows:
-        selector = row["spec"]["selector"]
-        example = examples.get(row["example_id"])
-        program = row.get("output")
-        if example is None or not program or (row.get("error") or "").startswith("LM "):
+        selector = row.spec["selector"]
+        example = examples.get(row.example_id)
+        program = row.output
+        if example is None or not program or (row.error or "").startswith("LM "):
             counts[selector]["skipped"] += 1
             continue
         result = execute_program(program, _retrieved_table(retriever, example))
@@ -73,18 +73,18 @@ def main(argv=None) -> int:
         rescored = score_prediction(example, prediction)
         tally = counts[selector]
         tally["rows"] += 1
-        tally["em_before"] += row.get("em") or 0.0
+        tally["em_before"] += row.em or 0.0
         tally["em_after"] += rescored["em"]
-        tally["errors_before"] += bool(row.get("error"))
+        tally["errors_before"] += bool(row.error)
         tally["errors_after"] += not result.ok
-        if row.get("error") and result.ok:
+        if row.error and result.ok:
             tally["now_execute"] += 1
             tally["now_correct"] += rescored["em"] == 1.0
             if shown < args.show:
                 shown += 1
-                print(f"[{selector}] {row['example_id']}: was {row['error'][:90]!r}\n"
-                      f"    now {result.answer!r} {result.scale or ''} (gold {row.get('gold')!r}) em={rescored['em']}")
-        elif not row.get("error") and not result.ok:
+                print(f"[{selector}] {row.example_id}: was {row.error[:90]!r}\n"
+                      f"    now {result.answer!r} {result.scale or ''} (gold {row.gold!r}) em={rescored['em']}")
+        elif not row.error and not result.ok:
             tally["now_fail"] += 1
     print(f"\n{'selector':<10} {'rows':>5} {'errors before':>14} {'after':>6} {'now execute':>12} "
           f"{'now correct':>12} {'now fail':>9} {'EM before':>10} {'EM after':>9}")

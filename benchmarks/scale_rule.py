@@ -22,7 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.bench.results_store import read_rows
+from knapsack_dspy.bench.results_store import load_rows
 from knapsack_dspy.bench.scoring import score_prediction
 from knapsack_dspy.data.answer_scale import decide_scale
 from knapsack_dspy.data.loader import load_examples
@@ -65,35 +65,34 @@ def gold(split: str, data_dir, show: int) -> None:
 
 
 def replay(results_dir: Path, data_dir) -> None:
-    rows = read_rows(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
-    rows = [r for r in rows
-            if r.get("spec", {}).get("dataset") == "tatqa" and r.get("spec", {}).get("pipeline") == "pot"]
-    splits = {r["spec"]["eval_split"] for r in rows}
+    rows = load_rows(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
+    rows = [r for r in rows if r.spec.get("dataset") == "tatqa" and r.spec.get("pipeline") == "pot"]
+    splits = {r.spec["eval_split"] for r in rows}
     examples = {ex.id: ex for s in splits for ex in load_examples("tatqa", s, data_dir=data_dir)}
     retriever = HybridRetriever()
     tally: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for row in rows:
-        selector, ex = row["spec"]["selector"], examples[row["example_id"]]
+        selector, ex = row.spec["selector"], examples[row.example_id]
         tally[selector]["n"] += 1
-        tally[selector]["before"] += row.get("em") or 0.0
-        program, answer = row.get("output"), row.get("answer")
+        tally[selector]["before"] += row.em or 0.0
+        program, answer = row.output, row.answer
         if answer is None or not program:
-            tally[selector]["after"] += row.get("em") or 0.0
+            tally[selector]["after"] += row.em or 0.0
             continue
         table = list(ex.table or [])
         context = retriever(question=ex.question, table=table, paragraphs=list(ex.paragraphs or []))
         result = execute_program(program, [table[i] for i in context.row_ids])
         used = numbers_used(result.variables) if result.ok else []
         kind = answer_type_of(answer)
-        if kind == "arithmetic" and (row.get("predicted_attributes") or {}).get("answer_type") == "count":
+        if kind == "arithmetic" and (row.predicted_attributes or {}).get("answer_type") == "count":
             kind = "count"
         decision = decide_scale(ex.question, kind, answer, table=ex.table, paragraphs=ex.paragraphs,
                                 used_values=used, multiplied_by_100=bool(re.search(r"\*\s*100\b", program)),
-                                model_scale=row.get("scale") or "")
+                                model_scale=row.scale or "")
         after = score_prediction(ex, SimpleNamespace(answer=answer, scale=decision.scale))["em"]
         tally[selector]["after"] += after
-        tally[selector]["up"] += after > (row.get("em") or 0.0)
-        tally[selector]["down"] += after < (row.get("em") or 0.0)
+        tally[selector]["up"] += after > (row.em or 0.0)
+        tally[selector]["down"] += after < (row.em or 0.0)
     for selector, t in sorted(tally.items()):
         print(f"{selector}: n={t['n']} EM {100 * t['before'] / t['n']:.1f} -> {100 * t['after'] / t['n']:.1f} "
               f"(+{t['up']} / -{t['down']} rows)")

@@ -89,6 +89,7 @@ class RowClock:
 
 def timed_run(clock: RowClock, suite, out: Path, programs: Path, data_dir: str, workers: int,
                ray: str | None) -> dict:
+    from knapsack_dspy.bench.results_store import load_rows
     from knapsack_dspy.bench.runner import run_suite
 
     if programs.exists():
@@ -98,13 +99,13 @@ def timed_run(clock: RowClock, suite, out: Path, programs: Path, data_dir: str, 
     run_suite(suite, out, data_dir=data_dir, progress=False, log=lambda message: None, workers=workers, ray=ray)
     ended = time.perf_counter()
     times = list(clock.times)
-    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    rows = load_rows(out)
     lo, hi = (workers, len(times) - workers) if len(times) >= 3 * workers + 2 else (0, len(times) - 1)
     steady = (hi - lo) / (times[hi] - times[lo]) if hi > lo and times[hi] > times[lo] else float("nan")
     return {"workers": workers, "questions": len(times), "total_s": round(ended - started, 2), "rate": steady,
             "startup_s": round(times[0] - started, 2) if times else None,
-            "errors": sum(bool(r.get("error")) for r in rows),
-            "pairs": len({(r["run"], r["example_id"]) for r in rows})}
+            "errors": sum(bool(r.error) for r in rows),
+            "pairs": len({(r.run, r.example_id) for r in rows})}
 
 
 def _compile_once(data_dir: str, tmp: Path, clock: RowClock) -> Path:

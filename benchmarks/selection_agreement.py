@@ -14,51 +14,48 @@ differ (with its 90 % Wilson interval), and the mean exemplar tokens of each sel
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  (offline defaults)
+from knapsack_dspy.bench.results_store import ResultsFileError, load_rows, rows_file
+from knapsack_dspy.bench.row_schema import rows_of
 from knapsack_dspy.metrics.intervals import proportion_ci
 
 SETTING_KEYS = ("dataset", "pipeline", "pool_dataset", "pool_split", "budget", "exemplar_budget", "max_exemplars",
                 "retrieval", "eval_split")
 
 
-def read_rows(directory: Path) -> list[dict]:
-    plain, packed = directory / "predictions.jsonl", directory / "predictions.jsonl.gz"
-    if plain.is_file():
-        text = plain.read_text(encoding="utf-8")
-    elif packed.is_file():
-        text = gzip.decompress(packed.read_bytes()).decode("utf-8")
-    else:
+def read_rows(directory: Path) -> list:
+    """The rows of ``directory`` (``results_store.load_rows``: ``predictions.jsonl``, else the committed ``.gz``),
+    the last row of each (run, question) only (a resumed run's last row counts)."""
+    if not rows_file(directory).is_file():
         raise SystemExit(f"{directory}: no predictions.jsonl(.gz)")
-    latest = {}
-    for line in text.splitlines():
-        if line.strip():
-            row = json.loads(line)
-            latest[row["run"], row["example_id"]] = row  # a resumed run's last row counts
-    return list(latest.values())
+    try:
+        rows = load_rows(directory)
+    except ResultsFileError as exc:
+        raise SystemExit(f"selection_agreement: {exc}") from None
+    return list({(row.run, row.example_id): row for row in rows}.values())
 
 
-def agreement(rows: list[dict], a: str, b: str) -> list[dict]:
+def agreement(rows: list, a: str, b: str) -> list[dict]:
     """Per setting where both selectors ran: questions compared, how many differ, mean exemplar tokens."""
     chosen: dict[tuple, dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
-    for row in rows:
-        spec = row.get("spec") or {}
-        if spec.get("selector") in (a, b) and row.get("error") is None:
+    for row in rows_of(rows):
+        spec = row.spec
+        if spec.get("selector") in (a, b) and row.error is None:
             setting = tuple((key, spec.get(key)) for key in SETTING_KEYS)
-            chosen[setting][spec["selector"]][row["example_id"]] = row
+            chosen[setting][spec["selector"]][row.example_id] = row
     out = []
     for setting, by_selector in sorted(chosen.items(), key=lambda kv: str(kv[0])):
         shared = sorted(set(by_selector.get(a, {})) & set(by_selector.get(b, {})))
         if not shared:
             continue
-        differ = sum(set(by_selector[a][q]["exemplar_ids"]) != set(by_selector[b][q]["exemplar_ids"]) for q in shared)
+        differ = sum(set(by_selector[a][q].exemplar_ids) != set(by_selector[b][q].exemplar_ids) for q in shared)
         low, high = proportion_ci(differ, len(shared), level=0.9)[:2]
-        tokens = {name: sum(by_selector[name][q].get("exemplar_tokens") or 0 for q in shared) / len(shared)
+        tokens = {name: sum(by_selector[name][q].exemplar_tokens or 0 for q in shared) / len(shared)
                   for name in (a, b)}
         out.append({"setting": dict(setting), "questions": len(shared), "different": differ,
                     "share_different": 100.0 * differ / len(shared), "ci90": [100.0 * low, 100.0 * high],

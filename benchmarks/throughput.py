@@ -42,7 +42,6 @@ baseline's same mode and load, and each after-mode's paired EM difference agains
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import os
@@ -190,15 +189,11 @@ def baseline_tree(path: Path) -> Path:
     return path
 
 
-def rows_of(directory: Path) -> list[dict]:
-    path = directory / "predictions.jsonl"
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        with contextlib.suppress(ValueError):
-            rows.append(json.loads(line))
-    return rows
+def rows_of(directory: Path) -> list:
+    """The cell's rows (``ResultRow``), none before its first run."""
+    from knapsack_dspy.bench.results_store import load_rows
+
+    return load_rows(directory) if (directory / "predictions.jsonl").exists() else []
 
 
 def calls_of(directory: Path) -> list[dict]:

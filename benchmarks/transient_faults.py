@@ -18,7 +18,6 @@ answer comes from the server; ``--faults`` sets how many requests fail).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -43,8 +42,10 @@ def _queue_faults(server, count: int, hang_seconds: float) -> None:
             server.add_fault(Fault(kind))
 
 
-def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+def _rows(out: Path) -> list:
+    from knapsack_dspy.bench.results_store import load_rows
+
+    return load_rows(out)
 
 
 def main() -> int:
@@ -97,18 +98,18 @@ def main() -> int:
             server.clear()  # the server has recovered
             second = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
             rows2, asked2 = _rows(out), server.completion_count()
-    finished = {(r["run"], r["example_id"]): r for r in rows1 if not r.get("error")}
-    kept = sum(1 for r in rows2 if finished.get((r["run"], r["example_id"])) == r)
-    transient = sum(r.get("error_kind") == "transient" for r in rows1)
+    finished = {(r.run, r.example_id): r for r in rows1 if not r.error}
+    kept = sum(1 for r in rows2 if finished.get((r.run, r.example_id)) == r)
+    transient = sum(r.error_kind == "transient" for r in rows1)
     last_line = first.stderr.strip().splitlines()[-1] if first.stderr.strip() else ""
-    errors1 = sum(bool(r.get("error")) for r in rows1)
+    errors1 = sum(bool(r.error) for r in rows1)
     print(
         f"run 1: exit {first.returncode}, rows {len(rows1)}, error rows {errors1} (transient {transient}), "
         f"requests {asked1}"
     )
     print(f"       {last_line[:300]}")
-    errors2 = sum(bool(r.get("error")) for r in rows2)
-    pairs = len({(r["run"], r["example_id"]) for r in rows2})
+    errors2 = sum(bool(r.error) for r in rows2)
+    pairs = len({(r.run, r.example_id) for r in rows2})
     print(
         f"run 2: exit {second.returncode}, rows {len(rows2)}, error rows {errors2}, requests {asked2} "
         f"(the failed ones), unique pairs {pairs}, kept {kept} of {len(finished)}"

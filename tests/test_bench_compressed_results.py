@@ -13,7 +13,7 @@ import pytest
 from knapsack_dspy.bench import runner
 from knapsack_dspy.bench.exemplar_index import index_exemplars
 from knapsack_dspy.bench.rescoring import rescore_results
-from knapsack_dspy.bench.results_store import ResultsFileError, ResultsStore, read_rows, rows_file
+from knapsack_dspy.bench.results_store import ResultsFileError, ResultsStore, load_rows, rows_file
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.data import load_examples
 
@@ -84,7 +84,7 @@ def test_rescore_reads_and_rewrites_committed_rows_gzipped(committed):
     counts = rescore_results(out, data_dir=data_dir, log=lambda message: None)
     assert counts["rows"] == 4 and counts["changed"] == 4  # "no such answer" is not right after all
     assert not (out / "predictions.jsonl").exists()
-    rows = read_rows(out / "predictions.jsonl.gz")
+    rows = load_rows(out / "predictions.jsonl.gz")
     assert [r["correct"] for r in rows] == [False] * 4
 
 
@@ -99,7 +99,7 @@ def test_a_run_continuing_on_committed_rows_decompresses_them_when_it_writes(com
         assert not store.append(rows[0])  # already there
         assert store.append({**rows[0], "example_id": "new"})
     assert any("decompressed it to predictions.jsonl" in r.getMessage() for r in caplog.records)
-    assert [r["example_id"] for r in read_rows(out / "predictions.jsonl")] == [r["example_id"] for r in rows] + ["new"]
+    assert [r["example_id"] for r in load_rows(out / "predictions.jsonl")] == [r["example_id"] for r in rows] + ["new"]
     assert (out / "predictions.jsonl.gz").read_bytes() == before  # left as it was
     assert rows_file(out) == out / "predictions.jsonl"  # from now on the plain file is the one read
 
@@ -113,7 +113,13 @@ def test_the_comparison_scripts_read_committed_rows(committed):
     spec = importlib.util.spec_from_file_location("compare_runs", ROOT / "benchmarks" / "compare_runs.py")
     compare_runs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(compare_runs)
-    assert set(compare_runs.scores(out)["seer"]["em"]) == {r["example_id"] for r in read_rows(out)}
+    assert set(compare_runs.scores(out)["seer"]["em"]) == {r["example_id"] for r in load_rows(out)}
+    spec = importlib.util.spec_from_file_location("selection_agreement", ROOT / "benchmarks" / "selection_agreement.py")
+    selection_agreement = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(selection_agreement)
+    rows = selection_agreement.read_rows(out)
+    assert [r.example_id for r in rows] == [r.example_id for r in load_rows(out)]
+    assert selection_agreement.agreement(rows, "seer", "seer")[0]["questions"] == 4
 
 
 def test_a_damaged_gzip_file_is_one_line(tmp_path, capsys):
@@ -123,7 +129,7 @@ def test_a_damaged_gzip_file_is_one_line(tmp_path, capsys):
                                    for i in range(200)))
     (out / "predictions.jsonl.gz").write_bytes(whole[: len(whole) // 2])
     with pytest.raises(ResultsFileError, match=r"not a whole gzip file"):
-        read_rows(out)
+        load_rows(out)
     assert main(["report", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "not a whole gzip file" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

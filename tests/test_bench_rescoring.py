@@ -10,6 +10,7 @@ import pytest
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
+from knapsack_dspy.bench.row_schema import SCHEMA_VERSION
 from knapsack_dspy.bench.scoring import score_prediction
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.data.loader import load_examples
@@ -55,7 +56,7 @@ def test_rescoring_recomputes_scores_and_keeps_everything_else(tmp_path, example
     after = _read(tmp_path / "predictions.jsonl")
     assert (after[0]["em"], after[0]["correct"], after[0]["gold"]) == (1.0, True, span["answer"])
     assert (after[1]["em"], after[1]["correct"]) == (0.0, False)
-    assert after[2] == rows[2]  # selection-only rows have no answer to score
+    assert after[2] == {**rows[2], "schema_version": SCHEMA_VERSION}  # no answer to score; rewritten: migrated
     for before, now in zip(rows[:2], after[:2], strict=True):  # what the model produced is untouched
         assert {k: now[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")} == \
                {k: before[k] for k in ("answer", "scale", "output", "latency_s", "example_id", "run")}

@@ -120,7 +120,8 @@ def test_scoring_python_and_dsl_programs_the_official_way(records):
     assert dsl["correct"] and dsl["program_correct"]
     assert not score_prediction(example, SimpleNamespace(answer=20.0, scale="", program="ans = 20.0",
                                                          language="python"))["correct"]  # 20 % is 0.2 in FinQA
-    row = {"answer": 0.2, "output": "ans = 0.2", "spec": {"pipeline": "python_pot"}}
+    row = {"run": "r", "example_id": example.id, "answer": 0.2, "output": "ans = 0.2",
+           "spec": {"pipeline": "python_pot"}}
     assert rescore_row(row, example)["correct"] and rescore_row(row, example)["program_correct"] is None
 
 

@@ -260,14 +260,15 @@ def test_rows_json_cannot_carry_are_written_escaped_and_say_so(tmp_path):
                 "example_id": "a",
                 "answer": "x\ud800y",
                 "output": ["\udfff"],
-                "nested": {"k\ud800": 1},
+                "predicted_attributes": {"k\ud800": 1},
             }
         )
-        assert store.append({"run": "r", "example_id": "b", "answer": Weird(), "loop": cyclic})
+        assert store.append({"run": "r", "example_id": "b", "answer": Weird(), "cell_fixes": cyclic})
     a, b = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert a["answer"] == "x\\ud800y" and a["output"] == ["\\udfff"] and a["nested"] == {"k\\ud800": 1}
-    assert a["escaped"] == ["answer", "nested.<key>", "output[0]"]
-    assert b["answer"] == "<weird>" and b["escaped"] == ["loop" + "[0]" * 50]
+    assert a["answer"] == "x\\ud800y" and a["output"] == ["\\udfff"]
+    assert a["predicted_attributes"] == {"k\\ud800": 1}
+    assert a["escaped"] == ["answer", "output[0]", "predicted_attributes.<key>"]
+    assert b["answer"] == "<weird>" and b["escaped"] == ["cell_fixes" + "[0]" * 50]
     assert (
         encode_row({"run": "r", "example_id": "c", "x": 1.5}) == '{"run": "r", "example_id": "c", "x": 1.5}\n'
     )
@@ -275,6 +276,7 @@ def test_rows_json_cannot_carry_are_written_escaped_and_say_so(tmp_path):
 
 def test_a_transient_row_is_replaced_in_place_and_the_file_holds_each_pair_once(tmp_path):
     from knapsack_dspy.bench.row_outcomes import redo_on_resume
+    from knapsack_dspy.bench.row_schema import SCHEMA_VERSION
 
     path = tmp_path / "p.jsonl"
     rows = [
@@ -291,6 +293,7 @@ def test_a_transient_row_is_replaced_in_place_and_the_file_holds_each_pair_once(
         assert not store.append({"run": "r", "example_id": "b", "correct": False})  # done now
     after = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["example_id"] for r in after] == list("abcde") and after[1] == {
+        "schema_version": SCHEMA_VERSION,
         "run": "r",
         "example_id": "b",
         "correct": True,

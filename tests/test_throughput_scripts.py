@@ -101,9 +101,9 @@ def test_the_busy_loop_runs_beside_the_block_and_is_stopped_after_it():
 
 def _cell(directory: Path, ems, seconds, calls):
     directory.mkdir(parents=True)
-    rows = [{"example_id": f"q{i}", "em": em, "latency_s": s, "lm_seconds": s - 1, "predicted_latency_s": s / 2}
-            for i, (em, s) in enumerate(zip(ems, seconds, strict=True))]
-    rows.append({"example_id": "q9", "em": 0, "latency_s": 999, "error_kind": "transient"})  # asked again later
+    rows = [{"run": "r", "example_id": f"q{i}", "em": em, "latency_s": s, "lm_seconds": s - 1,
+             "predicted_latency_s": s / 2} for i, (em, s) in enumerate(zip(ems, seconds, strict=True))]
+    rows.append({"run": "r", "example_id": "q9", "em": 0, "latency_s": 999, "error_kind": "transient"})  # asked again
     (directory / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (directory / "lm_calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
 

@@ -13,13 +13,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from knapsack_dspy.bench.question_facts import QuestionFacts, facts_key
+from knapsack_dspy.bench.row_schema import ResultRow, rows_of
 from knapsack_dspy.bench.run_metrics import LEVEL, setting_of
 from knapsack_dspy.metrics.paired import paired_comparison
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR
 
 __all__ = ["SCORES", "compare_selectors"]
 
-SCORES = ("em", "f1")
+SCORES = (ResultRow.em.name, ResultRow.f1.name)
 _POINTS = ("mean_a", "mean_b", "difference", "low", "high", "cluster_low", "cluster_high")  # fractions -> points
 
 
@@ -31,21 +32,22 @@ def _compare(a: Mapping[str, float], b: Mapping[str, float], groups: Mapping[str
     return _in_points(paired_comparison(a, b, level=LEVEL, groups=groups).to_dict())
 
 
-def compare_selectors(rows: Iterable[dict], metrics: dict[str, dict], facts: QuestionFacts | None = None) -> list[dict]:
+def compare_selectors(rows: Iterable[Mapping], metrics: dict[str, dict],
+                      facts: QuestionFacts | None = None) -> list[dict]:
     """Paired comparisons within each setting: every run against the reference on the questions both answered,
     for EM and F1 (per question and by document), and per gold answer type when ``facts`` know it."""
     scores: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     groups: dict[str, str | None] = {}
     answer_types: dict[str, str] = {}
-    for row in rows:
-        qid = str(row["example_id"])
-        groups[qid] = row.get("doc_id") or None
+    for row in rows_of(rows):
+        qid = str(row.example_id)
+        groups[qid] = row.doc_id or None
         answer_type = (facts or {}).get(facts_key(row), {}).get("answer_type")
         if answer_type:
             answer_types[qid] = answer_type
-        for name in SCORES:
-            if row.get(name) is not None:
-                scores[row["run"]][name][qid] = float(row[name])
+        for field in (ResultRow.em, ResultRow.f1):
+            if field.of(row) is not None:
+                scores[row.run][field.name][qid] = float(field.of(row))
     by_setting: dict[tuple, list[dict]] = defaultdict(list)
     for m in metrics.values():
         if not m["spec"].get("selection_only") and m["run"] in scores:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from knapsack_dspy.bench.row_schema import ResultRow
 from knapsack_dspy.bench.run_job import Task
 
 __all__ = ["Workers", "write_rows"]
@@ -28,14 +29,14 @@ class Workers(Protocol):
 
     def submit(self, task: Task) -> None: ...
 
-    def next_row(self) -> tuple[Task, dict]: ...
+    def next_row(self) -> tuple[Task, ResultRow]: ...
 
     def close(self) -> None: ...
 
 
 def write_rows(tasks: Iterable[Task], workers: Workers, store, *,
-               check: Callable[[Task, dict], None] | None = None,
-               on_row: Callable[[Task, dict], None] | None = None) -> int:
+               check: Callable[[Task, ResultRow], None] | None = None,
+               on_row: Callable[[Task, ResultRow], None] | None = None) -> int:
     """Run ``tasks`` on ``workers`` (at most ``workers.capacity`` in flight; ``tasks`` is consumed lazily, so a
     generator can compile a run's program when it reaches the run) and append every row to ``store`` as it
     arrives. ``check(task, row)`` may refuse a row by raising (nothing of it is written); ``on_row`` is told of
@@ -56,6 +57,7 @@ def write_rows(tasks: Iterable[Task], workers: Workers, store, *,
                 return written
             task, row = workers.next_row()
             in_flight -= 1
+            row = row if isinstance(row, ResultRow) else ResultRow.build(row)  # a worker's fields, checked
             if check is not None:
                 check(task, row)
             written += bool(store.append(row))

@@ -28,6 +28,7 @@ import dspy
 from knapsack_dspy.bench.lm_timing import LMTimer
 from knapsack_dspy.bench.prompt_record import PromptRecorder
 from knapsack_dspy.bench.row_outcomes import ANSWER, INTERNAL
+from knapsack_dspy.bench.row_schema import ResultRow
 from knapsack_dspy.bench.scoring import score_prediction, selection_quality
 from knapsack_dspy.llm import counting_calls, lm_error_kind
 from knapsack_dspy.llm.errors import describe_lm_error
@@ -66,7 +67,7 @@ def _selection_after_failure(program, example) -> dict:
         return {"exemplar_ids": [], "within_budget": None}
 
 
-def run_example(program, example, lm, spec_fields: dict, store, *, selection_only: bool) -> dict:
+def run_example(program, example, lm, spec_fields: dict, store, *, selection_only: bool) -> ResultRow:
     """Answer (or, ``selection_only``, select for) ``example``, score it and append its row to ``store``;
     ``spec_fields`` (run key, spec, provenance) are added to the row. Returns the row written."""
     row = example_row(program, example, lm, spec_fields, selection_only=selection_only)
@@ -74,7 +75,7 @@ def run_example(program, example, lm, spec_fields: dict, store, *, selection_onl
     return row
 
 
-def example_row(program, example, lm, spec_fields: dict, *, selection_only: bool) -> dict:
+def example_row(program, example, lm, spec_fields: dict, *, selection_only: bool) -> ResultRow:
     """The results row of ``example`` (answered, or selected for, and scored), without writing it: what a worker
     (a thread, a Ray actor) computes and hands to the one writer. Raises nothing but a KeyboardInterrupt."""
     started = time.perf_counter()
@@ -87,18 +88,19 @@ def example_row(program, example, lm, spec_fields: dict, *, selection_only: bool
     return _with_identity(row, example, spec_fields, time.perf_counter() - started)
 
 
-def failed_row(example, spec_fields: dict, error: str) -> dict:
+def failed_row(example, spec_fields: dict, error: str) -> ResultRow:
     """The row of an example that could not be answered for a reason outside the example (``error_kind``
     ``internal``), e.g. the worker answering it died every time it was tried."""
     row = {"exemplar_ids": [], "within_budget": None, "error": one_line(error), "error_kind": INTERNAL}
     return _with_identity(row, example, spec_fields, None)
 
 
-def _with_identity(row: dict, example, spec_fields: dict, seconds: float | None) -> dict:
+def _with_identity(row: dict, example, spec_fields: dict, seconds: float | None) -> ResultRow:
+    """The finished row, checked against the schema (``row_schema``: an undeclared field is a bug)."""
     row.update(spec_fields)
     row.update(example_id=example.id, doc_id=example.get("doc_id"),
                latency_s=None if seconds is None else round(seconds, 3))
-    return row
+    return ResultRow.build(row)
 
 
 def select_example(program, example) -> dict:

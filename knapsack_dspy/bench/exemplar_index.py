@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 from knapsack_dspy.bench import runner
 from knapsack_dspy.bench.question_facts import stored_split
+from knapsack_dspy.bench.row_schema import ResultRow, rows_of
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.modules.pipeline import load_program
 from knapsack_dspy.modules.select_exemplars import NotCompiledError
@@ -68,9 +69,9 @@ def _program_demos(path: Path) -> dict[str, tuple[dict, list[str]]]:
     return out
 
 
-def _predictor_for(row: Mapping, names: list[str]) -> str:
+def _predictor_for(row: ResultRow, names: list[str]) -> str:
     """The predictor whose exemplars a row lists: the extractor's for the extract route, else the main one."""
-    if row.get("route") == "extract":
+    if row.route == "extract":
         return next((n for n in names if n.split(".")[0] == "extract"), names[0])
     return names[0]
 
@@ -80,13 +81,13 @@ def index_exemplars(rows: Iterable[Mapping], out_dir: Path,
     """The exemplars ``rows`` name, from each run's compiled program in ``out_dir/programs`` or else from its
     pool (``load_pool(spec)``, e.g. ``lambda s: runner.load_split(s, "pool", data_dir)``; None: ids only)."""
     index = ExemplarIndex()
-    by_run: dict[str, list[Mapping]] = {}
-    for row in rows:
-        if row.get("exemplar_ids"):
-            by_run.setdefault(row["run"], []).append(row)
+    by_run: dict[str, list[ResultRow]] = {}
+    for row in rows_of(rows):
+        if row.exemplar_ids:
+            by_run.setdefault(row.run, []).append(row)
     pools: dict[tuple, dict] = {}
     for run, run_rows in by_run.items():
-        spec = run_rows[0].get("spec") or {}
+        spec = run_rows[0].spec
         path = runner.saved_program_path(out_dir, run, spec)
         programs = {}
         if path.is_file():
@@ -100,7 +101,7 @@ def index_exemplars(rows: Iterable[Mapping], out_dir: Path,
         for row in run_rows:
             keys = []
             name = _predictor_for(row, list(programs)) if programs else None
-            for exemplar_id in row["exemplar_ids"]:
+            for exemplar_id in row.exemplar_ids:
                 exemplar_id = str(exemplar_id)
                 if name is not None and exemplar_id in programs[name][0]:
                     demo, shown = programs[name][0][exemplar_id], programs[name][1]
@@ -119,7 +120,7 @@ def index_exemplars(rows: Iterable[Mapping], out_dir: Path,
                 else:
                     keys.append(index.add(f"unknown:{exemplar_id}", {"id": exemplar_id, "question": None,
                                                                       "shows": {}, "source": "not found"}))
-            index.of_row[row["run"], str(row["example_id"])] = keys
+            index.of_row[row.run, str(row.example_id)] = keys
     return index
 
 

@@ -28,14 +28,16 @@ from knapsack_dspy.bench.prompt_rendering import row_prompt_status
 from knapsack_dspy.bench.question_facts import QuestionFacts, facts_key
 from knapsack_dspy.bench.report_tables import Table, setting_title
 from knapsack_dspy.bench.row_outcomes import error_kind
+from knapsack_dspy.bench.row_schema import ResultRow, rows_of
 from knapsack_dspy.bench.run_metrics import setting_of
 
 __all__ = ["PAGE_DATA_VERSION", "build_page_data"]
 
 PAGE_DATA_VERSION = 1
 MAX_TEXT_CHARS = 6000  # of one answer, output or error shown (a runaway reply stays readable)
-_CELL_FIELDS = ("scale", "em", "f1", "prompt_tokens", "prompt_tokens_used", "within_budget", "route",
-                "routed_answer_type", "lm_calls", "attempts", "selection_ms", "latency_s", "lm_seconds")
+_CELL_FIELDS = (ResultRow.scale, ResultRow.em, ResultRow.f1, ResultRow.prompt_tokens, ResultRow.prompt_tokens_used,
+                ResultRow.within_budget, ResultRow.route, ResultRow.routed_answer_type, ResultRow.lm_calls,
+                ResultRow.attempts, ResultRow.selection_ms, ResultRow.latency_s, ResultRow.lm_seconds)
 
 
 def _clip(value):
@@ -49,23 +51,23 @@ def _clip(value):
     return _clip(str(value))
 
 
-def _verdict(row: Mapping) -> bool | None:
+def _verdict(row: ResultRow) -> bool | None:
     """Right or wrong (the gold-case hit of a selection-only row; None when the row says neither)."""
-    if (row.get("spec") or {}).get("selection_only"):
-        hit = row.get("gold_case_hit")
+    if row.spec.get("selection_only"):
+        hit = row.gold_case_hit
         return None if hit is None else bool(hit)
-    return bool(row.get("correct"))
+    return bool(row.correct)
 
 
-def _cell(row: Mapping, exemplar_keys: list[str], prompt: dict | None) -> dict:
-    cell = {key: row.get(key) for key in _CELL_FIELDS if row.get(key) is not None}
-    cell.update(answer=_clip(row.get("answer")), verdict=_verdict(row), exemplars=exemplar_keys,
-                output=_clip(row.get("output")), error=_clip(row.get("error")), error_kind=error_kind(row))
-    if (row.get("spec") or {}).get("selection_only"):
+def _cell(row: ResultRow, exemplar_keys: list[str], prompt: dict | None) -> dict:
+    cell = {field.name: field.of(row) for field in _CELL_FIELDS if field.of(row) is not None}
+    cell.update(answer=_clip(row.answer), verdict=_verdict(row), exemplars=exemplar_keys,
+                output=_clip(row.output), error=_clip(row.error), error_kind=error_kind(row))
+    if row.spec.get("selection_only"):
         cell["prompt"] = None
     else:
-        cell["prompt"] = prompt if prompt is not None else row_prompt_status(dict(row)).to_dict()
-        if not row.get("prompt_sha256") and exemplar_keys:
+        cell["prompt"] = prompt if prompt is not None else row_prompt_status(row).to_dict()
+        if not row.prompt_sha256 and exemplar_keys:
             cell["demos_note"] = ("this row predates prompt fingerprints: these are the exemplars it chose, but how "
                                   "its prompt showed them cannot be checked")
     return cell
@@ -93,20 +95,20 @@ def build_page_data(rows: Iterable[Mapping], metrics: Mapping[str, dict], tables
     with ``src`` a data URI."""
     facts, exemplars_of_row, prompts = facts or {}, exemplars_of_row or {}, prompts or {}
     questions: dict[tuple[str, str], dict] = {}
-    for row in rows:
+    for row in rows_of(rows):
         qkey = facts_key(row)
         fact = facts.get(qkey, {})
         question = questions.get(qkey)
         if question is None:
             question = questions[qkey] = {
-                "key": f"{qkey[0]}:{qkey[1]}", "id": qkey[1], "doc_id": row.get("doc_id"), "dataset": qkey[0],
+                "key": f"{qkey[0]}:{qkey[1]}", "id": qkey[1], "doc_id": row.doc_id, "dataset": qkey[0],
                 "question": fact.get("question"), "answer_type": fact.get("answer_type"),
-                "modality": fact.get("modality"), "gold": _clip(row.get("gold")), "gold_scale": row.get("gold_scale"),
+                "modality": fact.get("modality"), "gold": _clip(row.gold), "gold_scale": row.gold_scale,
                 "derivation": _clip(fact.get("derivation") or fact.get("program")), "cells": {}}
-        if question["gold"] is None and row.get("gold") is not None:
-            question["gold"], question["gold_scale"] = _clip(row.get("gold")), row.get("gold_scale")
-        ids = (row["run"], qkey[1])
-        question["cells"][row["run"]] = _cell(row, list(exemplars_of_row.get(ids, [])), prompts.get(ids))
+        if question["gold"] is None and row.gold is not None:
+            question["gold"], question["gold_scale"] = _clip(row.gold), row.gold_scale
+        ids = (row.run, qkey[1])
+        question["cells"][row.run] = _cell(row, list(exemplars_of_row.get(ids, [])), prompts.get(ids))
     for question in questions.values():
         verdicts = {run: cell["verdict"] for run, cell in question["cells"].items()}
         question["verdicts"] = verdicts

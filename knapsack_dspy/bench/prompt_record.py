@@ -6,6 +6,10 @@ canonical JSON) and the prompt format version of the code that rendered them; a 
 row's prompt from the compiled program and the example and check it against the hash (rows written before
 fingerprints say they cannot be re-rendered exactly).
 
+The row also keeps what each call returned (``completions``: the completion text only, in the order of the
+fingerprints; answers served from the LM cache included), so a results directory can be replayed without the
+LM cache: a replay LM serves the recorded completion of a prompt by its fingerprint.
+
 ``PROMPT_FORMAT_VERSION`` is bumped whenever rendering changes what a prompt holds for the same program and
 example (table layout, demo rendering, instructions, adapter).
 """
@@ -18,7 +22,7 @@ import threading
 
 from dspy.utils.callback import BaseCallback
 
-__all__ = ["PROMPT_FORMAT_VERSION", "PromptRecorder", "messages_sha256"]
+__all__ = ["PROMPT_FORMAT_VERSION", "PromptRecorder", "completion_text", "messages_sha256"]
 
 PROMPT_FORMAT_VERSION = 2  # 1: rows before fingerprints; 2: table layout, shared tables, literal programs, routing
 
@@ -29,15 +33,27 @@ def messages_sha256(messages) -> str:
     return hashlib.sha256(json.dumps(canonical, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def completion_text(outputs):
+    """The text of what one LM call returned (DSPy's outputs: a list of texts, or of dicts with ``"text"`` when
+    the reply also had reasoning, tool calls or log-probabilities): the one text, or a list for several."""
+    items = outputs if isinstance(outputs, list) else [outputs]
+    texts = [item.get("text") if isinstance(item, dict) else item if item is None or isinstance(item, str)
+             else str(item) for item in items]
+    return texts[0] if len(texts) == 1 else texts
+
+
 class PromptRecorder(BaseCallback):
     """A DSPy callback collecting the fingerprint of every LM call made while it is active (install it for one
-    example with ``dspy.context(callbacks=[..., recorder])``); ``keep_messages``: the messages too (re-rendering a
-    prompt, ``bench.prompt_rendering``; a bench row keeps only the fingerprints)."""
+    example with ``dspy.context(callbacks=[..., recorder])``) and the text the call returned (``completions``,
+    in the same order; None for a call that failed); ``keep_messages``: the messages too (re-rendering a prompt,
+    ``bench.prompt_rendering``; a bench row keeps only the fingerprints)."""
 
     def __init__(self, keep_messages: bool = False):
         self.hashes: list[str] = []
+        self.completions: list = []
         self.messages: list[list[dict]] = []
         self.keep_messages = keep_messages
+        self._position: dict[str, int] = {}  # call id -> its index in hashes (calls may end in another order)
         self._lock = threading.Lock()
 
     def on_lm_start(self, call_id, instance, inputs):
@@ -45,10 +61,19 @@ class PromptRecorder(BaseCallback):
         if messages is None and (inputs or {}).get("prompt") is not None:
             messages = [{"role": "user", "content": inputs["prompt"]}]
         with self._lock:
+            self._position[call_id] = len(self.hashes)
             self.hashes.append(messages_sha256(messages))
+            self.completions.append(None)
             if self.keep_messages:
                 self.messages.append([{"role": str(m.get("role", "")), "content": m.get("content")}
                                       for m in messages or []])
 
+    def on_lm_end(self, call_id, outputs, exception=None):
+        with self._lock:
+            position = self._position.pop(call_id, None)
+            if position is not None and exception is None:
+                self.completions[position] = completion_text(outputs)
+
     def row_fields(self) -> dict:
-        return {"prompt_sha256": list(self.hashes), "prompt_format": PROMPT_FORMAT_VERSION}
+        return {"prompt_sha256": list(self.hashes), "prompt_format": PROMPT_FORMAT_VERSION,
+                "completions": list(self.completions)}

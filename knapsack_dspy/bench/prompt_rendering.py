@@ -12,11 +12,13 @@ written before fingerprints existed say they cannot be checked (``unrecorded``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import dspy
 
 from knapsack_dspy.bench.prompt_record import PROMPT_FORMAT_VERSION, PromptRecorder
+from knapsack_dspy.bench.row_schema import as_row
 from knapsack_dspy.messages import one_line
 
 __all__ = ["PromptCheck", "rerender_prompt", "row_prompt_status"]
@@ -52,22 +54,23 @@ class _FirstCallLM(dspy.BaseLM):
         raise _Rendered()
 
 
-def row_prompt_status(row: dict) -> PromptCheck:
+def row_prompt_status(row: Mapping) -> PromptCheck:
     """What a row says about its prompts without re-rendering: its fingerprints, or that it has none."""
-    hashes = row.get("prompt_sha256")
+    row = as_row(row)
+    hashes = row.prompt_sha256
     if not hashes:
         return PromptCheck(UNRECORDED, detail="written before rows fingerprinted their prompts: the prompt cannot be "
                                               "re-rendered exactly")
-    return PromptCheck(NOT_RENDERED, calls=len(hashes), recorded=hashes[0], format=row.get("prompt_format"),
+    return PromptCheck(NOT_RENDERED, calls=len(hashes), recorded=hashes[0], format=row.prompt_format,
                        detail="kdspy report <dir> --prompts <question id> re-renders it from the compiled program")
 
 
-def rerender_prompt(program, example, row: dict) -> PromptCheck:
+def rerender_prompt(program, example, row: Mapping) -> PromptCheck:
     """Re-render the first prompt ``row`` sent (``program``: its run's compiled program; ``example``: its question)
     and check it against the row's fingerprint."""
     check = row_prompt_status(row)
     recorder = PromptRecorder(keep_messages=True)
-    model = (row.get("spec") or {}).get("model") or "unknown"
+    model = as_row(row).spec.get("model") or "unknown"
     try:
         with dspy.context(lm=_FirstCallLM(model), callbacks=[*dspy.settings.callbacks, recorder]):
             program(**program.example_inputs(example))

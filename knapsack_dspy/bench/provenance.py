@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 from knapsack_dspy import _commit
+from knapsack_dspy.bench.row_schema import as_row, rows_of
 from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 
 __all__ = [
@@ -140,13 +141,13 @@ def provenance_difference(old, new) -> str:
 def provenance_conflict(rows, run: str, provenance: dict) -> str | None:
     """The first difference between ``provenance`` (of run ``run``) and the rows already stored, or None."""
     new_environment, new_run = _part(provenance, ENVIRONMENT_KEYS), _part(provenance, RUN_KEYS)
-    for row in rows:
-        old = row.get("provenance")
+    for row in map(as_row, rows):
+        old = row.provenance
         environment = _part(old, ENVIRONMENT_KEYS)
         if environment != new_environment:
             difference = provenance_difference(environment, new_environment)
             return f"the rows there were written by other code or packages ({difference})"
-        if row.get("run") == run and _part(old, RUN_KEYS) != new_run:
+        if row.run == run and _part(old, RUN_KEYS) != new_run:
             difference = provenance_difference(_part(old, RUN_KEYS), new_run)
             return f"this run's rows there used another model or setting ({difference})"
     return None
@@ -154,5 +155,5 @@ def provenance_conflict(rows, run: str, provenance: dict) -> str | None:
 
 def provenance_summary(rows) -> list[tuple[str, int]]:
     """(description, row count) of each distinct provenance among ``rows``, most rows first."""
-    counts = Counter(describe(row.get("provenance")) for row in rows)
+    counts = Counter(describe(row.provenance) for row in rows_of(rows))
     return counts.most_common()

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from types import SimpleNamespace
 
+from knapsack_dspy.bench.row_schema import as_row, rows_of
+
 __all__ = ["FACT_FIELDS", "QuestionFacts", "eval_split_of", "facts_key", "facts_of", "load_question_facts"]
 
 #: The example fields a report reads (``data/example_fields.py``).
@@ -19,7 +21,8 @@ QuestionFacts = dict[tuple[str, str], dict]
 
 def facts_key(row: Mapping) -> tuple[str, str]:
     """The key of a row's question: its dataset and example id."""
-    return str((row.get("spec") or {}).get("dataset") or ""), str(row.get("example_id"))
+    row = as_row(row)
+    return str(row.spec.get("dataset") or ""), str(row.example_id)
 
 
 def facts_of(examples: Iterable, dataset: str | None = None, ids: set[str] | None = None) -> QuestionFacts:
@@ -50,10 +53,10 @@ def load_question_facts(rows: Iterable[Mapping], load_eval: Callable[[SimpleName
     """Facts of the rows' questions, reading each eval split the rows name once (``load_eval(eval_split_of(spec))``,
     e.g. ``lambda s: runner.load_split(s, "eval", data_dir)``); a split that cannot be read raises."""
     wanted: dict[tuple, set[str]] = {}
-    for row in rows:
-        spec = row.get("spec") or {}
+    for row in rows_of(rows):
+        spec = row.spec
         split = (spec.get("dataset"), spec.get("eval_split"), spec.get("eval_path"))
-        wanted.setdefault(split, set()).add(str(row.get("example_id")))
+        wanted.setdefault(split, set()).add(str(row.example_id))
     facts: QuestionFacts = {}
     for (dataset, split, path), ids in sorted(wanted.items(), key=lambda kv: tuple(map(str, kv[0]))):
         spec = {"dataset": dataset, "eval_split": split, "eval_path": path}

@@ -1,7 +1,7 @@
 """``kdspy report``: rebuild a results directory's report with the current code and write its per-question page.
 
 Under the directory's lock (``results_lock``: not while a bench writes it), it reads ``predictions.jsonl`` (or the
-committed ``predictions.jsonl.gz``, ``results_store.rows_file``), reads
+committed ``predictions.jsonl.gz``, ``results_store.load_rows``), reads
 the rows' questions from their eval splits (``question_facts``), rewrites ``metrics.json``, ``comparisons.json``,
 the plots and ``report.md`` (``bench.report``), looks up the exemplars the rows name (``exemplar_index``), and,
 when asked (``prompts``), re-renders the first prompt of the chosen questions' rows from the compiled programs
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from knapsack_dspy.bench import runner
@@ -27,7 +27,8 @@ from knapsack_dspy.bench.provenance import code_provenance, describe_code
 from knapsack_dspy.bench.question_facts import eval_split_of, load_question_facts
 from knapsack_dspy.bench.report import Report, token_count_note, write_report_files
 from knapsack_dspy.bench.results_lock import results_lock
-from knapsack_dspy.bench.results_store import COMPRESSED_ROWS_FILE, ROWS_FILE, read_rows, rows_file
+from knapsack_dspy.bench.results_store import COMPRESSED_ROWS_FILE, ROWS_FILE, load_rows, rows_file
+from knapsack_dspy.bench.row_schema import ResultRow
 from knapsack_dspy.bench.suite import RunSpec
 from knapsack_dspy.messages import one_line
 
@@ -58,7 +59,7 @@ def _suite_name(out_dir: Path) -> str:
         return out_dir.name
 
 
-def _facts(rows: list[dict], data_dir, notes: list[str]) -> dict:
+def _facts(rows: list[ResultRow], data_dir, notes: list[str]) -> dict:
     try:
         return load_question_facts(rows, lambda split: runner.load_split(split, "eval", data_dir))
     except (ValueError, OSError) as exc:  # DataError, ConfigError (no data folder), a missing file
@@ -66,17 +67,11 @@ def _facts(rows: list[dict], data_dir, notes: list[str]) -> dict:
         return {}
 
 
-def _run_spec(spec: dict) -> RunSpec:
-    """The ``RunSpec`` of a stored row's ``spec`` (lists back to tuples; fields newer code added: defaults)."""
-    known = {f.name for f in fields(RunSpec)}
-    return RunSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec.items() if k in known})
-
-
 def _program_for(run: str, spec: dict, out_dir: Path, data_dir, embedder, token_counter_factory, log, notes):
     """The run's compiled program: loaded from ``programs/``, or compiled again (deterministic) when missing."""
     path = runner.saved_program_path(out_dir, run, spec)
     try:
-        run_spec = _run_spec(spec)
+        run_spec = RunSpec.from_dict(spec)
     except (TypeError, ValueError) as exc:
         notes.append(f"run {run}: its settings cannot be read ({one_line(exc, 200)}); prompts not re-rendered")
         return None
@@ -93,36 +88,36 @@ def _program_for(run: str, spec: dict, out_dir: Path, data_dir, embedder, token_
     return program
 
 
-def _rerender(rows: list[dict], out_dir: Path, wanted: Collection[str] | str, data_dir, embedder,
+def _rerender(rows: list[ResultRow], out_dir: Path, wanted: Collection[str] | str, data_dir, embedder,
               token_counter_factory, log, notes) -> dict[tuple[str, str], PromptCheck]:
     """Re-render the first prompt of the wanted questions' rows that recorded fingerprints (older rows cannot be
     checked: they are left as they are, and no program is compiled for them)."""
-    answered = [r for r in rows if not (r.get("spec") or {}).get("selection_only")]
+    answered = [r for r in rows if not r.spec.get("selection_only")]
     if wanted != ALL_QUESTIONS:
         wanted = {str(i) for i in wanted}
-        unknown = wanted - {str(r["example_id"]) for r in answered}
+        unknown = wanted - {str(r.example_id) for r in answered}
         if unknown:
             raise ResultsPageError(f"--prompts: no answered rows for {len(unknown)} question id(s): "
                                    f"{', '.join(sorted(unknown)[:5])}{' ...' if len(unknown) > 5 else ''}")
-        answered = [r for r in answered if str(r["example_id"]) in wanted]
-    fingerprinted = [r for r in answered if r.get("prompt_sha256")]
+        answered = [r for r in answered if str(r.example_id) in wanted]
+    fingerprinted = [r for r in answered if r.prompt_sha256]
     if len(fingerprinted) < len(answered):
         notes.append(f"{len(answered) - len(fingerprinted)} of the {len(answered)} rows asked for were written before "
                      "rows fingerprinted their prompts: they cannot be re-rendered exactly (not attempted)")
-    by_run: dict[str, list[dict]] = {}
+    by_run: dict[str, list[ResultRow]] = {}
     for row in fingerprinted:
-        by_run.setdefault(row["run"], []).append(row)
+        by_run.setdefault(row.run, []).append(row)
     checks: dict[tuple[str, str], PromptCheck] = {}
     for run, run_rows in by_run.items():
-        spec = run_rows[0].get("spec") or {}
+        spec = run_rows[0].spec
         program = _program_for(run, spec, out_dir, data_dir, embedder, token_counter_factory, log, notes)
         if program is None:
             continue
         examples = {str(ex.get("id")): ex for ex in runner.load_split(eval_split_of(spec), "eval", data_dir)}
         for row in run_rows:
-            example = examples.get(str(row["example_id"]))
+            example = examples.get(str(row.example_id))
             if example is not None:
-                checks[run, str(row["example_id"])] = rerender_prompt(program, example, row)
+                checks[run, str(row.example_id)] = rerender_prompt(program, example, row)
     return checks
 
 
@@ -139,7 +134,7 @@ def write_results_page(out_dir, page=None, *, data_dir=None, prompts: Collection
         raise ResultsPageError(f"{path} does not exist (nor {COMPRESSED_ROWS_FILE}): no results to report "
                                "(kdspy bench writes them)")
     with results_lock(out_dir):
-        rows = read_rows(path)  # read only (a torn last line is left out)
+        rows = load_rows(path)  # read only (a torn last line is left out)
         if not rows:
             raise ResultsPageError(f"{path} holds no rows yet: nothing to report")
         notes: list[str] = []

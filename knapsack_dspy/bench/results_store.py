@@ -19,13 +19,17 @@ from a server but not encodable) is written with the offending strings escaped (
 row lists the fields in ``escaped``. A file that cannot be written (read-only, uncreatable directory, full
 disk) is a :class:`ResultsFileError` naming the file and the fix; rows written before stay.
 
+Rows are ``row_schema.ResultRow`` objects: what is appended is checked against the schema
+(an undeclared field is a ``RowSchemaError``, a bug), and what is read is migrated to the current schema version
+(a row of a newer version is a ``ResultsFileError`` naming the line).
+
 Committed results keep their rows gzipped (``predictions.jsonl.gz``). Every reader goes through
-:func:`rows_file` / :func:`read_rows`, which read the ``.gz`` when it is the only rows file (``predictions.jsonl``
-wins when both are there: it is the one a run writes). A run that resumes on a directory holding only the
-``.gz`` reads its rows from there (what is done is skipped) and, when it writes its first row, decompresses it
-to ``predictions.jsonl`` (atomically, the ``.gz`` left as it was, a warning saying so) and appends there:
-recompress it (``gzip -kf predictions.jsonl``) before committing again. A run that writes nothing changes
-nothing.
+:func:`load_rows` (a results file or directory, read only; :func:`rows_file` names the file it reads), which
+reads the ``.gz`` when it is the only rows file (``predictions.jsonl`` wins when both are there: it is the one a
+run writes). A run that resumes on a directory holding only the ``.gz`` reads its rows from there (what is done
+is skipped) and, when it writes its first row, decompresses it to ``predictions.jsonl`` (atomically, the ``.gz``
+left as it was, a warning saying so) and appends there: recompress it (``gzip -kf predictions.jsonl``) before
+committing again. A run that writes nothing changes nothing.
 
 If the file is replaced while a run writes it (``git stash`` / ``git checkout`` of a committed results file,
 a copy over it), the writer would go on appending to the replaced, now invisible file. Before every write the
@@ -45,9 +49,10 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from knapsack_dspy.bench.row_schema import ResultRow
 from knapsack_dspy.messages import one_line
 
 logger = logging.getLogger(__name__)
@@ -63,11 +68,14 @@ class ResultsFileError(ValueError):
     """The results file cannot be read or written; one line naming the file and what to do."""
 
 
-def rows_file(out_dir: str | os.PathLike) -> Path:
-    """The rows file of a results directory to read: ``predictions.jsonl``, else ``predictions.jsonl.gz`` (how
-    committed results keep their rows) when only that one exists, else the (missing) ``predictions.jsonl``."""
-    plain = Path(out_dir) / ROWS_FILE
-    compressed = Path(out_dir) / COMPRESSED_ROWS_FILE
+def rows_file(path: str | os.PathLike) -> Path:
+    """The rows file of ``path``: a ``.jsonl`` / ``.jsonl.gz`` file is itself; any other path is a results
+    directory, whose rows file is ``predictions.jsonl``, else ``predictions.jsonl.gz`` (how committed results keep
+    their rows) when only that one exists, else the (missing) ``predictions.jsonl``."""
+    path = Path(path)
+    if path.name.endswith((".jsonl", ".jsonl.gz")) and not path.is_dir():
+        return path
+    plain, compressed = path / ROWS_FILE, path / COMPRESSED_ROWS_FILE
     return compressed if not plain.exists() and compressed.is_file() else plain
 
 
@@ -82,10 +90,24 @@ def _open_for_reading(path: Path):
         raise ResultsFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _parsed_lines(path: Path, *, torn_tail_ok: bool) -> Iterator[tuple[str, dict]]:
-    """(line, row) of every non-blank line of ``path`` (plain or gzipped). A line that is not a results row is a
-    ResultsFileError; with ``torn_tail_ok`` an unparseable *last* line without its newline (a run killed while
-    writing it) is left out, as a resume would cut it off."""
+def _corrupt_line(where: str, exc: BaseException) -> ResultsFileError:
+    return ResultsFileError(f"{where}: corrupt results line ({one_line(exc, 160)}); remove that line (or restore "
+                            "the file, e.g. from git) to resume")
+
+
+def _row_of(text: str, where: str) -> ResultRow:
+    """The row one results line holds; a line that is not one is a ResultsFileError naming ``where``."""
+    try:
+        return ResultRow.from_json(json.loads(text))
+    except (ValueError, RecursionError) as exc:  # row_schema.RowSchemaError is a ValueError
+        raise _corrupt_line(where, exc) from None
+
+
+def _parsed_lines(path: Path, *, torn_tail_ok: bool) -> Iterator[tuple[str, ResultRow]]:
+    """(line, row) of every non-blank line of ``path`` (plain or gzipped), the row migrated to the current schema
+    (``row_schema``). A line that is not a results row is a ResultsFileError; with ``torn_tail_ok`` an unreadable
+    *last* line without its newline (a run still writing it, or killed mid-line) is left out, as a resume would
+    cut it off."""
     fh = _open_for_reading(path)
     with fh:
         try:
@@ -95,15 +117,11 @@ def _parsed_lines(path: Path, *, torn_tail_ok: bool) -> Iterator[tuple[str, dict
                     continue
                 try:
                     line = raw.decode("utf-8")
-                    row = json.loads(line)
-                    if not isinstance(row, dict) or "run" not in row or "example_id" not in row:
-                        raise ValueError("not a results row: an object with 'run' and 'example_id'")
-                except (ValueError, RecursionError) as exc:
+                    row = ResultRow.from_json(json.loads(line))
+                except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, RowSchemaError: ValueErrors
                     if torn_tail_ok and not raw.endswith(b"\n"):  # only the last line can lack it
                         return
-                    raise ResultsFileError(f"{path}:{lineno}: corrupt results line "
-                                           f"({one_line(exc, 160)}); remove that line (or restore the file, "
-                                           "e.g. from git) to resume") from None
+                    raise _corrupt_line(f"{path}:{lineno}", exc) from None
                 yield line, row
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise ResultsFileError(f"{path}: not a whole gzip file after line {lineno} ({one_line(exc, 120)}); "
@@ -112,15 +130,13 @@ def _parsed_lines(path: Path, *, torn_tail_ok: bool) -> Iterator[tuple[str, dict
             raise ResultsFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def read_rows(path: str | os.PathLike) -> list[dict]:
-    """Every row of a results file, ``predictions.jsonl`` or ``predictions.jsonl.gz``, read only (a torn last
-    line is left out, not cut off); a directory reads its :func:`rows_file`. A missing file has no rows."""
-    path = Path(path)
-    if path.is_dir():
-        path = rows_file(path)
-    if not path.exists():
-        return []
-    return [row for _, row in _parsed_lines(path, torn_tail_ok=True)]
+def load_rows(path: str | os.PathLike) -> list[ResultRow]:
+    """Every row of a results file or directory (its :func:`rows_file`: ``predictions.jsonl``, or the committed
+    ``predictions.jsonl.gz``), in file order, migrated to the current schema; nothing is written. A torn last line
+    (a run still writing, or killed mid-line) is left out, as a resume would cut it off. A missing file, a damaged
+    gzip file or a line that is not a results row is a one-line ``ResultsFileError``. The one reader of stored
+    rows outside a ``ResultsStore``: the package's readers and the scripts in ``benchmarks/`` use it."""
+    return [row for _, row in _parsed_lines(rows_file(path), torn_tail_ok=True)]
 
 
 def decompress_rows(out_dir: str | os.PathLike) -> Path | None:
@@ -147,6 +163,27 @@ def decompress_rows(out_dir: str | os.PathLike) -> Path | None:
         Path(tmp).unlink(missing_ok=True)
         raise
     return plain
+
+
+def _write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
+    """``lines`` in place of ``path``, in its form (a ``.gz`` is written gzipped), atomically: a temporary file with
+    the original's permissions, fsynced, renamed over it; a crash leaves the old file whole."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    handle, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, mode)  # mkstemp makes it 0600
+        with os.fdopen(handle, "wb") as raw:
+            out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if _is_compressed(path) else raw
+            for line in lines:
+                out.write(line.encode("utf-8"))
+            if out is not raw:
+                out.close()  # writes the gzip trailer; the file itself stays open
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def results_write_error(path: Path, exc: OSError) -> ResultsFileError:
@@ -188,8 +225,9 @@ def _text_of(value) -> str:
         return f"<unprintable {type(value).__name__}>"
 
 
-def encode_row(row: dict) -> str:
+def encode_row(row: Mapping) -> str:
     """One JSON line for ``row`` (``\\n``-terminated, UTF-8 encodable), whatever its values hold."""
+    row = row.to_json() if isinstance(row, ResultRow) else row
     try:
         line = json.dumps(row, ensure_ascii=False, default=str)
         line.encode("utf-8")
@@ -203,7 +241,7 @@ def encode_row(row: dict) -> str:
 
 class ResultsStore:
     def __init__(self, path: str | os.PathLike, fsync: bool = True, fsync_interval_s: float = 1.0,
-                 redo: Callable[[dict], bool] | None = None):
+                 redo: Callable[[ResultRow], bool] | None = None):
         self.path = Path(path)
         self.fsync = fsync
         self.fsync_interval_s = float(fsync_interval_s)
@@ -226,8 +264,8 @@ class ResultsStore:
                                    "write elsewhere with --out")
 
     @staticmethod
-    def key(row: dict) -> tuple:
-        return row["run"], row["example_id"]
+    def key(row: ResultRow) -> tuple:
+        return row.run, row.example_id
 
     def _open(self):
         try:
@@ -252,7 +290,8 @@ class ResultsStore:
         with open(self.path, "r+b") as fh:
             fh.truncate(cut)
 
-    def rows(self) -> Iterator[dict]:
+    def rows(self) -> Iterator[ResultRow]:
+        """The stored rows, in file order, migrated to the current schema (``row_schema``)."""
         for _, row in self._lines():
             yield row
 
@@ -263,7 +302,7 @@ class ResultsStore:
             return compressed
         return None
 
-    def _lines(self) -> Iterator[tuple[str, dict]]:
+    def _lines(self) -> Iterator[tuple[str, ResultRow]]:
         """(line, row) of every non-blank line; a line that is not a results row is a ResultsFileError."""
         source = self.path if self.path.exists() else self._compressed_source()
         if source is None:
@@ -289,9 +328,11 @@ class ResultsStore:
         """The example has a row that a new one will replace."""
         return (run, example_id) in self._to_redo
 
-    def append(self, row: dict) -> bool:
-        """Write one row; returns False (and writes nothing) if that (run, example) is already stored. A row
-        for an example whose stored row is to be done again replaces it."""
+    def append(self, row: Mapping) -> bool:
+        """Write one row (a ``ResultRow``, or its fields: checked by ``ResultRow.build``, a ``RowSchemaError``
+        if they do not match the schema); returns False (and writes nothing) if that (run, example) is already
+        stored. A row for an example whose stored row is to be done again replaces it."""
+        row = row if isinstance(row, ResultRow) else ResultRow.build(row)
         line = encode_row(row)
         with self._lock:
             key = self.key(row)
@@ -315,20 +356,25 @@ class ResultsStore:
             self._written.append(line)
         return True
 
+    def replace_all(self, rows: Iterable[ResultRow]) -> None:
+        """Replace the whole file by ``rows`` (in that order) atomically: a crash leaves the old file whole.
+        Committed rows read from ``predictions.jsonl.gz`` alone (nothing written yet) are rewritten there,
+        gzipped (``kdspy bench --rescore``)."""
+        lines = [encode_row(row) for row in rows]
+        with self._lock:
+            compressed = self._compressed_source() if self._fh is None else None
+            try:
+                if compressed is not None:
+                    _write_lines_atomically(compressed, lines)
+                else:
+                    self._rewrite(lines)
+            except OSError as exc:
+                raise results_write_error(compressed or self.path, exc) from None
+            self._done, self._to_redo = self._index(self.rows())
+
     def _rewrite(self, lines: list[str]) -> None:
         """Replace the file by ``lines`` atomically (temporary file, fsync, rename) and reopen it."""
-        mode = self.path.stat().st_mode & 0o7777 if self.path.exists() else 0o644
-        handle, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-        try:
-            os.chmod(tmp, mode)
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.writelines(lines)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _write_lines_atomically(self.path, lines)
         if self._fh is not None:
             self._fh.close()
         self._fh = self._open()
@@ -363,7 +409,7 @@ class ResultsStore:
         self._fh.close()
         self._repair()
         present = {self.key(row) for row in self.rows()}
-        missing = [line for line in self._written if self.key(json.loads(line)) not in present]
+        missing = [line for line in self._written if self.key(_row_of(line, str(self.path))) not in present]
         self._fh = self._open()
         for line in missing:
             self._fh.write(line)

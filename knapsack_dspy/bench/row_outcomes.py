@@ -11,47 +11,54 @@ Every row of an LM run records ``error_kind`` when something failed:
 - ``"answer"``: the LM answered, but its answer could not be used (a program that fails, a reply in the
   wrong format); the row is answered and wrong.
 
-Rows written before ``error_kind`` existed are read by their shape: a failed LM call left no ``output`` and
-kept a ``traceback`` ("could not ask", kind unknown); any other error is the answer's.
+Rows written before ``error_kind`` existed (schema version 1) get theirs from their shape when they are read
+(``row_schema``): a failed LM call left no ``output`` and kept a ``traceback`` ("could not ask", kind unknown:
+``"unrecorded"``); any other error is the answer's.
 """
 
 from __future__ import annotations
 
+from knapsack_dspy.bench.row_schema import (
+    ANSWER,
+    CONFIG,
+    ERROR_KINDS,
+    INTERNAL,
+    TRANSIENT,
+    UNRECORDED,
+    ResultRow,
+)
+
 __all__ = [
+    "ANSWER",
     "ANSWERED_KINDS",
+    "CONFIG",
     "ERROR_KINDS",
+    "INTERNAL",
     "NOT_ASKED_KINDS",
+    "TRANSIENT",
+    "UNRECORDED",
     "could_not_ask",
     "error_kind",
     "redo_on_resume",
 ]
 
-TRANSIENT, CONFIG, INTERNAL, ANSWER = "transient", "config", "internal", "answer"
-ERROR_KINDS = (TRANSIENT, CONFIG, INTERNAL, ANSWER)
 NOT_ASKED_KINDS = (TRANSIENT, CONFIG)
 ANSWERED_KINDS = (None, ANSWER)
-UNRECORDED = "unrecorded"  # an old row whose LM call failed, of unknown kind
 
 
-def error_kind(row: dict) -> str | None:
-    """The row's ``error_kind``; for rows written before it existed, ``"unrecorded"`` when the LM call failed
-    (no output, a traceback kept), ``"answer"`` for any other error, ``None`` without an error."""
-    if row.get("error_kind") is not None:
-        return row["error_kind"]
-    if not row.get("error"):
-        return None
-    if row.get("output") is None and "traceback" in row:
-        return UNRECORDED
-    return ANSWER
+def error_kind(row: ResultRow) -> str | None:
+    """The row's ``error_kind``: one of ``ERROR_KINDS``, ``"unrecorded"`` (a version-1 row whose LM call
+    failed), ``None`` without an error."""
+    return row.error_kind
 
 
-def could_not_ask(row: dict) -> bool:
+def could_not_ask(row: ResultRow) -> bool:
     """The LM never answered this row's example (transient or configuration failure, or an old row's failed
     call): it counts as wrong in the scores, but says nothing about the model."""
     return error_kind(row) in (*NOT_ASKED_KINDS, UNRECORDED)
 
 
-def redo_on_resume(row: dict, retry_errors: bool = False) -> bool:
+def redo_on_resume(row: ResultRow, retry_errors: bool = False) -> bool:
     """Whether a resume answers this row's example again (the new row then replaces it): transient failures
     always; with ``retry_errors`` every row with an error."""
     kind = error_kind(row)

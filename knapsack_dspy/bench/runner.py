@@ -37,6 +37,7 @@ from knapsack_dspy.bench.report import write_report
 from knapsack_dspy.bench.results_lock import results_lock
 from knapsack_dspy.bench.results_store import ResultsStore, results_write_error
 from knapsack_dspy.bench.row_outcomes import redo_on_resume
+from knapsack_dspy.bench.row_schema import ResultRow
 from knapsack_dspy.bench.run_job import RunJob, Task, default_lm, spec_provenance
 from knapsack_dspy.bench.suite import RunSpec, Suite, SuiteError
 from knapsack_dspy.data import load_examples
@@ -253,9 +254,9 @@ def _workers(count: int, ray: str | None, plan, embedder, token_counter_factory,
 
 def _same_origin(path: Path) -> Callable:
     """A row check: a worker's row must come from the same code, packages and model as the driver's."""
-    def check(task: Task, row: dict) -> None:
+    def check(task: Task, row: ResultRow) -> None:
         expected = task.job.fields["provenance"]
-        found = row.get("provenance")
+        found = row.provenance
         if found != expected:
             difference = provenance_difference(expected, found)
             hint = "install the same code and packages on every node"
@@ -265,7 +266,6 @@ def _same_origin(path: Path) -> Callable:
             raise ProvenanceMismatchError(f"{path}: a worker's rows come from another origin than this run's "
                                           f"({difference}); {hint}, or pass --allow-mixed to add its rows anyway")
     return check
-
 
 
 def _chosen_examples(evalset, spec: RunSpec) -> list:

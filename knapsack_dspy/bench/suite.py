@@ -15,7 +15,8 @@ per value; the product over all grid keys gives the runs. Example::
     model = "local/qwen2.5-coder-1.5b-instruct"
     limit = 100
 
-Any field of ``RunSpec`` is a key (``alpha``, ``beta``, ``attributes``, ``seed``, ``max_tokens``, ...);
+Any field of ``RunSpec`` is a key (``max_tokens``, ``top_n_paragraphs``, ..., and every ``SelectionConfig`` setting:
+``alpha``, ``beta``, ``attributes``, ``seed``, ``knn_k``, ``selector_params``, ..., ``bench/selection_settings.py``);
 ``example_ids = ["...", ...]`` evaluates only those questions of the eval split (an unknown id is an error);
 ``order_seed = 26`` takes the eval split's questions in the order that seed fixes (``data.seeded_order``: the
 questions of one document together) before ``example_ids`` / ``limit`` pick from them (``limit = 60``: the first
@@ -37,15 +38,17 @@ import hashlib
 import itertools
 import json
 import sys
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from knapsack_dspy.bench.dspy_baselines import DSPY_BASELINES, is_dspy_baseline
+from knapsack_dspy.bench.selection_settings import config_values, with_selection_settings
 from knapsack_dspy.bench.suite_schema import group_model, group_problems, run_problems
 from knapsack_dspy.data.loader import DATASETS
 from knapsack_dspy.file_limits import FileLimitError, read_file_text
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.modules.pipeline import DOCUMENT_PIPELINES, ROUTINGS, STATUTE_PIPELINES
 from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
@@ -66,13 +69,16 @@ class SuiteError(ValueError):
 
 
 @dataclass(frozen=True)
+@with_selection_settings
 class RunSpec:
+    """One run of a suite: what is answered, by which pipeline and model, how the LM is asked, and -- added by
+    ``with_selection_settings`` -- every ``SelectionConfig`` setting (``selector``, ``budget``, ``max_exemplars``,
+    ``alpha``, ``attributes``, ``knn_k``, ``selector_params``, ...) with ``SelectionConfig``'s default (the bench's
+    own: ``selection_settings.BENCH_DEFAULTS``). Every field is a suite key."""
+
     dataset: str = "tatqa"
     pipeline: str = "pot"  # pot | cot | few_shot | zero_shot (TAT-QA / FinQA); statute pipelines for SARA
-    selector: str = "seer"
-    budget: int = 2048
-    max_exemplars: int = 4
-    model: str = "local/qwen2.5-coder-1.5b-instruct"
+    model: str = DEFAULT_LOCAL_MODEL
     retrieval: str = ""  # SARA: mentioned_only | entire_section | references
     pool_split: str = "dev_pool"
     eval_split: str = "dev_tune"
@@ -80,39 +86,34 @@ class RunSpec:
     eval_path: str = ""
     pool_dataset: str = ""  # the pool's data set when it is not ``dataset`` (e.g. finqa_cases for finqa questions)
     limit: int | None = None
-    seed: int = 0
-    alpha: float = 0.75
-    beta: float = 0.0
-    attributes: tuple = ("modality",)
-    attribute_source: str = ""
     top_n_paragraphs: int | None = 3
-    reserve_output_tokens: int = 256
     selection_only: bool = False
     api_base: str = ""
     num_threads: int = 1
     max_tokens: int = 384
-    val_size: int = 40
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
     timeout: float | None = None  # seconds per LM attempt (make_lm's default 120 s; local/: 600 s generating)
     num_retries: int | None = None  # LM retries on transient failures (make_lm's default: 3; local/: 0)
     route: str = ""  # "extract_compute": span questions extracted, the rest answered by the program; "": one solver
     samples: int = 1  # self-consistency: programs sampled per question, majority vote (program pipelines)
     temperature: float = 0.7  # their sampling temperature (used when samples > 1)
-    demo_order: str = "similarity"  # per-query exemplars: "similarity" (SEER's) or "canonical" (prefix reuse)
-    latency_budget: float | None = None  # seconds a prompt may take (predicted; opt-in), SelectionConfig's
     order_seed: int | None = None  # the eval questions in the order this seed fixes (data.seeded_order), then limit
-    exemplar_budget: int | None = None  # the exemplars' own tokens (SEER's L) beside the whole prompt's budget
     statute_tokens: int | None = None  # SARA: the most statute tokens in a query or a demo (StatuteQA), cut by level
 
     def selection_config(self) -> SelectionConfig:
-        """The run's selection settings (the ``SelectionConfig`` defaults for what a suite cannot set; a DSPy
-        baseline's run keeps the default selector, which it does not use)."""
-        selector = DEFAULT_SELECTOR if is_dspy_baseline(self.selector) else self.selector
-        return SelectionConfig(selector=selector, max_exemplars=self.max_exemplars, budget=self.budget,
-                               reserve_output_tokens=self.reserve_output_tokens, alpha=self.alpha, beta=self.beta,
-                               attributes=tuple(self.attributes), attribute_source=self.attribute_source or None,
-                               val_size=self.val_size, seed=self.seed, demo_order=self.demo_order,
-                               latency_budget=self.latency_budget, exemplar_budget=self.exemplar_budget)
+        """The run's selection settings as one ``SelectionConfig`` (a DSPy baseline's run keeps the default
+        selector, which it does not use)."""
+        values = config_values(self)
+        if is_dspy_baseline(self.selector):
+            values["selector"] = DEFAULT_SELECTOR
+        return SelectionConfig(**values)
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> RunSpec:
+        """The run a stored row's ``spec`` (``asdict`` of a ``RunSpec``, through JSON) describes: lists back to
+        tuples, keys this code does not know left out, fields added since at their defaults."""
+        return cls(**{k: tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v
+                      for k, v in spec.items() if k in _FIELD_TYPES})
 
     @property
     def key(self) -> str:
@@ -123,27 +124,32 @@ class RunSpec:
             parts.append(self.retrieval)
         settings = {k: v for k, v in asdict(self).items() if k not in GRID_KEYS and k not in (
             "limit", "num_threads", "selection_only", *TRANSPORT_KEYS)}
-        for name in _LATER_SETTINGS:  # keys of runs written before these settings existed stay the same
-            if settings[name] == _FIELD_DEFAULTS[name]:
+        for name in list(settings):  # keys of runs recorded before a setting existed stay the same
+            if name not in _FIRST_KEY_SETTINGS and settings[name] == _FIELD_DEFAULTS[name]:
                 del settings[name]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return "|".join([*parts, digest])
 
 
 _FIELD_TYPES = {f.name: f for f in fields(RunSpec)}
-_FIELD_DEFAULTS = {f.name: f.default for f in fields(RunSpec)}
-#: Settings added after results were recorded: left out of ``RunSpec.key`` at their defaults.
-_LATER_SETTINGS = ("example_ids", "route", "pool_dataset", "samples", "temperature", "demo_order",
-                   "latency_budget", "order_seed", "exemplar_budget", "statute_tokens")
+_FIELD_DEFAULTS = {f.name: f.default if f.default is not MISSING else f.default_factory() for f in fields(RunSpec)}
+#: The settings in the key of the first recorded runs: always in ``RunSpec.key``. Every setting added since (a
+#: ``RunSpec`` field or a ``SelectionConfig`` one: ``example_ids``, ``route``, ``demo_order``, ``knn_k``, ...) is
+#: left out of the key at its default, so the keys of runs recorded before it existed stay the same. Never add
+#: a name here.
+_FIRST_KEY_SETTINGS = ("pool_split", "eval_split", "pool_path", "eval_path", "seed", "alpha", "beta", "attributes",
+                       "attribute_source", "top_n_paragraphs", "reserve_output_tokens", "api_base", "max_tokens",
+                       "val_size")
 _GROUP = group_model(RunSpec, GRID_KEYS)
-_TUPLE_FIELDS = ("attributes", "example_ids")
+_TUPLE_FIELDS = tuple(f.name for f in fields(RunSpec) if str(f.type).startswith("tuple"))
+_FLOAT_FIELDS = tuple(f.name for f in fields(RunSpec) if str(f.type).startswith("float"))
 
 
 def _value(name: str, value: Any) -> Any:
     """A checked value as ``RunSpec`` holds it (a name list as a tuple, a number as a float)."""
     if name in _TUPLE_FIELDS:
         return tuple([value] if isinstance(value, str) else value)
-    if isinstance(_FIELD_TYPES[name].default, float) or (name in ("timeout", "latency_budget") and value is not None):
+    if name in _FLOAT_FIELDS and value is not None:
         return float(value)
     return value
 
@@ -198,11 +204,7 @@ def _selection_problems(run: RunSpec) -> list[tuple[str, str]]:
     if run.selector not in SELECTORS and not is_dspy_baseline(run.selector):
         return []
     selector = DEFAULT_SELECTOR if is_dspy_baseline(run.selector) else run.selector
-    settings = {"max_exemplars": run.max_exemplars, "budget": run.budget, "alpha": run.alpha, "beta": run.beta,
-                "reserve_output_tokens": run.reserve_output_tokens, "attributes": tuple(run.attributes),
-                "attribute_source": run.attribute_source or None, "val_size": run.val_size, "seed": run.seed,
-                "demo_order": run.demo_order, "latency_budget": run.latency_budget,
-                "exemplar_budget": run.exemplar_budget}
+    settings = {name: value for name, value in config_values(run).items() if name != "selector"}
     found = []
     for name, value in settings.items():  # one setting at a time: every bad one is reported
         # the exemplar budget is checked against the whole prompt's (when that one is fine)
@@ -328,7 +330,7 @@ def suite_from_dict(raw: dict, source: str = "<flags>") -> Suite:
         merged = dict(defaults)
         merged.update(group)
         where = f"runs[{i}] " if raw.get("runs") else ""
-        found, bad_keys = group_problems(_GROUP, merged, where)
+        found, bad_keys = group_problems(_GROUP, merged, where, GRID_KEYS)
         problems += found
         checked = {k: v for k, v in merged.items() if k not in bad_keys}
         for run in expand(checked, where):

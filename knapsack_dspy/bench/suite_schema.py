@@ -23,14 +23,14 @@ from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, Stri
 __all__ = ["SUITE_KEYS", "group_problems", "run_problems"]
 
 SUITE_KEYS = ("name", "runs", "output", "description")  # top-level keys that describe the suite, not a run
-LIST_FIELDS = ("attributes", "example_ids")  # lists that are one value (an empty one is fine), not a grid
 
 
 def _field_type(annotation: str) -> Any:
     """The strict pydantic type of a ``RunSpec`` field from its annotation (``from __future__`` strings)."""
     simple = annotation.replace(" ", "")
     table = {"int": StrictInt, "float": StrictFloat | StrictInt, "str": StrictStr, "bool": StrictBool,
-             "tuple": list[StrictStr] | StrictStr}
+             "tuple": list[StrictStr] | StrictStr,  # a list of names (one value, not a grid; an empty one is fine)
+             "dict": dict[StrictStr, Any]}  # a TOML table (its values are checked by what reads them)
     optional = simple.endswith("|None")
     base = table[simple.removesuffix("|None")]
     return base | None if optional else base
@@ -51,11 +51,12 @@ def group_model(run_spec: type, grid_keys: tuple[str, ...]) -> type:
     return create_model("RunGroup", __config__=ConfigDict(strict=True, extra="forbid"), **fields)
 
 
-def group_problems(model: type, group: Mapping[str, Any], where: str) -> tuple[list[str], set[str]]:
+def group_problems(model: type, group: Mapping[str, Any], where: str,
+                   grid: tuple[str, ...]) -> tuple[list[str], set[str]]:
     """Type problems of one run group, one line per key (for a list, the first bad item), and the keys that have
-    one (the rest of the group can still be checked for meaning)."""
+    one (the rest of the group can still be checked for meaning). ``grid``: the keys that may hold a list of
+    values (one run each)."""
     problems = []
-    grid = [k for k, f in model.model_fields.items() if "list[" in str(f.annotation) and k not in LIST_FIELDS]
     for name in sorted(k for k, v in group.items() if isinstance(v, list) and not v and k in grid):
         problems.append(f"{where}{name}: an empty list (give at least one value)")
     try:

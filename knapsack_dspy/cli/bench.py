@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 
 from knapsack_dspy.cli.common import (
+    SettingDefault,
     add_data_options,
     add_mlflow_options,
+    given,
     mlflow_session,
     parse_list,
     resolve_data_dir,
@@ -85,12 +87,24 @@ def register(subparsers) -> None:
     flags.add_argument("--pipelines", default="pot", help="comma-separated: pot, cot, few_shot, zero_shot")
     flags.add_argument("--selectors", default="seer,kate,random",
                        help="comma-separated: seer, seer_gold, kate, diverse_kate, random, fixed, csp, static, hybrid")
-    flags.add_argument("--budgets", default="2048", help="comma-separated prompt token budgets")
-    flags.add_argument("--max-exemplars", default="4", help="comma-separated values of M")
+    flags.add_argument("--budgets", default=_run_default("budget"),
+                       help="comma-separated prompt token budgets (default %(default)s)")
+    flags.add_argument("--max-exemplars", default=_run_default("max_exemplars"),
+                       help="comma-separated values of M (default %(default)s)")
     flags.add_argument("--name", default="adhoc", help="suite name (results/<name> by default)")
     add_mlflow_options(p, "the results directory")
     add_data_options(p)
     p.set_defaults(func=run)
+
+
+def _run_default(name: str) -> SettingDefault:
+    """A suite run's default of ``name`` (``RunSpec``: the selection settings' are ``SelectionConfig``'s)."""
+    def read():
+        from knapsack_dspy.bench.suite import RunSpec
+
+        return getattr(RunSpec(), name)
+
+    return SettingDefault(read)
 
 
 def run(args) -> int:
@@ -105,11 +119,13 @@ def run(args) -> int:
         if args.suite:
             suite = load_suite(args.suite)
         else:
+            chosen = given(args, ["budgets", "max_exemplars"])  # the others: the runs' defaults
+            grid = {key: parse_list(chosen[option], int) for key, option in (("budget", "budgets"),
+                                                                            ("max_exemplars", "max_exemplars"))
+                    if option in chosen}
             suite = suite_from_dict({
                 "name": args.name, "dataset": args.dataset, "pipeline": parse_list(args.pipelines),
-                "selector": parse_list(args.selectors), "budget": parse_list(args.budgets, int),
-                "max_exemplars": parse_list(args.max_exemplars, int),
-                **({"model": args.lm} if args.lm else {})})
+                "selector": parse_list(args.selectors), **grid, **({"model": args.lm} if args.lm else {})})
     except SuiteError as exc:
         raise UserError(str(exc)) from None
     overrides = {key: value for key, value in (("model", args.lm), ("api_base", args.api_base),

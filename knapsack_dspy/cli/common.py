@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from knapsack_dspy.cli.main import UserError
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 
-DEFAULT_LM = "local/qwen2.5-coder-1.5b-instruct"
 
-
-def add_lm_options(parser: argparse.ArgumentParser, default: str | None = DEFAULT_LM) -> None:
+def add_lm_options(parser: argparse.ArgumentParser, default: str | None = DEFAULT_LOCAL_MODEL) -> None:
     group = parser.add_argument_group("language model")
     group.add_argument("--lm", default=default, metavar="MODEL",
-                       help="LiteLLM model string: local/qwen2.5-coder-1.5b-instruct (embedded, offline; default), "
+                       help=f"LiteLLM model string: {DEFAULT_LOCAL_MODEL} (embedded, offline; default), "
                             "local/qwen2.5-coder-0.5b-instruct, openai/gpt-4o-mini, anthropic/..., "
                             "ollama_chat/qwen2.5, hosted_vllm/NAME, or openai/NAME with --api-base")
     group.add_argument("--api-base", metavar="URL", help="server address for OpenAI-compatible / vLLM / Ollama models")
@@ -115,6 +117,49 @@ def load_program_and_lm(args):
         raise UserError(f"{path}: {exc}") from None
     args.lm = args.lm or program.model
     return program, build_lm(args)
+
+
+class SettingDefault:
+    """An option's default standing for a setting's own, which lives where the setting is declared: read only when
+    shown (``%(default)s`` in a help string; so parsing a command line loads nothing), and left out of what the
+    command builds (:func:`given`), so the setting keeps its home's default."""
+
+    def __init__(self, read: Callable[[], Any]):
+        self._read = read
+
+    def __str__(self) -> str:
+        value = self._read()
+        return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def selection_default(name: str) -> SettingDefault:
+    """The default of ``SelectionConfig`` setting ``name`` (the one home of the selection defaults)."""
+    def read():
+        from knapsack_dspy.selection.config import SelectionConfig
+
+        return getattr(SelectionConfig(), name)
+
+    return SettingDefault(read)
+
+
+def given(args, names: Iterable[str]) -> dict[str, Any]:
+    """The options among ``names`` given on the command line (those still at a ``SettingDefault`` left out)."""
+    return {name: getattr(args, name) for name in names if not isinstance(getattr(args, name), SettingDefault)}
+
+
+def parse_settings(pairs: Iterable[str], option: str = "--setting") -> dict[str, Any]:
+    """``NAME=VALUE`` pairs as a dict; a VALUE that parses as JSON is that value (``200``, ``true``, ``null``,
+    ``["question"]``, ``{"respect_budget": true}``), any other is the text itself."""
+    out = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"{option} {pair!r}: expected NAME=VALUE, e.g. knn_k=100")
+        try:
+            out[name.strip()] = json.loads(text)
+        except ValueError:
+            out[name.strip()] = text
+    return out
 
 
 def parse_list(text: str | None, cast=str) -> list:

@@ -10,14 +10,21 @@ from knapsack_dspy.cli.common import (
     add_data_options,
     add_lm_options,
     add_mlflow_options,
+    given,
     mlflow_session,
     parse_list,
+    parse_settings,
     resolve_data_dir,
+    selection_default,
     setup_caches,
 )
 from knapsack_dspy.cli.main import UserError
 
 DEFAULT_SPLITS = {"tatqa": ("dev_pool", "dev_tune"), "finqa_cases": ("train", "dev"), "sara": ("train", "train")}
+#: The options that set a ``SelectionConfig`` setting of the same name: their defaults are ``SelectionConfig``'s
+#: (``selection_default``); an option not given leaves the setting at that default. ``--setting`` sets any other.
+SELECTION_OPTIONS = ("budget", "exemplar_budget", "max_exemplars", "alpha", "beta", "attributes", "attribute_source",
+                     "val_size", "latency_budget", "demo_order")
 
 EPILOG = """examples:
   kdspy compile --dataset tatqa --pipeline pot --selector seer --budget 2048 -o prog.json
@@ -25,6 +32,8 @@ EPILOG = """examples:
   kdspy compile --dataset tatqa --pipeline pot --mode static --max-exemplars 4 -o static.json
   kdspy compile --dataset tatqa --pipeline pot --mode hybrid --budget 2048 --latency-budget 10 -o fast.json
   kdspy compile --dataset tatqa --pipeline pot --search --lm openai/gpt-4o-mini -o tuned.json
+  kdspy compile --dataset tatqa --selector kate --setting knn_k=100 \\
+                --setting 'selector_params={"respect_budget": true}' -o kate.json
 
 The pool (trainset) supplies the exemplars; the validation split drives the search. The program JSON
 and a compile report (PROG.report.json: configs tried, proxy / LM scores, the choice, attribute
@@ -40,36 +49,50 @@ def register(subparsers) -> None:
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="tatqa", choices=["tatqa", "finqa", "sara"], help="default tatqa")
     p.add_argument("--pipeline", default="pot", help="pot (program of thought, default), cot, few_shot, zero_shot")
-    p.add_argument("--selector", default=None,
-                   help="seer (default), seer_gold, kate, diverse_kate, random, csp, fixed, static, hybrid")
+    p.add_argument("--selector", default=selection_default("selector"),
+                   help="seer, seer_gold, kate, diverse_kate, random, csp, fixed, static, hybrid (default %(default)s)")
     p.add_argument("--mode", default=None,
                    help="per_query: a knapsack per question (SEER); static: one set chosen at compile time; "
                         "hybrid: a static core plus per-query slots (chooses the selector unless --selector "
                         "names one that selects in that mode)")
-    p.add_argument("--budget", type=int, default=None, help="prompt token budget (default: the model's context window)")
-    p.add_argument("--exemplar-budget", type=int, default=None, metavar="TOKENS",
+    p.add_argument("--budget", type=int, default=selection_default("budget"),
+                   help="prompt token budget (default %(default)s: the model's context window)")
+    p.add_argument("--exemplar-budget", type=int, default=selection_default("exemplar_budget"), metavar="TOKENS",
                    help="the exemplars' own token budget (SEER's L), beside --budget: a query's exemplars get at "
-                        "most min(budget - query prompt - output reserve, TOKENS) (default: none)")
-    p.add_argument("--max-exemplars", "-M", type=int, default=4, help="most exemplars per prompt (default 4)")
-    p.add_argument("--alpha", type=float, default=0.75, help="share of exemplars with the predicted attribute value")
-    p.add_argument("--beta", type=float, default=0.0, help="share of exemplars with other values")
-    p.add_argument("--attributes", default="modality", help="constrained attributes, e.g. modality,answer_type")
-    p.add_argument("--attribute-source", default=None, choices=["classifier", "lm", "gold", "none"],
-                   help="how a question's attributes are predicted (default classifier)")
+                        "most min(budget - query prompt - output reserve, TOKENS) (default %(default)s: none)")
+    p.add_argument("--max-exemplars", "-M", type=int, default=selection_default("max_exemplars"),
+                   help="most exemplars per prompt (default %(default)s)")
+    p.add_argument("--alpha", type=float, default=selection_default("alpha"),
+                   help="share of exemplars with the predicted attribute value (default %(default)s)")
+    p.add_argument("--beta", type=float, default=selection_default("beta"),
+                   help="share of exemplars with other values (default %(default)s)")
+    p.add_argument("--attributes", default=selection_default("attributes"),
+                   help="constrained attributes, e.g. modality,answer_type (default %(default)s)")
+    p.add_argument("--attribute-source", default=selection_default("attribute_source"),
+                   choices=["classifier", "lm", "gold", "none"],
+                   help="how a question's attributes are predicted (default %(default)s: the selector's own, "
+                        "classifier but for seer_gold)")
     p.add_argument("--pool-split", help="exemplar pool split (TAT-QA default dev_pool)")
     p.add_argument("--pool", metavar="PATH", help="exemplar pool file instead of a split (FinQA: required)")
     p.add_argument("--val-split", help="validation split (TAT-QA default dev_tune)")
     p.add_argument("--val", metavar="PATH", help="validation file instead of a split")
-    p.add_argument("--val-size", type=int, default=40, help="validation questions used by the search (default 40)")
-    p.add_argument("--latency-budget", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--val-size", type=int, default=selection_default("val_size"),
+                   help="validation questions used by the search (default %(default)s)")
+    p.add_argument("--latency-budget", type=float, default=selection_default("latency_budget"), metavar="SECONDS",
                    help="the exemplars must also fit this many seconds per call, predicted from the model's measured "
                         "prefill / decode rates with the shared prefix (system message, a static set or hybrid core) "
-                        "taken as cached (docs/throughput.md; default: no latency budget)")
+                        "taken as cached (docs/throughput.md; default %(default)s: no latency budget)")
     p.add_argument("--latency-rates", default=None, metavar="PREFILL,DECODE[,OVERHEAD]",
                    help="tokens per second of prompt processing and of generation (and a call's fixed seconds) that "
                         "--latency-budget prices with; needed for models without measured rates (all but local/)")
-    p.add_argument("--demo-order", default=None, choices=["similarity", "canonical"],
-                   help="per-query demos by similarity (default) or in one order over the pool (prompt-cache reuse)")
+    p.add_argument("--demo-order", default=selection_default("demo_order"), choices=["similarity", "canonical"],
+                   help="per-query demos by similarity or in one order over the pool (prompt-cache reuse; "
+                        "default %(default)s)")
+    p.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="any selection setting by its SelectionConfig name (knn_k, max_per_doc, core_size, seed, "
+                        "embed_fields, shared_fields, exclude_same_doc, selector_params, reserve_output_tokens, ...; "
+                        "docs/core.md); VALUE is JSON when it parses (100, true, [\"question\"], {\"k\": 1}), else "
+                        "text; repeatable; applied after the options above")
     p.add_argument("--search", action="store_true",
                    help="search alpha in {0.5,0.75,1}, beta in {0,0.25}, M in {2,4,6}: proxies first, then the LM on "
                         "the best --lm-configs")
@@ -84,12 +107,12 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _latency_rates(args) -> dict | None:
+def _latency_rates(args, latency_budget: float | None) -> dict | None:
     """``--latency-rates`` as ``SelectionConfig.latency_rates``; a ``UserError`` when a latency budget has no rates."""
     from knapsack_dspy.llm.latency_rates import latency_rates
 
     if args.latency_rates is None:
-        if args.latency_budget is not None and latency_rates(args.lm) is None:
+        if latency_budget is not None and latency_rates(args.lm) is None:
             raise UserError(f"--latency-budget: no measured prefill / decode rates for {args.lm}; give them with "
                             "--latency-rates PREFILL,DECODE[,OVERHEAD] (tokens per second, seconds)")
         return None
@@ -102,11 +125,28 @@ def _latency_rates(args) -> dict | None:
     return dict(zip(("prefill_tokens_per_s", "decode_tokens_per_s", "overhead_s"), values, strict=False))
 
 
+def _selection_config(args):
+    """The ``SelectionConfig`` the options describe: ``SelectionConfig``'s defaults, the options given, then
+    ``--setting``; a bad setting is a ``ValueError`` naming it."""
+    from knapsack_dspy.selection import SelectionConfig
+    from knapsack_dspy.selection.selectors import selector_for_mode
+
+    settings = given(args, SELECTION_OPTIONS)
+    if "attributes" in settings:
+        settings["attributes"] = tuple(parse_list(settings["attributes"]))
+    chosen = given(args, ["selector"]).get("selector")
+    settings["selector"] = selector_for_mode(args.mode, chosen)
+    settings.update(parse_settings(args.setting))
+    if "latency_rates" not in settings:  # --setting latency_rates={...} gives them another way
+        rates = _latency_rates(args, settings.get("latency_budget"))
+        if rates is not None:
+            settings["latency_rates"] = rates
+    return SelectionConfig().with_settings(**settings)
+
+
 def run(args) -> int:
     from knapsack_dspy.data import DataError, load_examples
     from knapsack_dspy.modules.pipeline import build_pipeline, save_program
-    from knapsack_dspy.selection import SelectionConfig
-    from knapsack_dspy.selection.selectors import selector_for_mode
     from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
     uses_lm = bool(args.search and args.lm_configs > 0)  # otherwise compiling calls no LM: LiteLLM stays unloaded
@@ -123,15 +163,8 @@ def run(args) -> int:
     for examples, what in ((pool, "pool"), (val, "validation")):
         if not examples:
             raise UserError(f"{examples.report.source}: no {args.dataset} examples for the {what}")
-    rates = _latency_rates(args)
     try:
-        selection = SelectionConfig(selector=selector_for_mode(args.mode, args.selector),
-                                    max_exemplars=args.max_exemplars, budget=args.budget,
-                                    exemplar_budget=args.exemplar_budget, alpha=args.alpha,
-                                    beta=args.beta, attributes=tuple(parse_list(args.attributes)),
-                                    attribute_source=args.attribute_source, val_size=args.val_size,
-                                    latency_budget=args.latency_budget, latency_rates=rates,
-                                    **({"demo_order": args.demo_order} if args.demo_order else {}))
+        selection = _selection_config(args)
         student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selection=selection,
                                  top_n_paragraphs=args.top_n_paragraphs, model=args.lm)
     except ValueError as exc:

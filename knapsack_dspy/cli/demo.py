@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from knapsack_dspy.cli.common import DEFAULT_LM, add_data_options, resolve_data_dir, setup_caches
+from knapsack_dspy.cli.common import add_data_options, resolve_data_dir, setup_caches
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
+
+if TYPE_CHECKING:  # the package loads inside run() (fast --help)
+    from knapsack_dspy.bench.row_schema import ResultRow
 
 #: The configuration the demo runs: the best measured one (README, "Answer quality"); the selector is the
 #: package default (``SelectionConfig``).
@@ -27,7 +32,7 @@ ANSWER_TYPE_ORDER = ("arithmetic", "span", "count", "multi-span")
 def register(subparsers) -> None:
     p = subparsers.add_parser("demo", help="offline end-to-end demo on the embedded model (TAT-QA)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--lm", default=DEFAULT_LM, help=f"model (default {DEFAULT_LM})")
+    p.add_argument("--lm", default=DEFAULT_LOCAL_MODEL, help=f"model (default {DEFAULT_LOCAL_MODEL})")
     p.add_argument("--api-base", default="", help="server address for OpenAI-compatible models")
     p.add_argument("--questions", type=int, default=3,
                    help="dev_tune questions to answer: the first of each answer type in turn (default 3)")
@@ -40,6 +45,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from knapsack_dspy import config
+    from knapsack_dspy.bench.results_store import load_rows
     from knapsack_dspy.bench.runner import run_suite
     from knapsack_dspy.bench.suite import suite_from_dict
     from knapsack_dspy.cli.main import UserError
@@ -65,43 +71,37 @@ def run(args) -> int:
     print(f"data: {data_dir}\nresults: {out}\n")
     run_suite(suite, out, data_dir=data_dir, progress=not args.quiet,
               allow_mixed=True)  # a scratch directory: rows of earlier demos may come from other code
-    rows = [row for row in _rows(out) if row.get("run") == suite.runs[0].key]  # not an earlier demo's questions
+    rows = [row for row in load_rows(out) if row.run == suite.runs[0].key]  # not an earlier demo's questions
     order = {example_id: i for i, example_id in enumerate(suite.runs[0].example_ids)}
-    rows.sort(key=lambda row: order.get(row["example_id"], len(order)))
+    rows.sort(key=lambda row: order.get(row.example_id, len(order)))
     for number, row in enumerate(rows, 1):
         print(describe_row(number, row, questions))
-    right = sum(bool(row.get("correct")) for row in rows)
+    right = sum(bool(row.correct) for row in rows)
     print(f"\n{right} of {len(rows)} answered right\n")
     print((out / "report.md").read_text())
     return 0
 
 
-def _rows(out: Path) -> list[dict]:
-    import json
-
-    return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
-
-
-def describe_row(number: int, row: dict, questions: dict) -> str:
+def describe_row(number: int, row: ResultRow, questions: dict) -> str:
     """What one demo question shows: the question, the prompt's exemplars and tokens, the answer marked right or
     wrong against the gold answer, and the seconds it took."""
-    mark = "RIGHT" if row.get("correct") else "WRONG"
-    lines = [f"[{number}] {questions.get(row['example_id'], row['example_id'])}"]
-    ids = row.get("exemplar_ids") or []
-    budget = (row.get("spec") or {}).get("budget")
-    lines.append(f"    prompt: {len(ids)} exemplar{'s' if len(ids) != 1 else ''}, {row.get('prompt_tokens')} tokens "
-                 f"of a {budget}-token budget" + ("" if row.get("within_budget") in (True, None) else " (OVER)"))
+    mark = "RIGHT" if row.correct else "WRONG"
+    lines = [f"[{number}] {questions.get(row.example_id, row.example_id)}"]
+    ids = row.exemplar_ids
+    budget = row.spec.get("budget")
+    lines.append(f"    prompt: {len(ids)} exemplar{'s' if len(ids) != 1 else ''}, {row.prompt_tokens} tokens "
+                 f"of a {budget}-token budget" + ("" if row.within_budget in (True, None) else " (OVER)"))
     for exemplar in ids:
         lines.append(f"      - {questions.get(exemplar, exemplar)}")
-    if row.get("route"):
-        lines.append(f"    route: {row['route']}")
-    if row.get("output") and row.get("route") != "extract":
-        lines += ["    program:", *(f"      {line}" for line in str(row["output"]).strip().splitlines())]
-    scale = f" ({row['scale']})" if row.get("scale") else ""
-    gold_scale = f" ({row['gold_scale']})" if row.get("gold_scale") else ""
-    seconds = f"{row['latency_s']:.1f} s" if row.get("latency_s") is not None else "time unknown"
-    lines.append(f"    {mark}: answer {row.get('answer')!r}{scale}; gold {row.get('gold')!r}{gold_scale}; {seconds}"
-                 + (f"; error: {row['error']}" if row.get("error") else ""))
+    if row.route:
+        lines.append(f"    route: {row.route}")
+    if row.output and row.route != "extract":
+        lines += ["    program:", *(f"      {line}" for line in str(row.output).strip().splitlines())]
+    scale = f" ({row.scale})" if row.scale else ""
+    gold_scale = f" ({row.gold_scale})" if row.gold_scale else ""
+    seconds = f"{row.latency_s:.1f} s" if row.latency_s is not None else "time unknown"
+    lines.append(f"    {mark}: answer {row.answer!r}{scale}; gold {row.gold!r}{gold_scale}; {seconds}"
+                 + (f"; error: {row.error}" if row.error else ""))
     return "\n".join(lines)
 
 

@@ -6,9 +6,9 @@ One entry per model: ``prefill_tokens_per_s`` (new prompt tokens, after the pref
 call) and ``output_tokens`` (the completion a prediction assumes: the median program-of-thought reply of the
 recorded 1.5B runs is 53-57 tokens). ``measured`` says where the numbers come from and ``command`` how to measure
 them again (``benchmarks/latency_rates.py`` prints an entry in this form); re-measure on the machine you run on
-and pass the entry as ``SelectionConfig(latency_rates={...})`` (a suite: not settable; a Python run: yes) --
-they are a property of the machine as much as of the model. Models without an entry (API models) need
-``latency_rates`` to use a latency budget.
+and pass the entry as ``SelectionConfig(latency_rates={...})`` (a suite: ``latency_rates = {...}``; ``kdspy
+compile``: ``--latency-rates``) -- they are a property of the machine as much as of the model. Models without an
+entry (API models) need ``latency_rates`` to use a latency budget.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from knapsack_dspy.llm.errors import LLMConfigError
 
 LOCAL_PROVIDER = "local"
-DEFAULT_LOCAL_MODEL = "local/qwen2.5-coder-1.5b-instruct"
 N_CTX_ENV = "KDSPY_LOCAL_N_CTX"
 DEFAULT_N_CTX = 4096
 

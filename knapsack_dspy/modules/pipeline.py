@@ -35,7 +35,7 @@ from dspy.predict.parameter import Parameter
 from knapsack_dspy.data.program_evidence import demo_evidence
 from knapsack_dspy.disk_memo import DiskMemo
 from knapsack_dspy.embeddings import TextEmbedder
-from knapsack_dspy.llm.local_models import DEFAULT_LOCAL_MODEL
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.memo import BoundedMemo
 from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter
