@@ -169,6 +169,8 @@ def _call_fields(calls) -> dict:
               "cached_prompt_tokens": calls.cached_prompt_tokens}
     if calls.cache_write_tokens:
         fields["cache_write_tokens"] = calls.cache_write_tokens
+    if calls.replayed:
+        fields["replayed"] = calls.replayed
     if calls.timed_calls:
         fields.update(prefill_s=round(calls.prefill_seconds, 3), decode_s=round(calls.decode_seconds, 3))
     return fields

@@ -16,21 +16,15 @@ example (table layout, demo rendering, instructions, adapter).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 
 from dspy.utils.callback import BaseCallback
 
+from knapsack_dspy.llm.prompt_fingerprint import messages_sha256
+
 __all__ = ["PROMPT_FORMAT_VERSION", "PromptRecorder", "completion_text", "messages_sha256"]
 
 PROMPT_FORMAT_VERSION = 2  # 1: rows before fingerprints; 2: table layout, shared tables, literal programs, routing
-
-
-def messages_sha256(messages) -> str:
-    """The fingerprint of a chat prompt: sha256 of its messages' roles and contents as canonical JSON."""
-    canonical = [{"role": str(m.get("role", "")), "content": m.get("content")} for m in messages or []]
-    return hashlib.sha256(json.dumps(canonical, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def completion_text(outputs):

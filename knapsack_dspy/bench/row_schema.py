@@ -174,6 +174,7 @@ class ResultRow(Mapping):
     # -- LM traffic -------------------------------------------------------------------------------------
     lm_calls = RowField("int", "real LM calls (answers from DSPy's cache not counted)")
     cache_hits = RowField("int", "LM calls answered from DSPy's cache")
+    replayed = RowField("int", "LM calls answered from an earlier run's recorded replies (``kdspy bench --reuse``)")
     cost_usd = RowField("float", "the LM calls' cost in US dollars (0 when the provider does not say)")
     cached_prompt_tokens = RowField("int", "prompt tokens the provider's prompt cache served")
     cache_write_tokens = RowField("int", "Anthropic: prompt tokens written to its cache")

@@ -76,6 +76,12 @@ def register(subparsers) -> None:
                    help="answer on a Ray cluster (pip install 'knapsack-dspy[ray]'): no ADDRESS starts a local one "
                         "for the run; 'auto', ray://HOST:10001 or HOST:6379 joins a running cluster (put SUITE "
                         "first, or write --ray=ADDRESS)")
+    p.add_argument("--reuse", nargs="+", metavar="DIR", default=[],
+                   help="answer every prompt an earlier run recorded (its rows' prompt fingerprints and replies; "
+                        "older rows' single program or extraction reply rebuilt) from that reply, without the "
+                        "model; other prompts are asked (today's code does everything after the LM)")
+    p.add_argument("--replay-only", action="store_true",
+                   help="with --reuse: never ask the model; a prompt no row recorded gets an error row")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="seconds per LM attempt, for every run (default: the suite's 'timeout', else 120; "
                         "local/ models: 600 of generation)")
@@ -150,11 +156,34 @@ def run(args) -> int:
         return _run_and_report(args, suite, out, data_dir, tracking)
 
 
+def _reusing(args):
+    """``--reuse DIR ...``: the recorded replies of those results answer the prompts they recorded (a context
+    manager; a no-op without ``--reuse``)."""
+    from contextlib import nullcontext
+
+    if not args.reuse:
+        if args.replay_only:
+            raise UserError("--replay-only needs --reuse DIR (the results whose replies answer the prompts)")
+        return nullcontext()
+    if args.ray is not None:
+        raise UserError("--reuse answers in this process: it cannot be combined with --ray")
+    from knapsack_dspy.bench.recorded_rows import recorded_replies
+    from knapsack_dspy.bench.results_store import ResultsFileError
+    from knapsack_dspy.llm.recorded_replies import replaying
+
+    try:
+        recorded = recorded_replies(args.reuse)
+    except ResultsFileError as exc:
+        raise UserError(f"--reuse: {exc}") from None
+    print(f"--reuse: {recorded.summary()}")
+    return replaying(recorded.replies, only=args.replay_only)
+
+
 def _check_lm_setup(args, suite) -> None:
     """Point the caches, and check every run's model configuration (a one-line error before any work)."""
     needs_lm = not args.selection_only and any(not r.selection_only for r in suite.runs)
     setup_caches(args, lm=needs_lm)
-    if needs_lm:
+    if needs_lm and not args.replay_only:  # a replay never asks the model: nothing to check
         from knapsack_dspy.llm import LLMConfigError, check_lm_config
 
         for model, api_base in sorted({(r.model, r.api_base) for r in suite.runs if not r.selection_only}):
@@ -172,10 +201,11 @@ def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
         if tracking is not None:
             _log_to_mlflow(args, suite, out, data_dir)
         return code
-    metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
-                        selection_only=True if args.selection_only else None, progress=not args.quiet,
-                        retry_errors=args.retry_errors, allow_mixed=args.allow_mixed, workers=args.workers,
-                        ray=args.ray)
+    with _reusing(args):
+        metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
+                            selection_only=True if args.selection_only else None, progress=not args.quiet,
+                            retry_errors=args.retry_errors, allow_mixed=args.allow_mixed, workers=args.workers,
+                            ray=args.ray)
     code = _print_results(out, len(metrics))
     if tracking is not None:
         _log_to_mlflow(args, suite, out, data_dir)
