@@ -146,7 +146,7 @@ def suite_text(cell: Cell, model: str, route: str = DEFAULT_ROUTE) -> str:
     lines = [f'name = "{cell.name}"', 'dataset = "tatqa"', 'pool_split = "dev_pool"', 'eval_split = "dev_tune"',
              'pipeline = "pot"', f'selector = "{base_mode(cell.mode)}"', "budget = 2048", "max_exemplars = 4",
              'attributes = ["modality", "answer_type"]', f'model = "{model}"']
-    if route and cell.variant != "baseline":
+    if cell.variant != "baseline":  # stated either way: today's default routes TAT-QA's pot pipeline
         lines.append(f'route = "{route}"')
     if cell.mode.endswith("-canonical"):
         lines.append('demo_order = "canonical"')

@@ -35,11 +35,12 @@ def tatqa_splits(pool: int = 40, tune: int = 12) -> dict:
 
 
 def stub_suite(**fields):
-    """A suite for the stub LM: KATE and Random, two exemplars, no attribute constraints, plus ``fields``."""
+    """A suite for the stub LM: KATE and Random, two exemplars, no attribute constraints, one solver (the stub
+    writes programs), plus ``fields``."""
     from knapsack_dspy.bench.suite import suite_from_dict
 
     return suite_from_dict({"name": "scaleout", "selector": ["kate", "random"], "budget": 4000, "max_exemplars": 2,
-                            "model": "openai/stub-model", "attributes": [], **fields})
+                            "model": "openai/stub-model", "attributes": [], "route": "", **fields})
 
 
 def run_stub_suite(out, suite, splits: dict, base_url: str, embedder=None, **kw):

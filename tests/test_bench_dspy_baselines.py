@@ -20,7 +20,7 @@ __all__ = ["data", "pytestmark"]  # the TAT-QA slice of test_pipeline (90 pool, 
 
 
 def suite(**over):
-    raw = {"name": "t", "dataset": "tatqa", "pipeline": "pot", "budget": 2500, "max_exemplars": 3,
+    raw = {"name": "t", "dataset": "tatqa", "pipeline": "pot", "route": "", "budget": 2500, "max_exemplars": 3,
            "model": "openai/dummy", "attributes": ["modality"], "val_size": 4}
     raw.update(over)
     return suite_from_dict(raw)

@@ -57,6 +57,7 @@ def test_bench_and_compile_round_trip_through_a_local_mlflow_store(env, capsys, 
 name = "tracked"
 dataset = "tatqa"
 pipeline = "pot"
+route = ""
 selector = ["seer", "kate"]
 budget = 3000
 max_exemplars = 2

@@ -113,6 +113,7 @@ limit = 5
 
 [[runs]]
 pipeline = "pot"
+route = ""
 
 [[runs]]
 pipeline = "cot"

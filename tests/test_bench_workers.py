@@ -137,7 +137,7 @@ def test_the_driver_refuses_a_workers_row_of_another_origin(tmp_path, splits):
     from knapsack_dspy.teleprompt import KnapsackFewShot
 
     spec = stub_suite(limit=2).runs[0]
-    student = build_pipeline("tatqa", "pot", selection=SelectionConfig(selector="kate", max_exemplars=2,
+    student = build_pipeline("tatqa", "pot", route=None, selection=SelectionConfig(selector="kate", max_exemplars=2,
                                                                        budget=4000, attributes=()),
                              embedder=HashingEmbedder(), token_counter=WordCounter(), model=spec.model)
     program = KnapsackFewShot(token_counter=WordCounter(), progress=False).compile(student, trainset=splits["pool"])

@@ -32,7 +32,8 @@ def test_compile_then_ask_through_a_local_openai_compatible_server(env, capsys):
                  "--lm", "openai/stub-model", "-o", str(out), "--quiet"])
     assert code == 0
     report = json.loads(out.with_suffix(".report.json").read_text())
-    assert list(report["predictors"]) == ["solve.write"] and report["cost"]["lm_calls"] == 0
+    assert list(report["predictors"]) == ["solve.write", "extract.answer"]  # routed: the default
+    assert report["cost"]["lm_calls"] == 0
     written = report["predictors"]["solve.write"]
     assert written["selector"] == "seer" and written["budget"] == 3000
     assert "modality" in written["attribute_accuracy"]
@@ -58,7 +59,7 @@ def test_compile_then_ask_through_a_local_openai_compatible_server(env, capsys):
 
 def test_compile_reports_what_its_lm_search_cost_and_a_cached_rerun_costs_no_calls(env, capsys):
     args = ["compile", "--dataset", "tatqa", "--selector", "seer", "--budget", "3000", "--search", "--lm-configs", "1",
-            "--val-size", "3", "--lm", "openai/stub-model", "--quiet"]
+            "--val-size", "3", "--lm", "openai/stub-model", "--quiet", "--route", "none"]
     with StubOpenAIServer(reply=chat_adapter_reply(program='ans = 1\nscale = ""')) as server:
         args += ["--api-base", server.base_url]
         assert main([*args, "-o", str(env / "first.json")]) == 0
@@ -117,6 +118,7 @@ def _write_suite(path, api_base):
 name = "killtest"
 dataset = "tatqa"
 pipeline = "pot"
+route = ""
 selector = ["kate", "seer"]
 budget = 3000
 max_exemplars = 2
@@ -197,6 +199,7 @@ def test_ask_interactive_answers_each_line_with_the_program_loaded_once(env, cap
 
     out = env / "prog.json"
     assert main(["compile", "--dataset", "tatqa", "--selector", "seer", "--budget", "3000", "-M", "2",
+                 "--route", "none",
                  "--lm", "openai/stub-model", "-o", str(out), "--quiet"]) == 0
     (env / "t.csv").write_text("Item,2019,2018\nRevenue,120,100\n")
     loads = []

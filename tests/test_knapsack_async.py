@@ -107,7 +107,7 @@ def test_a_pipeline_answers_through_acall(embedder):
     from knapsack_dspy.modules.pipeline import build_pipeline
 
     examples = list(load_examples("tatqa", path=DATA / "data_tatqa_small.json"))
-    student = build_pipeline("tatqa", "pot", selector="kate", max_exemplars=2, embedder=embedder,
+    student = build_pipeline("tatqa", "pot", route=None, selector="kate", max_exemplars=2, embedder=embedder,
                              token_counter=WordCounter(), attributes=())
     program = KnapsackFewShot(budget=3000, token_counter=WordCounter(), progress=False).compile(student,
                                                                                                trainset=examples)

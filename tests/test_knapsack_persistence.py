@@ -62,7 +62,7 @@ def test_a_pipeline_with_a_real_tokenizer_pickles_its_counter_as_the_model(tmp_p
 
     examples = list(load_examples("tatqa", path=Path(__file__).parent / "fixtures" / "data_tatqa_small.json"))
     counter = get_token_counter("openai/gpt-4o-mini")  # LiteLLM's offline tokenizer: a memo with a lock
-    student = build_pipeline("tatqa", "pot", selector="seer", max_exemplars=2, embedder=HashingEmbedder(),
+    student = build_pipeline("tatqa", "pot", route=None, selector="seer", max_exemplars=2, embedder=HashingEmbedder(),
                              model="openai/gpt-4o-mini")
     program = KnapsackFewShot(budget=3000, token_counter=counter, progress=False).compile(student, trainset=examples)
     program.save(str(tmp_path / "pipeline"), save_program=True)

@@ -34,7 +34,7 @@ def embedder():
 
 def compiled(data, embedder, **kw):
     pool, _ = data
-    student = build_pipeline("tatqa", "pot", selector=kw.pop("selector", "seer"), max_exemplars=3,
+    student = build_pipeline("tatqa", "pot", route=None, selector=kw.pop("selector", "seer"), max_exemplars=3,
                              embedder=embedder, token_counter=WordCounter(), attributes=("modality", "answer_type"))
     tele = KnapsackFewShot(max_exemplars=3, budget=kw.pop("budget", 2500), token_counter=student.token_counter,
                            attributes=("modality", "answer_type"), progress=False, **kw)
@@ -141,7 +141,7 @@ def test_a_program_saved_by_the_previous_layout_loads_and_selects_the_same():
 
 def test_pipelines_reject_unknown_keywords(embedder):
     with pytest.raises(ValueError, match="DocumentQA: unknown selection setting 'selectr'"):
-        build_pipeline("tatqa", "pot", selectr="kate", embedder=embedder)
+        build_pipeline("tatqa", "pot", route=None, selectr="kate", embedder=embedder)
     with pytest.raises(ValueError, match="StatuteQA: unknown selection setting 'top_n'"):
         build_pipeline("sara", "cot", top_n=3, embedder=embedder, data_dir=DATA)
     statute = build_pipeline("sara", "cot", top_n_paragraphs=5, embedder=embedder, data_dir=DATA)
@@ -169,7 +169,8 @@ def test_load_program_rejects_foreign_json(tmp_path):
 
 
 def _suite(**over):
-    raw = {"name": "t", "dataset": "tatqa", "pipeline": "pot", "selector": ["seer", "kate"], "budget": 2500,
+    raw = {"name": "t", "dataset": "tatqa", "pipeline": "pot", "route": "", "selector": ["seer", "kate"],
+           "budget": 2500,
            "max_exemplars": 3, "model": "openai/dummy", "attributes": ["modality", "answer_type"]}
     raw.update(over)
     return suite_from_dict(raw)
@@ -318,7 +319,7 @@ def test_embeddings_are_prefetched_in_one_batch_then_served_from_the_cache(tmp_p
     model = RecordingSentenceModel()
     embedder = TextEmbedder(model="recording", cache_dir=tmp_path / "embeddings")
     embedder._model = model
-    student = build_pipeline("tatqa", "pot", selector="seer", max_exemplars=3, embedder=embedder,
+    student = build_pipeline("tatqa", "pot", route=None, selector="seer", max_exemplars=3, embedder=embedder,
                              token_counter=WordCounter(), attributes=("modality", "answer_type"))
     tele = KnapsackFewShot(max_exemplars=3, budget=2500, token_counter=student.token_counter,
                            attributes=("modality", "answer_type"), progress=False)

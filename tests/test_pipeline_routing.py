@@ -14,7 +14,6 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.modules.answer_type_router import AnswerTypeRouter
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.modules.solvers.extract_answerer import ExtractAnswerer, read_spans, span_answer_text
-from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -119,7 +118,7 @@ def test_each_route_has_its_own_selection_and_pool(routed, data):
     spans = {ex.id for ex in pool if ex.answer_type in ("span", "multi-span")}
     assert set(extract.pool_ids) == spans
     assert set(compute.pool_ids) == {ex.id for ex in pool}  # the program writer can answer any question
-    assert isinstance(extract.config.build_selector(), KnapsackSelector)
+    assert isinstance(extract.config.build_selector(), type(compute.config.build_selector()))  # one config for both
     assert routed.router.is_fitted
 
 

@@ -29,7 +29,7 @@ def program():
     from knapsack_dspy.data import load_examples
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:150]
-    student = build_pipeline("tatqa", "pot", selector="kate", max_exemplars=4, embedder=HashingEmbedder(),
+    student = build_pipeline("tatqa", "pot", route=None, selector="kate", max_exemplars=4, embedder=HashingEmbedder(),
                              token_counter=WordCounter(), attributes=())
     return KnapsackFewShot(budget=6000, token_counter=student.token_counter, progress=False).compile(
         student, trainset=pool)
@@ -64,7 +64,7 @@ def test_sharing_can_be_turned_off():
     from knapsack_dspy.data import load_examples
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:60]
-    student = build_pipeline("tatqa", "pot", selector="kate", max_exemplars=4, embedder=HashingEmbedder(),
+    student = build_pipeline("tatqa", "pot", route=None, selector="kate", max_exemplars=4, embedder=HashingEmbedder(),
                              token_counter=WordCounter(), attributes=(), shared_fields=())
     compiled = KnapsackFewShot(budget=6000, token_counter=student.token_counter, progress=False).compile(
         student, trainset=pool)

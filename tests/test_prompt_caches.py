@@ -90,7 +90,8 @@ def test_bench_rows_record_the_tokens_a_prefix_cache_served(env, capsys):
     with StubOpenAIServer(reply=chat_adapter_reply(program="ans = 1"), prefix_cache=True) as server:
         suite = env / "suite.toml"
         suite.write_text("\n".join([
-            'name = "caches"', 'dataset = "tatqa"', 'pipeline = "pot"', 'selector = "static"', "budget = 3000",
+            'name = "caches"', 'dataset = "tatqa"', 'pipeline = "pot"', 'route = ""', 'selector = "static"',
+            "budget = 3000",
             "max_exemplars = 2", "val_size = 5", 'model = "openai/stub-model"', f'api_base = "{server.base_url}"',
             "limit = 6", "num_retries = 0"]) + "\n")
         assert main(["bench", str(suite), "--out", str(out), "--quiet", "--no-cache"]) == 0

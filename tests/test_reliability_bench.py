@@ -55,9 +55,10 @@ def _hostile_server(questions: dict) -> StubOpenAIServer:
 
 
 def _suite(**fields):
-    """A suite for the stub LM: KATE, two exemplars, no attribute constraints, plus ``fields``."""
+    """A suite for the stub LM: KATE, two exemplars, no attribute constraints, one solver (the stub writes
+    programs), plus ``fields``."""
     common = {"selector": "kate", "budget": 4000, "max_exemplars": 2, "model": "openai/stub-model",
-              "attributes": []}
+              "attributes": [], "route": ""}
     return suite_from_dict({**common, **fields})
 
 
@@ -198,7 +199,7 @@ def test_program_of_thought_with_hostile_programs(tmp_path, tatqa, monkeypatch):
         in ("power_tower", "long_constant", "surrogate", "nul", "too_long", "huge_int_literal", "long_label")
     ]
     questions = {ex.question: program for ex, program in zip(tune, programs, strict=False)}
-    suite = _suite(name="hostile-pot", dataset="tatqa", pipeline="pot",
+    suite = _suite(name="hostile-pot", dataset="tatqa", pipeline="pot", route="",
                    example_ids=[ex.id for ex in tune[: len(questions)]])
     with _hostile_server(questions) as server:
         _run(tmp_path, suite, {("tatqa", "pool"): pool, ("tatqa", "eval"): tune}, server, monkeypatch)

@@ -129,6 +129,7 @@ def _suite(path: Path, api_base: str, **extra) -> Path:
         'name = "faults"',
         'dataset = "tatqa"',
         'pipeline = "pot"',
+        'route = ""',
         'selector = "kate"',
         "budget = 3000",
         "max_exemplars = 2",

@@ -16,6 +16,7 @@ from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars
 from knapsack_dspy.modules.selection_context import selection_hints, selection_log
 from knapsack_dspy.selection import SelectionConfig
+from knapsack_dspy.selection.selectors import DEFAULT_SELECTOR
 from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
 TOPICS = ["revenue growth", "net income", "operating cash flow", "tax rate", "employee count",
@@ -298,7 +299,7 @@ def test_fixed_set_with_metric_keeps_best_lm_scored_set(embedder, counter):
 
 def test_lm_attribute_source_predicts_with_one_demo_per_value_and_round_trips(tmp_path, embedder, counter):
     pool = make_examples(30)
-    program = compile_tiny(embedder, counter, pool, attribute_source="lm")
+    program = compile_tiny(embedder, counter, pool, attribute_source="lm", selector="seer")
     predictor = program.answer.selection.lm_attribute_predictor
     demos = predictor.demos["modality"]
     assert sorted(d["modality"] for d in demos) == ["hybrid", "table", "text"]  # one per value
@@ -362,7 +363,7 @@ def test_show_fixed_set_selects_the_set_on_a_copy(embedder, counter):
     program = compile_tiny(embedder, counter, make_examples(30))
     probe = program.deepcopy()
     probe.answer.selection.show_fixed_set(["ex5", "ex9", "ex12"])
-    assert program.answer.selection.config.selector == "seer"  # the original is untouched
+    assert program.answer.selection.config.selector == DEFAULT_SELECTOR  # the original is untouched
     out = probe.answer.selection(base_tokens=0, id="ex9", doc_id="exdoc3", question="What was the tax rate?")
     assert sorted(out.ids) == ["ex12", "ex5"]  # ex9 is the query itself
     with pytest.raises(ValueError, match=r"ids not in the exemplar pool: \['nope'\]"):

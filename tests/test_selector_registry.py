@@ -99,7 +99,8 @@ def test_make_selector_rejects_parameters_the_selector_does_not_declare():
 
 
 @pytest.mark.parametrize("mode, selector, expected", [
-    (None, None, "seer"), (None, "kate", "kate"), ("per_query", None, "seer"), ("per_query", "csp", "csp"),
+    (None, None, "kate_within_budget"), (None, "kate", "kate"), ("per_query", None, "kate_within_budget"),
+    ("per_query", "csp", "csp"),
     ("static", None, "static"), ("static", "fixed", "fixed"), ("hybrid", None, "hybrid"),
 ])
 def test_modes_choose_selectors(mode, selector, expected):

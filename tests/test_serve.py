@@ -33,8 +33,8 @@ def program():
     from knapsack_dspy.teleprompt import KnapsackFewShot
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]
-    student = build_pipeline("tatqa", "pot", selection=SelectionConfig(selector="kate", max_exemplars=2, budget=4000,
-                                                                       attributes=()),
+    student = build_pipeline("tatqa", "pot", route=None,
+                             selection=SelectionConfig(selector="kate", max_exemplars=2, budget=4000, attributes=()),
                              embedder=HashingEmbedder(), token_counter=WordCounter(), model="openai/stub-model")
     return KnapsackFewShot(token_counter=WordCounter(), progress=False).compile(student, trainset=pool)
 

@@ -32,7 +32,7 @@ def test_pipeline_on_the_embedded_model_answers_one_question():
     model = "local/qwen2.5-coder-0.5b-instruct"
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:60]
     query = next(ex for ex in load_examples("tatqa", split="dev_tune", data_dir=DATA) if ex.answer_type == "arithmetic")
-    student = build_pipeline("tatqa", "pot", selector="seer", max_exemplars=2, model=model)
+    student = build_pipeline("tatqa", "pot", route=None, selector="seer", max_exemplars=2, model=model)
     program = KnapsackFewShot(max_exemplars=2, budget=2048, lm_model=model, progress=False).compile(
         student, trainset=pool)
     lm = make_lm(model, max_tokens=200)

@@ -1,10 +1,10 @@
 """Paired comparisons of the runs of one setting on the questions they share (``comparisons.json``).
 
 Within each setting (``run_metrics.setting_of``), every run is compared with the reference — the default
-selector (``seer``) if present, else the first by label — on EM and F1 (``metrics.paired``): the difference in
-points with the per-question paired-bootstrap interval, the interval bootstrapped by document (questions of one
-document resampled together: each row's ``doc_id``), wins / losses and the exact McNemar p. When the questions'
-gold answer types are known, the same comparison per answer type (``by_answer_type``).
+selector (``DEFAULT_SELECTOR``) if it ran, else the suite's first run — on EM and F1 (``metrics.paired``): the
+difference in points with the per-question paired-bootstrap interval, the interval bootstrapped by document
+(questions of one document resampled together: each row's ``doc_id``), wins / losses and the exact McNemar p. When
+the questions' gold answer types are known, the same comparison per answer type (``by_answer_type``).
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def compare_selectors(rows: Iterable[Mapping], metrics: dict[str, dict],
     for setting, items in sorted(by_setting.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if len(items) < 2:
             continue
-        items = sorted(items, key=lambda m: m.get("label", ""))
+        # the reference: the default selector when it ran, else the suite's first (the runs' order)
         ref = next((m for m in items if m["spec"].get("selector") == DEFAULT_SELECTOR), items[0])
+        items = sorted(items, key=lambda m: m.get("label", ""))
         for other in items:
             if other is ref:
                 continue

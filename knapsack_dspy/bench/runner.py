@@ -86,7 +86,7 @@ def saved_program_path(out_dir: Path, run: str, spec: dict) -> Path:
 
 
 def _student(spec: RunSpec, embedder=None, token_counter=None):
-    routing = {"route": spec.route} if spec.route else {}
+    routing = {"route": spec.route or None}  # the run's route is resolved: "" is none, not the default
     sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
     statutes = {"statute_tokens": spec.statute_tokens} if spec.statute_tokens is not None else {}
     return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),

@@ -49,7 +49,13 @@ from knapsack_dspy.bench.suite_schema import group_model, group_problems, run_pr
 from knapsack_dspy.data.loader import DATASETS
 from knapsack_dspy.file_limits import FileLimitError, read_file_text
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
-from knapsack_dspy.modules.pipeline import DOCUMENT_PIPELINES, ROUTINGS, STATUTE_PIPELINES
+from knapsack_dspy.modules.pipeline import (
+    AUTO_ROUTE,
+    DOCUMENT_PIPELINES,
+    ROUTINGS,
+    STATUTE_PIPELINES,
+    default_route,
+)
 from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, SELECTORS
@@ -94,11 +100,17 @@ class RunSpec:
     example_ids: tuple = ()  # evaluate only these questions of the eval split (in its order); empty: all
     timeout: float | None = None  # seconds per LM attempt (make_lm's default 120 s; local/: 600 s generating)
     num_retries: int | None = None  # LM retries on transient failures (make_lm's default: 3; local/: 0)
-    route: str = ""  # "extract_compute": span questions extracted, the rest answered by the program; "": one solver
+    # "extract_compute": span questions extracted, the rest answered by the program; "": one solver; "auto" (the
+    # default): modules.pipeline.default_route, resolved when the run is made (TAT-QA's pot routed, else none)
+    route: str = AUTO_ROUTE
     samples: int = 1  # self-consistency: programs sampled per question, majority vote (program pipelines)
     temperature: float = 0.7  # their sampling temperature (used when samples > 1)
     order_seed: int | None = None  # the eval questions in the order this seed fixes (data.seeded_order), then limit
     statute_tokens: int | None = None  # SARA: the most statute tokens in a query or a demo (StatuteQA), cut by level
+
+    def __post_init__(self):
+        if self.route == AUTO_ROUTE:
+            object.__setattr__(self, "route", default_route(self.dataset, self.pipeline) or "")
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings as one ``SelectionConfig`` (a DSPy baseline's run keeps the default
@@ -112,8 +124,10 @@ class RunSpec:
     def from_dict(cls, spec: Mapping[str, Any]) -> RunSpec:
         """The run a stored row's ``spec`` (``asdict`` of a ``RunSpec``, through JSON) describes: lists back to
         tuples, keys this code does not know left out, fields added since at their defaults."""
-        return cls(**{k: tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v
-                      for k, v in spec.items() if k in _FIELD_TYPES})
+        values = {k: tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v
+                  for k, v in spec.items() if k in _FIELD_TYPES}
+        values.setdefault("route", _KEY_DEFAULTS["route"])  # recorded before routes existed: one solver
+        return cls(**values)
 
     @property
     def key(self) -> str:
@@ -125,7 +139,7 @@ class RunSpec:
         settings = {k: v for k, v in asdict(self).items() if k not in GRID_KEYS and k not in (
             "limit", "num_threads", "selection_only", *TRANSPORT_KEYS)}
         for name in list(settings):  # keys of runs recorded before a setting existed stay the same
-            if name not in _FIRST_KEY_SETTINGS and settings[name] == _FIELD_DEFAULTS[name]:
+            if name not in _FIRST_KEY_SETTINGS and settings[name] == _KEY_DEFAULTS[name]:
                 del settings[name]
         digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
         return "|".join([*parts, digest])
@@ -140,6 +154,9 @@ _FIELD_DEFAULTS = {f.name: f.default if f.default is not MISSING else f.default_
 _FIRST_KEY_SETTINGS = ("pool_split", "eval_split", "pool_path", "eval_path", "seed", "alpha", "beta", "attributes",
                        "attribute_source", "top_n_paragraphs", "reserve_output_tokens", "api_base", "max_tokens",
                        "val_size")
+#: Settings whose default changed after runs were recorded: the key leaves them out at the value those runs had
+#: (``route``: "" until the routed pipeline became the default), not at today's default.
+_KEY_DEFAULTS = {**_FIELD_DEFAULTS, "route": ""}
 _GROUP = group_model(RunSpec, GRID_KEYS)
 _TUPLE_FIELDS = tuple(f.name for f in fields(RunSpec) if str(f.type).startswith("tuple"))
 _FLOAT_FIELDS = tuple(f.name for f in fields(RunSpec) if str(f.type).startswith("float"))

@@ -20,6 +20,10 @@ from knapsack_dspy.cli.common import (
 )
 from knapsack_dspy.cli.main import UserError
 
+#: The selectors ``--selector`` names in its help (registering a selector does not import this module:
+#: ``tests/test_cli_workflow.py`` checks the list against the registry).
+SELECTOR_NAMES = ("kate_within_budget", "case_coverage", "seer", "seer_gold", "kate", "diverse_kate", "random", "csp",
+                  "fixed", "static", "hybrid", "no_demos")
 DEFAULT_SPLITS = {"tatqa": ("dev_pool", "dev_tune"), "finqa_cases": ("train", "dev"), "sara": ("train", "train")}
 #: The options that set a ``SelectionConfig`` setting of the same name: their defaults are ``SelectionConfig``'s
 #: (``selection_default``); an option not given leaves the setting at that default. ``--setting`` sets any other.
@@ -49,8 +53,12 @@ def register(subparsers) -> None:
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="tatqa", choices=["tatqa", "finqa", "sara"], help="default tatqa")
     p.add_argument("--pipeline", default="pot", help="pot (program of thought, default), cot, few_shot, zero_shot")
+    p.add_argument("--route", default="auto", choices=["auto", "extract_compute", "none"],
+                   help="extract_compute: span questions extracted, the others answered by the program; none: one "
+                        "solver; auto (default): extract_compute for TAT-QA's pot pipeline (the measured best), "
+                        "none otherwise")
     p.add_argument("--selector", default=selection_default("selector"),
-                   help="seer, seer_gold, kate, diverse_kate, random, csp, fixed, static, hybrid (default %(default)s)")
+                   help=f"{', '.join(SELECTOR_NAMES)} or one added with register_selector (default %(default)s)")
     p.add_argument("--mode", default=None,
                    help="per_query: a knapsack per question (SEER); static: one set chosen at compile time; "
                         "hybrid: a static core plus per-query slots (chooses the selector unless --selector "
@@ -166,7 +174,8 @@ def run(args) -> int:
     try:
         selection = _selection_config(args)
         student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selection=selection,
-                                 top_n_paragraphs=args.top_n_paragraphs, model=args.lm)
+                                 top_n_paragraphs=args.top_n_paragraphs, model=args.lm,
+                                 route=None if args.route == "none" else args.route)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     metric = None

@@ -53,6 +53,15 @@ DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero
 PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
 #: How a DocumentQA answers: one solver (None), or routed by answer type between extraction and a program.
 ROUTINGS = (None, "extract_compute")
+#: ``build_pipeline(route=AUTO_ROUTE)`` (its default), a suite's and ``kdspy compile``'s: :func:`default_route`.
+AUTO_ROUTE = "auto"
+
+
+def default_route(dataset: str, pipeline: str) -> str | None:
+    """The route a pipeline takes unless told: the measured best (README, "Answer quality") -- span questions
+    extracted, the others answered by a program -- where it applies, TAT-QA's program pipeline (FinQA's questions
+    are all computed: nothing to route); no route elsewhere."""
+    return "extract_compute" if dataset == "tatqa" and pipeline == "pot" else None
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
 SPEC_VERSION = 3
 # Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.
@@ -481,15 +490,20 @@ def _selection(owner: str, config: SelectionConfig, settings: Mapping) -> Select
 
 
 def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: str | None = None,
-                   top_n_paragraphs: int | None = 3, **kwargs) -> _Pipeline:
+                   top_n_paragraphs: int | None = 3, route: str | None = AUTO_ROUTE, **kwargs) -> _Pipeline:
     """The pipeline for a dataset: ``StatuteQA`` for SARA (``retrieval``: its statute strategy, default
-    mentioned_only), ``DocumentQA`` otherwise (``top_n_paragraphs``; FinQA: ``pot`` uses the FinQA DSL). Other
+    mentioned_only), ``DocumentQA`` otherwise (``top_n_paragraphs``; FinQA: ``pot`` uses the FinQA DSL; ``route``:
+    ``"auto"`` is :func:`default_route`, TAT-QA's program pipeline routed; ``None`` / ``""``: one solver). Other
     keywords go to the pipeline (``selection=``, selection settings, ``model``, ``embedder``, ...)."""
+    if route == AUTO_ROUTE:
+        route = default_route(dataset, pipeline)
     if dataset == "sara":
+        if route:
+            raise ValueError(f"route={route!r} routes table + text questions; SARA has none")
         return StatuteQA(pipeline=pipeline, retrieval=retrieval or "mentioned_only", **kwargs)
     if dataset in ("finqa", "finqa_cases") and pipeline == "pot":
         pipeline = "finqa_pot"
-    return DocumentQA(pipeline=pipeline, top_n_paragraphs=top_n_paragraphs, **kwargs)
+    return DocumentQA(pipeline=pipeline, top_n_paragraphs=top_n_paragraphs, route=route or None, **kwargs)
 
 
 def save_program(program: _Pipeline, path: str | Path) -> Path:
