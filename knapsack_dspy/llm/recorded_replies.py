@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from knapsack_dspy.llm.call_counter import note_replayed
+from knapsack_dspy.llm.call_counter import install_call_counter, note_replayed
 from knapsack_dspy.llm.prompt_fingerprint import messages_sha256
 
 __all__ = ["NotRecordedError", "replaying"]
@@ -89,8 +89,6 @@ def _wrap_async(fn):
 
 def _install() -> None:
     import litellm
-
-    from knapsack_dspy.llm.call_counter import install_call_counter
 
     install_call_counter()  # first, so the replay sits outside the counter: a replayed reply is not a call
     if not getattr(litellm.completion, _MARK, False):
