@@ -162,5 +162,5 @@ def test_the_finqa_suites_ask_the_tuning_questions_from_pools_without_them():
         assert {run.pool_split for run in suite.runs} == {"docs_pool", "train"}
     tune = load_suite(benchmarks / "finqa_tune.toml")
     assert {(r.selector, r.budget) for r in tune.runs if r.pool_split == "docs_pool" and r.exemplar_budget is None} \
-        == {("seer", 2048), ("kate_within_budget", 2048), ("no_demos", 2048)}
+        == {("case_coverage", 2048), ("seer", 2048), ("kate_within_budget", 2048), ("no_demos", 2048)}
     assert {r.pipeline for r in tune.runs} == {"finqa_pot"}
