@@ -164,7 +164,7 @@ def test_the_table_3_suite_keeps_every_prompt_and_answer_within_the_context():
     from knapsack_dspy.selection.selectors.registry import selector_class
 
     suite = load_suite(Path(__file__).resolve().parents[1] / "benchmarks" / "sara_rag_cot.toml")
-    assert sorted(run.retrieval for run in suite.runs) == sorted(STRATEGIES)
+    assert sorted({run.retrieval for run in suite.runs}) == sorted(STRATEGIES)
     for run in suite.runs:
         assert (run.dataset, run.pipeline, run.pool_split, run.eval_split) == ("sara", "cot", "train", "train")
         assert run.statute_tokens and run.budget <= DEFAULT_N_CTX and run.reserve_output_tokens >= run.max_tokens

@@ -54,7 +54,7 @@ def test_coverage_values_are_optimised_exactly_and_the_greedy_never_beats_them(i
         assert sol.objective == pytest.approx(objective(sol.selected, values, costs, kinds, kind_values, groups,
                                                         group_costs))
     assert exact.objective == pytest.approx(best, abs=1e-6)  # HiGHS: values within its tolerance of 0
-    assert greedy.objective <= exact.objective + 1e-9
+    assert greedy.objective <= exact.objective + 1e-6  # the same HiGHS tolerance
 
 
 def test_a_kind_is_worth_its_value_once_and_the_greedy_can_be_beaten():
