@@ -17,7 +17,7 @@ from knapsack_dspy.bench.suite import suite_from_dict
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.data.document_parts import document_part
 from knapsack_dspy.data.gold_programs import synthesise_python_program
-from knapsack_dspy.data.program_evidence import demo_evidence, program_evidence
+from knapsack_dspy.data.program_evidence import demo_evidence, program_evidence, program_reads_shown
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.execution.cell_numbers import TEXT, parse_cell
 from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
@@ -48,6 +48,17 @@ def test_records_without_gold_inds_get_the_evidence_their_program_reads(records)
     # gold_inds, when given, are the evidence (and the program's are not computed)
     official = list(load_examples("finqa", path=Path(__file__).parent / "fixtures" / "finqa_small.json"))
     assert all(ex.gold_evidence and "program_evidence" not in ex.extra for ex in official)
+
+
+def test_what_a_program_reads_is_counted_in_the_context_a_prompt_shows():
+    table = [["", "2018", "2017"], ["revenue", "$ 1200", "$ 1000"], ["net sales", "5%", "7%"]]
+    paragraphs = ["Costs were 2.5 million in 2018.", "Headcount rose by 40."]
+    program = "subtract(1200, 1000), divide(#0, const_1000), add(2.5, 40), table_average(net sales, none)"
+    assert program_reads_shown(program, table, paragraphs) == (5, 5)  # four numbers and one row; #0 / const_ not
+    assert program_reads_shown(program, table[:2], paragraphs[:1]) == (3, 5)  # 40 and the net sales row dropped
+    assert program_reads_shown(program, [table[0]], []) == (0, 5)  # a header holds no fact
+    assert program_reads_shown("divide(5%, 2)", [["", "a"], ["x", "0.05"]], []) == (1, 2)  # 5% read as 0.05
+    assert program_reads_shown("not a program", table, paragraphs) is None
 
 
 def test_finqa_cells_with_their_spelling_in_parentheses_are_numbers():

@@ -25,7 +25,7 @@ from knapsack_dspy.execution.finqa_dsl import MATH_OPERATIONS, ProgramError, par
 from knapsack_dspy.execution.finqa_executor import official_cell_number, official_number
 from knapsack_dspy.table_layout import header_row_count
 
-__all__ = ["demo_evidence", "program_evidence", "sentence_numbers"]
+__all__ = ["demo_evidence", "program_evidence", "program_reads_shown", "sentence_numbers"]
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 
@@ -90,6 +90,40 @@ def program_evidence(program: str, table: Sequence[Sequence[str]], paragraphs: S
             else:
                 wanted_text.update(i for i, held in enumerate(sentences) if held & values)
     return [f"table_{i}" for i in sorted(wanted_rows)] + [f"text_{i}" for i in sorted(wanted_text)]
+
+
+def program_reads_shown(program: str, table: Sequence[Sequence[str]],
+                        paragraphs: Sequence[str]) -> tuple[int, int] | None:
+    """(how many of the things a FinQA program reads the given context shows, how many it reads); ``None`` for an
+    unreadable program.
+
+    What a program reads: each number argument (not ``const_*``, not ``#n``) -- shown when a data cell of ``table``
+    (read as in :func:`program_evidence`) or a sentence of ``paragraphs`` holds its value -- and each table
+    operation's row -- shown when a row of ``table`` starts with that name. With the context a prompt shows (a
+    query's retrieved rows and sentences) this is the retrieval recall of the facts the gold answer needs, for
+    records without ``gold_inds``."""
+    try:
+        steps = parse_program(program)
+    except ProgramError:
+        return None
+    rows = [[str(c) for c in row] for row in (table or [])]
+    first_data = header_row_count(rows) if rows else 0
+    cells = set().union(*(_cell_values(c) for row in rows[first_data:] for c in row[1:]))
+    sentences = set().union(*(sentence_numbers(p) for p in paragraphs or []))
+    names = {row[0] for row in rows if row}
+    shown = total = 0
+    for step in steps:
+        if step.op not in MATH_OPERATIONS:
+            total += 1
+            shown += step.args[0] in names
+            continue
+        for arg in step.args:
+            if arg.startswith(("#", "const_")):
+                continue
+            values = _argument_values(arg)
+            total += 1
+            shown += bool(values & (cells | sentences))
+    return shown, total
 
 
 def demo_evidence(example) -> tuple[list[int], list[int]] | None:
