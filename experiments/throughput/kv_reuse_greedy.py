@@ -12,8 +12,8 @@ Replies are compared character by character; where they differ, the programs are
 table and the answers compared. llama.cpp has had reports of reuse changing greedy output (batch boundaries
 change floating-point summation order); this measures it here.
 
-    python benchmarks/kv_reuse_greedy.py --model local/qwen2.5-coder-0.5b-instruct --limit 10
-    python benchmarks/kv_reuse_greedy.py --model local/qwen2.5-coder-1.5b-instruct --limit 100 --json kv.json
+    python experiments/throughput/kv_reuse_greedy.py --model local/qwen2.5-coder-0.5b-instruct --limit 10
+    python experiments/throughput/kv_reuse_greedy.py --model local/qwen2.5-coder-1.5b-instruct --limit 100 --json kv.json
 
 LM time: 2 x limit completions (0.5B: ~1 min per question on 2 busy cores; 1.5B: ~1-2 min per question,
 quiet machine, pass B without reuse being the slower half).
@@ -26,13 +26,12 @@ import sys
 import time
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
-from json_result import print_and_save
-from prompt_capture import compiled, first_prompt, spec_for
-
 from knapsack_dspy.bench.question_order import cache_friendly_order
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.llm.local_server import get_local_server
 from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text
+from knapsack_dspy.testing.json_result import print_and_save
+from knapsack_dspy.testing.prompt_capture import compiled, first_prompt, spec_for
 
 
 def _answer(reply: str, example) -> object:

@@ -8,7 +8,7 @@ answer's own time) and per question: the wall time between answers, the process'
 
     kdspy compile --dataset tatqa --pipeline pot --selector seer --budget 2048 -M 4 \\
         --lm local/qwen2.5-coder-1.5b-instruct -o /tmp/kdspy-ask.json
-    python benchmarks/ask_latency.py --program /tmp/kdspy-ask.json [--questions 3] [--json ask.json]
+    python experiments/throughput/ask_latency.py --program /tmp/kdspy-ask.json [--questions 3] [--json ask.json]
 
 LM time: the questions' LM calls (1.5B: ~0.5-1 min each on 2 idle cores) plus loading the model once.
 """
@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
-from json_result import print_and_save
-from prompt_capture import BASE_SPEC
-
 from knapsack_dspy.bench.runner import load_split
+from knapsack_dspy.testing.json_result import print_and_save
+from knapsack_dspy.testing.prompt_capture import BASE_SPEC
 
 MODEL = BASE_SPEC.model
 
@@ -45,7 +44,7 @@ def timed_answers(program: str, lines: list[str], model: str, data_dir=None) -> 
         command += ["--data-dir", data_dir]
     started = time.perf_counter()
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               cwd=Path(__file__).resolve().parents[1])
+                               cwd=Path(__file__).resolve().parents[2])
     process.stdin.write("".join(lines))
     process.stdin.close()
     answers = []

@@ -23,11 +23,11 @@ finished is skipped; interrupt at any time and run the same command again. Each 
 ``throughput_tap.py``, which logs every LM call's llama.cpp timings (``lm_calls.jsonl`` in the cell) for any
 version of the code and loads the model before the first question.
 
-    python benchmarks/throughput.py plan                     # the steps and an estimate of their LM time
-    python benchmarks/throughput.py run [--limit 100] [--chunk 25] [--modes seer,hybrid,static]
+    python experiments/throughput/throughput.py plan                     # the steps and an estimate of their LM time
+    python experiments/throughput/throughput.py run [--limit 100] [--chunk 25] [--modes seer,hybrid,static]
                                         [--variants baseline,after] [--loads quiet,busy]
-    python benchmarks/throughput.py run --cells baseline-seer,after-seer-latency16 --loads quiet   # chosen cells
-    python benchmarks/throughput.py report [--json t.json]   # the README table (from whatever is done)
+    python experiments/throughput/throughput.py run --cells baseline-seer,after-seer-latency16 --loads quiet  # chosen cells
+    python experiments/throughput/throughput.py report [--json t.json]   # the README table (from whatever is done)
 
 The report gives per cell: questions, questions per hour (3,600 / mean seconds per question, from the rows'
 ``latency_s``), EM, the prompt-cache hit rate (prompt tokens reused / all prompt tokens, from the calls'
@@ -54,9 +54,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from busy_loop import busy_loop
+from knapsack_dspy.testing.busy_loop import busy_loop
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 BASELINE_COMMIT = "d74d4f8"
 MODEL = "local/qwen2.5-coder-1.5b-instruct"
 VARIANTS = ("baseline", "after", "after-omp-active")
@@ -216,7 +217,7 @@ def run_cell(cell: Cell, upto: int, args) -> int:
         env["OMP_WAIT_POLICY"] = "ACTIVE"  # alone: OpenMP's long spin (no GOMP_SPINCOUNT is set for it)
     if args.data_dir:
         env["KDSPY_DATA_DIR"] = args.data_dir
-    command = [sys.executable, str(ROOT / "benchmarks" / "throughput_tap.py"), "--log",
+    command = [sys.executable, str(HERE / "throughput_tap.py"), "--log",
                str(directory / "lm_calls.jsonl"), "--preload", args.model, "--", str(suite), "--out",
                str(directory), "--limit", str(upto), "--no-cache", "--quiet"]
     print(f"[{cell.name}] questions 1-{upto}", flush=True)
@@ -388,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=MODEL)
     # absolute: the baseline's benches run from its export, where a relative path would name another folder
     parser.add_argument("--out", type=lambda p: str(Path(p).resolve()),
-                        default=str(ROOT / "benchmarks" / "results" / "throughput"))
+                        default=str(HERE / "results" / "throughput"))
     parser.add_argument("--baseline-dir", type=lambda p: str(Path(p).resolve()),
                         default=f"/tmp/kdspy-baseline-{BASELINE_COMMIT}")
     parser.add_argument("--data-dir", default=None)

@@ -9,8 +9,8 @@ Two measurements, no LM:
    model's: each row's recorded program re-executed on the table the model saw, its numbers and answer
    handed to the rule (answer type from the answer's form), the official TAT-QA metric applied.
 
-    python benchmarks/scale_rule.py gold --split dev_tune
-    python benchmarks/scale_rule.py replay benchmarks/results/embedded_seer_kate_random
+    python experiments/answer_quality/scale_rule.py gold --split dev_tune
+    python experiments/answer_quality/scale_rule.py replay benchmarks/results/embedded_seer_kate_random
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from openai_stub_server import chat_adapter_reply
+from knapsack_dspy.testing.openai_stub_server import chat_adapter_reply
 
 _SURROGATE = "\ud800"
 

@@ -1,13 +1,13 @@
 """Run ``kdspy bench`` with every embedded-model call's llama.cpp timings appended to a JSONL file.
 
-The same measurement for any version of the code (``benchmarks/throughput.py`` runs the baseline commit from an
+The same measurement for any version of the code (``experiments/throughput/throughput.py`` runs the baseline commit from an
 export with this tap too): whichever ``knapsack_dspy`` is on ``PYTHONPATH`` is imported, its ``LocalServer.chat``
 is wrapped to log each completion's ``cache_n`` (prompt tokens reused from the slot's cache), ``prompt_n``,
 ``prompt_ms`` (prefill), ``predicted_n``, ``predicted_ms`` (decode), wall time and the server's decode / prompt
 threads, and the model is loaded before
 the bench starts (so no question pays the load).
 
-    PYTHONPATH=<tree> python benchmarks/throughput_tap.py --log calls.jsonl --preload MODEL -- SUITE --out DIR ...
+    PYTHONPATH=<tree> python experiments/throughput/throughput_tap.py --log calls.jsonl --preload MODEL -- SUITE --out DIR ...
 """
 
 from __future__ import annotations

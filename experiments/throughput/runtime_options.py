@@ -5,14 +5,14 @@ Loads a GGUF file into an ``xllamacpp.Server`` with the options given, sends ``-
 ignored), and prints the median prefill and decode tokens per second from llama.cpp's own timings, as one JSON
 line. OpenMP settings are read when the runtime loads, so set them in the environment of the command:
 
-    python benchmarks/runtime_options.py                                      # the defaults (import knapsack_dspy)
-    OMP_WAIT_POLICY=ACTIVE python benchmarks/runtime_options.py --busy        # spinning waits beside a busy-loop
-    GOMP_SPINCOUNT=10000 python benchmarks/runtime_options.py --busy --threads 2
-    python benchmarks/runtime_options.py --threads 1 --busy                   # one decode thread
-    python benchmarks/runtime_options.py --torch-first                        # torch's OpenMP threads alive too
-    python benchmarks/runtime_options.py --no-repack --ubatch 1024 --flash-attn 1
-    python benchmarks/runtime_options.py --gguf OTHER.gguf                    # e.g. the weights requantized
-    python benchmarks/runtime_options.py --prompts prompts.json --speculative NGRAM_SIMPLE --spec-n 3 --spec-m 6
+    python experiments/throughput/runtime_options.py  # the defaults (import knapsack_dspy)
+    OMP_WAIT_POLICY=ACTIVE python experiments/throughput/runtime_options.py --busy  # spinning waits beside a busy-loop
+    GOMP_SPINCOUNT=10000 python experiments/throughput/runtime_options.py --busy --threads 2
+    python experiments/throughput/runtime_options.py --threads 1 --busy                   # one decode thread
+    python experiments/throughput/runtime_options.py --torch-first  # torch's OpenMP threads alive too
+    python experiments/throughput/runtime_options.py --no-repack --ubatch 1024 --flash-attn 1
+    python experiments/throughput/runtime_options.py --gguf OTHER.gguf                    # e.g. the weights requantized
+    python experiments/throughput/runtime_options.py --prompts prompts.json --speculative NGRAM_SIMPLE --spec-n 3 --spec-m 6
 
 ``--prompts`` (a JSON list of chat message lists, e.g. captured with ``prompt_capture.first_prompt``) measures
 decode on real prompts instead (greedy, up to 300 tokens) and ``--replies FILE`` writes the replies, so two
@@ -31,10 +31,9 @@ import sys
 import time
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first: OpenMP waits)
-from busy_loop import busy_loop
-
 from knapsack_dspy.llm.local_models import local_model_spec
 from knapsack_dspy.llm.local_weights import ensure_local_weights
+from knapsack_dspy.testing.busy_loop import busy_loop
 
 MODEL = "local/qwen2.5-coder-1.5b-instruct"
 

@@ -1,4 +1,5 @@
-"""Shared by the throughput scripts: compile a run's program LM-free and capture the exact prompt a question sends.
+"""Shared by the throughput scripts (``benchmarks/``, ``experiments/throughput/``): compile a run's program
+LM-free and capture the exact prompt a question sends.
 
 ``compiled(mode, ...)`` compiles (or reloads from ``out_dir``) the program of a ``RunSpec`` the way ``kdspy bench``
 does; ``first_prompt(program, example)`` runs the program with an LM that records the messages of its first call
@@ -19,9 +20,6 @@ from knapsack_dspy.bench.runner import compile_program, load_split, validation_s
 from knapsack_dspy.bench.suite import RunSpec
 from knapsack_dspy.llm.local_server import get_local_server
 from knapsack_dspy.llm.token_counter import get_token_counter
-
-# DSPy 3.4 notes that BaseLM.forward subclasses are its old interface (CaptureLM is one): not news here
-warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*BaseLM.forward.*")
 
 MODEL = "local/qwen2.5-coder-1.5b-instruct"
 #: The issue's comparison: TAT-QA dev_pool -> dev_tune, program of thought, budget 2,048, M = 4.
@@ -65,7 +63,9 @@ def compiled(spec: RunSpec, out_dir: str | Path, data_dir=None):
 def first_prompt(program, example) -> list[dict]:
     """The messages of the first LM call ``program`` makes for ``example`` (rendered, not sent)."""
     try:
-        with dspy.context(lm=CaptureLM()):
+        with warnings.catch_warnings(), dspy.context(lm=CaptureLM()):
+            # DSPy 3.4 notes that BaseLM.forward subclasses are its old interface (CaptureLM is one): not news here
+            warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*BaseLM.forward.*")
             program(**program.example_inputs(example))
     except Captured as captured:
         return [{"role": m.get("role"), "content": m.get("content")} for m in captured.messages]

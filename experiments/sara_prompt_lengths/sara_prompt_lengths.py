@@ -1,7 +1,7 @@
 """How long SARA prompts are, per statute retrieval strategy, with chain of thought and 0 / 2 exemplars.
 
-    python benchmarks/sara_prompt_lengths.py                                  # as shipped and with the budget
-    python benchmarks/sara_prompt_lengths.py --statute-tokens none,1024,1536 --out /tmp/lengths.json
+    python experiments/sara_prompt_lengths/sara_prompt_lengths.py                                  # as shipped and with the budget
+    python experiments/sara_prompt_lengths/sara_prompt_lengths.py --statute-tokens none,1024,1536 --out /tmp/lengths.json
 
 No LM call: every prompt is counted with the target model's tokenizer (``--model``, default the 1.5B, counted by
 the 0.5B, which shares it), as the bench counts them (``StatuteQA.select_for``: ``base_tokens`` is the prompt
@@ -16,7 +16,7 @@ For each statute budget (``--statute-tokens``; ``none``: no limit, the statute t
   output reserve ``--reserve`` kept free).
 A prompt fits the model when prompt + the answer's ``--max-tokens`` <= the context (``--n-ctx``, the embedded
 server's 4,096). Prints a Markdown table; writes JSON (``--out``, default
-``benchmarks/results/sara_prompt_lengths.json``).
+``experiments/sara_prompt_lengths/results/sara_prompt_lengths.json``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  (offline defaults before dspy / litellm / HF imports)
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "benchmarks" / "results" / "sara_prompt_lengths.json"
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "sara_prompt_lengths.json"
 
 
 def _stats(values: list[int]) -> dict:

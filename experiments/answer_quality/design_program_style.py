@@ -1,10 +1,9 @@
-# ruff: noqa: E501 - the prompt texts below are the experiment's record: wrapping them would change them
 """Design experiment (issue 9): routes and program styles with the real 1.5B model on a few dev_tune questions
 (from index 200 on: never the first 200, which the final evaluation uses). A self-contained prototype: it renders
 its own prompts (table layout, its own demo programs and instructions), so that the variants differ only in
 what is named; it decided the pipeline's program style (numbers copied) and checked extraction for span
 questions. Its rows (run on 2026-11-23, commit a4ff7a4's table layout) are in
-benchmarks/results/design_program_style/rows.jsonl; summarise them with --summary. Variants:
+experiments/answer_quality/results/design_program_style/rows.jsonl; summarise them with --summary. Variants:
   prog_lookup  : program with table["row","col"] look-ups on the layout-rendered table (all answer types)
   prog_literal : program with literal numbers named after their cells (all answer types)
   extract      : direct answer (span / multi-span questions only)
@@ -63,7 +62,7 @@ ap.add_argument("n_span", type=int)
 ap.add_argument("n_arith", type=int)
 ap.add_argument("--model", default="local/qwen2.5-coder-1.5b-instruct")
 ap.add_argument("--start", type=int, default=200)
-ap.add_argument("--out", default="benchmarks/results/design_program_style/rows.jsonl")
+ap.add_argument("--out", default="experiments/answer_quality/results/design_program_style/rows.jsonl")
 args = ap.parse_args()
 SEER_NAMES = args.variant == "prog_lookup_seer"
 

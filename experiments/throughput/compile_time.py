@@ -7,7 +7,7 @@ classifiers, selecting for the validation questions (the configuration's proxies
 runs reuse the project cache (``$KDSPY_CACHE_DIR`` or ``~/.cache/knapsack-dspy``); ``--cold`` runs with a new,
 empty cache folder (the embedder, the token-counting model and every cache start from nothing), once.
 
-    python benchmarks/compile_time.py [--runs 3] [--cold] [--json out.json]
+    python experiments/throughput/compile_time.py [--runs 3] [--cold] [--json out.json]
 
 Timings depend on the machine's load (printed): measure on an idle machine for the README.
 """
@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from json_result import print_and_save
+from knapsack_dspy.testing.json_result import print_and_save
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMPILE = ["compile", "--dataset", "tatqa", "--pipeline", "pot", "--selector", "seer", "--budget", "2048", "-M", "4",
            "--quiet"]
 #: part -> (file suffix, function name): the cumulative time of the outermost such call

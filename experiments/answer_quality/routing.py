@@ -5,7 +5,7 @@ routes each question of the evaluation split to "extract" (span / multi-span) or
 count). ``--skip`` leaves out a range of questions (the final evaluation's questions 101-200 were not looked at
 during development: ``--skip 100:200``).
 
-    python benchmarks/routing.py --split dev_tune --skip 100:200
+    python experiments/answer_quality/routing.py --split dev_tune --skip 100:200
 """
 
 from __future__ import annotations
