@@ -172,7 +172,7 @@ class _Pipeline(dspy.Module):
         compiled = self._selecting()
         return compiled.selection.config if compiled else self.selection_config(self.demo_predictor_name)
 
-    # -- compile hooks (KnapsackFewShot) ----------------------------------------------------------------
+    # -- compile hooks (KnapsackFewShot; the protocol compile_hooks.CompileHooks) ------------------------
     #: Demo fields questions of one document share (shown once per prompt) unless the config says otherwise.
     shared_fields: tuple[str, ...] = ()
 
