@@ -39,7 +39,7 @@ bench-selection: install
 
 ## make lint: ruff with the rules of pyproject.toml ([tool.ruff.lint]); part of make test (and so of CI)
 lint: install
-	$(BIN)/ruff check knapsack_dspy tests benchmarks
+	$(BIN)/ruff check knapsack_dspy tests benchmarks experiments
 
 clean:
 	rm -rf $(VENV) .pytest_cache

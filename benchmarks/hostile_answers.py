@@ -1,8 +1,9 @@
 """Hostile answers through a full ``kdspy bench``: every row written, no crash, no stall, scoring per row.
 
-A stub OpenAI-compatible server (``tests/openai_stub_server.py``) plays the model and answers each question
-with one hostile reply (``tests/hostile_answers.py``): direct answers for TAT-QA chain of thought (numbers of
-thousands of digits, infinities, lone surrogates, NUL bytes, a megabyte of text, deep brackets, ...),
+A stub OpenAI-compatible server (``knapsack_dspy.testing.openai_stub_server``) plays the model and answers
+each question with one hostile reply (``knapsack_dspy.testing.hostile_answers``): direct answers for TAT-QA
+chain of thought (numbers of thousands of digits, infinities, lone surrogates, NUL bytes, a megabyte of text,
+deep brackets, ...),
 Python programs for TAT-QA program of thought, and FinQA programs built from each question's own gold
 program (continued fractions and chains of 20-1000 steps, expressions that double per step, ...). The
 suite runs as ``kdspy bench`` in a subprocess with a wall-clock limit; then every stored row is scored
@@ -30,15 +31,13 @@ from pathlib import Path
 import knapsack_dspy  # noqa: F401  (environment defaults first)
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the stub server and the hostile answers are test helpers
 FINQA_PROGRAMS_PER_QUESTION = 19
 
 
 def _assignments(data_dir: Path) -> tuple[dict, dict]:
     """(question -> hostile reply, run name -> example ids)."""
-    from hostile_answers import hostile_finqa, hostile_python, hostile_texts
-
     from knapsack_dspy.data import load_examples
+    from knapsack_dspy.testing.hostile_answers import hostile_finqa, hostile_python, hostile_texts
 
     tune = list(load_examples("tatqa", split="dev_tune", data_dir=data_dir))
     finqa = list(load_examples("finqa", path=data_dir / "finqa" / "train_docs.json.gz"))
@@ -125,8 +124,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the re-scoring below would log each answer no metric can read
-    from hostile_answers import hostile_python, hostile_texts, reply_by_question
-    from openai_stub_server import StubOpenAIServer
+    from knapsack_dspy.testing.hostile_answers import hostile_python, hostile_texts, reply_by_question
+    from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
 
     data_dir = Path(args.data_dir)
     out = Path(args.out or tempfile.mkdtemp(prefix="hostile_answers_"))

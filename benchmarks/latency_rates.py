@@ -26,10 +26,10 @@ import time
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (first: LiteLLM then loads with its bundled model map, _env.py)
 import numpy as np
-from busy_loop import busy_loop
-from json_result import print_and_save
 
 from knapsack_dspy.llm.local_server import get_local_server
+from knapsack_dspy.testing.busy_loop import busy_loop
+from knapsack_dspy.testing.json_result import print_and_save
 
 
 def _text(server, tokens: int, offset: int) -> str:

@@ -37,13 +37,12 @@ import time
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
-from prompt_capture import MODEL, compiled, first_prompt, spec_for, token_ids
-
 from knapsack_dspy.bench.question_order import cache_friendly_order, shared_prefix_length
 from knapsack_dspy.llm.latency_rates import latency_rates
 from knapsack_dspy.selection.exemplar_pool import make_selection
 from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors import fixed_set, static_knapsack
+from knapsack_dspy.testing.prompt_capture import MODEL, compiled, first_prompt, spec_for, token_ids
 
 DEMO_ORDERS = {"seer": ("similarity", "canonical"), "hybrid": ("fixed", "fixed + canonical", "resorted"),
                "static": ("fixed", "resorted")}

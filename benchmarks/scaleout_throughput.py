@@ -1,7 +1,8 @@
 """Questions per second of ``kdspy bench`` versus workers: threads (``--workers N``) and Ray actors (``--ray``).
 
-A stub OpenAI-compatible server on 127.0.0.1 (``tests/openai_stub_server.py``) answers every question after a
-fixed delay (``--delay``, 1 s by default) with a valid program; the bench runs the real pipeline (TAT-QA
+A stub OpenAI-compatible server on 127.0.0.1 (``knapsack_dspy.testing.openai_stub_server``) answers every
+question after a fixed delay (``--delay``, 1 s by default) with a valid program; the bench runs the real
+pipeline (TAT-QA
 ``dev_tune``, program of thought, KATE, budget 2,048, M = 4, the real embedder and tokenizer) with the LM cache
 off (``--no-cache``), so every question costs our own CPU (selection, prompt, execution, scoring, the row) plus
 LiteLLM's, and one LM round trip.
@@ -39,7 +40,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the stub server is a test helper
 
 import knapsack_dspy  # noqa: E402,F401 - environment defaults before dspy / litellm load
 
@@ -47,7 +47,7 @@ PROGRAM = "ans = 1\nscale = ''"
 
 
 def _stub(delay: float):
-    from openai_stub_server import StubOpenAIServer, chat_adapter_reply
+    from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
     reply = chat_adapter_reply(program=PROGRAM)
 

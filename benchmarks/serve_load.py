@@ -3,8 +3,8 @@ malformed-request set.
 
 A program is compiled with ``kdspy compile`` (TAT-QA, program of thought, KATE, M = 4, the real embedder; or
 ``--program``), served by ``kdspy serve`` in a child process on 127.0.0.1 with the stub OpenAI-compatible server
-(``tests/openai_stub_server.py``, answering after ``--delay`` seconds) as its LM, LM cache off. ``--clients``
-threads each send TAT-QA ``dev_tune`` questions one after another for ``--seconds`` (and at most
+(``knapsack_dspy.testing.openai_stub_server``, answering after ``--delay`` seconds) as its LM, LM cache
+off. ``--clients`` threads each send TAT-QA ``dev_tune`` questions one after another for ``--seconds`` (and at most
 ``--max-requests`` in all). Printed: requests per second answered (200), p50 / p99 latency seen by the clients,
 the count of every status (target: zero 5xx; 429 only when the clients outnumber ``--max-queue``), then every
 request of the malformed set (wrong types, missing fields, huge bodies, bad JSON, ...) with its status
@@ -33,7 +33,6 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the stub server and the malformed set are test helpers
 
 
 def _free_port() -> int:
@@ -131,8 +130,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.clients, args.seconds = 4, 3.0
-    from openai_stub_server import StubOpenAIServer, chat_adapter_reply
-    from scaleout_helpers import MALFORMED_REQUESTS
+    from knapsack_dspy.testing.malformed_requests import MALFORMED_REQUESTS
+    from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
     reply = chat_adapter_reply(program="ans = 1\nscale = ''")
 

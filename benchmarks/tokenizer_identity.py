@@ -20,13 +20,12 @@ import difflib
 import sys
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
-from json_result import print_and_save
-from prompt_capture import BASE_SPEC, compiled
-
 from knapsack_dspy.llm.gguf_tokenizer import read_tokenizer_metadata, tokenizer_fingerprint
 from knapsack_dspy.llm.local_models import local_model_spec
 from knapsack_dspy.llm.local_server import get_local_server
 from knapsack_dspy.llm.local_weights import ensure_local_weights
+from knapsack_dspy.testing.json_result import print_and_save
+from knapsack_dspy.testing.prompt_capture import BASE_SPEC, compiled
 
 MODELS = ("local/qwen2.5-coder-0.5b-instruct", "local/qwen2.5-coder-1.5b-instruct")
 

@@ -1,6 +1,6 @@
 """A bench against a failing server, then the same command once it recovers: 0 error rows, each pair once.
 
-The stub OpenAI-compatible server (``tests/openai_stub_server.py``) answers every question with a valid
+The stub OpenAI-compatible server (``knapsack_dspy/testing/openai_stub_server.py``) answers every question with a valid
 program, but the first requests fail, in turn: HTTP 500, 429 and 503, a body that is not JSON, a reply cut
 mid-way, a dropped connection, an empty ``choices`` list and a hang past the suite's timeout. Run 1
 (``kdspy bench``, ``num_retries = 0`` so that every fault reaches a row) records them as transient failures
@@ -25,12 +25,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the stub server is a test helper
 FAULTS = ("500", "429", "503", "garbage", "truncated", "disconnect", "empty", "hang")
 
 
 def _queue_faults(server, count: int, hang_seconds: float) -> None:
-    from openai_stub_server import Fault
+    from knapsack_dspy.testing.openai_stub_server import Fault
 
     for i in range(count):
         kind = FAULTS[i % len(FAULTS)]
@@ -58,7 +57,7 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=30, help="questions per selector (2 selectors)")
     parser.add_argument("--faults", type=int, default=16, help="failing requests, the kinds in turn")
     args = parser.parse_args()
-    from openai_stub_server import StubOpenAIServer, chat_adapter_reply
+    from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
     with tempfile.TemporaryDirectory(prefix="transient_faults_") as tmp:
         tmp = Path(tmp)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench import runner
+from knapsack_dspy.bench import paired_runs, results_diff, runner
 from knapsack_dspy.bench.exemplar_index import index_exemplars
 from knapsack_dspy.bench.rescoring import rescore_results
 from knapsack_dspy.bench.results_store import ResultsFileError, ResultsStore, load_rows, rows_file
@@ -106,14 +106,8 @@ def test_a_run_continuing_on_committed_rows_decompresses_them_when_it_writes(com
 
 def test_the_comparison_scripts_read_committed_rows(committed):
     out, _ = committed
-    spec = importlib.util.spec_from_file_location("compare_results", ROOT / "benchmarks" / "compare_results.py")
-    compare_results = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compare_results)
-    assert len(compare_results.read_rows(out, "run")) == 4
-    spec = importlib.util.spec_from_file_location("compare_runs", ROOT / "benchmarks" / "compare_runs.py")
-    compare_runs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compare_runs)
-    assert set(compare_runs.scores(out)["seer"]["em"]) == {r["example_id"] for r in load_rows(out)}
+    assert len(results_diff.read_rows(out, "run")) == 4
+    assert set(paired_runs.scores(out)["seer"]["em"]) == {r["example_id"] for r in load_rows(out)}
     spec = importlib.util.spec_from_file_location("selection_agreement", ROOT / "benchmarks" / "selection_agreement.py")
     selection_agreement = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(selection_agreement)

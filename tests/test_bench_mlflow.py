@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.bench.mlflow_tracking import comparison_metrics, run_metrics_to_log, tracking_uri
 from knapsack_dspy.cli.main import main
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 

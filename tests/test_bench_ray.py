@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from openai_stub_server import StubOpenAIServer
 from scaleout_helpers import (
     HAVE_DATA,
     DyingEmbedder,
@@ -29,6 +28,8 @@ from scaleout_helpers import (
     stub_suite,
     tatqa_splits,
 )
+
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
 
 ray = pytest.importorskip("ray")
 pytestmark = [pytest.mark.ray, pytest.mark.skipif(not HAVE_DATA, reason="data not found")]

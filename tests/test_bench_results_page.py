@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.bench import runner
 from knapsack_dspy.bench.comparisons import compare_selectors
@@ -22,6 +21,7 @@ from knapsack_dspy.bench.results_page import ALL_QUESTIONS, write_results_page
 from knapsack_dspy.bench.run_metrics import aggregate
 from knapsack_dspy.bench.suite import suite_from_dict
 from knapsack_dspy.cli.main import main
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 SEER, KATE = "tatqa|pot|seer|x", "tatqa|pot|kate|x"

@@ -5,11 +5,11 @@ and with ``--replay-only`` never asks it."""
 import json
 
 import dspy
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.bench.recorded_rows import chat_reply, recorded_replies
 from knapsack_dspy.bench.results_store import load_rows
 from knapsack_dspy.cli.main import main
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 
 def write_suite(path, api_base, selectors='["kate"]', limit=6):

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.bench import example_runner, runner
 from knapsack_dspy.bench.prompt_record import PromptRecorder
@@ -24,6 +23,7 @@ from knapsack_dspy.bench.row_schema import (
     RowSchemaError,
 )
 from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", ROOT.parent / "shared" / "data"))

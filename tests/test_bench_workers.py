@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from openai_stub_server import StubOpenAIServer
 from scaleout_helpers import (
     HAVE_DATA,
     SlowReply,
@@ -30,6 +29,7 @@ from knapsack_dspy.bench.provenance import ProvenanceMismatchError
 from knapsack_dspy.bench.results_store import ResultsStore
 from knapsack_dspy.bench.run_job import RunJob, Task
 from knapsack_dspy.bench.suite import SuiteError
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
 
 pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="data not found")
 

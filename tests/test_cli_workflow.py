@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.cli.main import main
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")

@@ -1,15 +1,11 @@
-"""benchmarks/compare_results.py: the behaviour check between two results directories."""
+"""bench/results_diff.py (benchmarks/compare_results.py): the behaviour check between two results directories."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_results.py"
-_spec = importlib.util.spec_from_file_location("compare_results", _SCRIPT)
-compare_results = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare_results)
+from knapsack_dspy.bench import results_diff as compare_results
 
 RUN = "tatqa|pot|seer|b2048|m4|selection-only|b7234d21"
 

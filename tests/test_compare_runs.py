@@ -1,18 +1,14 @@
-"""benchmarks/compare_runs.py: paired comparisons of two results directories, optionally on split positions."""
+"""bench/paired_runs.py (benchmarks/compare_runs.py): paired comparisons of two results directories, optionally on
+split positions."""
 
-import importlib.util
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from knapsack_dspy.bench import paired_runs as compare_runs
 from knapsack_dspy.data.loader import load_examples
-
-_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_runs.py"
-_spec = importlib.util.spec_from_file_location("compare_runs", _SCRIPT)
-compare_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare_runs)
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_tune.json.gz").exists(), reason="TAT-QA data not found")

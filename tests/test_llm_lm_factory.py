@@ -8,13 +8,13 @@ import types
 
 import dspy
 import pytest
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.llm import call_counter
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.llm.errors import LLMConfigError, describe_lm_error
 from knapsack_dspy.llm.lm_check import check_lm_config
 from knapsack_dspy.llm.lm_factory import make_lm
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 
 def answer_reply(body):

@@ -4,11 +4,11 @@ prompt it does not know goes to the model, or with ``only=True`` fails with one 
 
 import dspy
 import pytest
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.llm import counting_calls, make_lm
 from knapsack_dspy.llm.prompt_fingerprint import messages_sha256
 from knapsack_dspy.llm.recorded_replies import NotRecordedError, replaying
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 
 class Sent(dspy.utils.callback.BaseCallback):

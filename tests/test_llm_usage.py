@@ -9,13 +9,13 @@ import threading
 import dspy
 import pytest
 from dspy.utils import DummyLM
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.llm import call_counter
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.llm.call_counter import CallCounts, counting_calls
 from knapsack_dspy.llm.lm_factory import make_lm
 from knapsack_dspy.llm.usage import UsageLedger, usage_by_model
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 
 def reply(body):

@@ -11,6 +11,14 @@ from helpers import HashingEmbedder, WordCounter
 
 from knapsack_dspy.bench.runner import run_suite
 from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.modules.compile_hooks import (
+    CompileHooks,
+    DemoFor,
+    FitsOnTrainset,
+    HasEmbedder,
+    InputsFor,
+    SelectionConfigFor,
+)
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
@@ -149,6 +157,16 @@ def test_pipelines_reject_unknown_keywords(embedder):
     assert statute.selection_settings.resolved_attribute_source == "none"
     document = build_pipeline("finqa", "pot", retrieval="references", selector="csp", embedder=embedder)
     assert document.spec.spec["pipeline"] == "finqa_pot" and document.selection_settings.selector == "csp"
+
+
+def test_the_pipelines_offer_every_compile_hook_and_a_plain_program_none(embedder):
+    document = build_pipeline("tatqa", "pot", route=None, embedder=embedder)
+    routed = build_pipeline("tatqa", "pot", route="extract_compute", embedder=embedder)
+    statute = build_pipeline("sara", "cot", embedder=embedder, data_dir=DATA)
+    assert all(isinstance(p, CompileHooks) for p in (document, routed, statute))
+    assert isinstance(routed.router, FitsOnTrainset)
+    plain = dspy.ChainOfThought("question -> answer")
+    assert not any(isinstance(plain, hook) for hook in (DemoFor, InputsFor, SelectionConfigFor, HasEmbedder))
 
 
 def test_a_misspelled_input_is_an_error_not_a_silent_wrong_answer(data, embedder):

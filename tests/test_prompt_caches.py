@@ -10,7 +10,6 @@ import dspy
 import litellm
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 from test_reliability_lm_faults import _rows
 from test_select_exemplars import compile_tiny, make_examples
 
@@ -22,6 +21,7 @@ from knapsack_dspy.llm.call_counter import counting_calls
 from knapsack_dspy.llm.lm_factory import make_lm
 from knapsack_dspy.llm.local_provider import register_local_provider
 from knapsack_dspy.llm.prompt_cache import cache_breakpoint
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 SMALL = "local/qwen2.5-coder-0.5b-instruct"
 

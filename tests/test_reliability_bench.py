@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from hostile_answers import hostile_finqa, hostile_python, hostile_texts, reply_by_question, stub_reply
-from openai_stub_server import StubOpenAIServer
 
 from knapsack_dspy.bench import runner
 from knapsack_dspy.bench.provenance import ProvenanceMismatchError
@@ -27,6 +25,14 @@ from knapsack_dspy.bench.results_store import ResultsFileError, ResultsStore, en
 from knapsack_dspy.bench.runner import run_suite
 from knapsack_dspy.bench.suite import suite_from_dict
 from knapsack_dspy.cli.main import main
+from knapsack_dspy.testing.hostile_answers import (
+    hostile_finqa,
+    hostile_python,
+    hostile_texts,
+    reply_by_question,
+    stub_reply,
+)
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="data not found")

@@ -12,7 +12,6 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
-from openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 from knapsack_dspy.bench.runner import run_suite
 from knapsack_dspy.bench.suite import SuiteError, suite_from_dict
@@ -22,6 +21,7 @@ from knapsack_dspy.llm.lm_factory import make_lm
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.modules.solvers.answer_vote import majority_vote
 from knapsack_dspy.modules.solvers.program_of_thought_answerer import ProgramOfThoughtAnswerer
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 TABLE = [["", "2019", "2018"], ["Revenue", "120", "100"]]
 FINQA_DOCS = Path(__file__).parent / "fixtures" / "finqa_docs_small.json"

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from openai_stub_server import StubOpenAIServer
-from scaleout_helpers import MALFORMED_REQUESTS, ServerThread, SlowReply, StubLM, deterministic_reply
+from scaleout_helpers import ServerThread, SlowReply, StubLM, deterministic_reply
+
+from knapsack_dspy.testing.malformed_requests import MALFORMED_REQUESTS
+from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")

@@ -1,5 +1,5 @@
-"""benchmarks/throughput.py, throughput_tap.py and prefix_reuse.py: cells, suites, the report's arithmetic, the
-timing tap, the reuse count (no model is run)."""
+"""experiments/throughput/throughput.py, throughput_tap.py and benchmarks/prefix_reuse.py: cells, suites, the
+report's arithmetic, the timing tap, the reuse count (no model is run)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from knapsack_dspy.testing import busy_loop, json_result
+
+ROOT = Path(__file__).resolve().parents[1]
+# the maintained script (benchmarks/) and issue 13's finished measurements (experiments/throughput/)
+FOLDERS = {"prefix_reuse": ROOT / "benchmarks"}
 
 
 def _script(name: str):
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))  # the scripts import their helpers as siblings
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    folder = FOLDERS.get(name, ROOT / "experiments" / "throughput")
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
@@ -91,7 +94,6 @@ def test_the_plan_prices_the_baseline_with_spinning_waits_on_both_loads():
 
 
 def test_the_busy_loop_runs_beside_the_block_and_is_stopped_after_it():
-    busy_loop = _script("busy_loop")
     with busy_loop.busy_loop(False) as nothing:
         assert nothing is None  # quiet: no process
     with busy_loop.busy_loop(True) as spinner:
@@ -241,7 +243,6 @@ def test_a_run_stops_when_a_bench_makes_no_progress(tmp_path, monkeypatch, capsy
 
 
 def test_a_result_is_printed_and_saved_where_asked(tmp_path, capsys):
-    json_result = _script("json_result")
     json_result.print_and_save({"a": 1}, str(tmp_path / "r.json"), saved={"a": 1, "rows": [2]})
     json_result.print_and_save({"b": 2})  # no --json: printed only
     assert [json.loads(part) for part in capsys.readouterr().out.replace("}\n{", "}\x00{").split("\x00")] == [

@@ -30,10 +30,10 @@ from knapsack_dspy.bench.report_tables import Table, setting_title
 from knapsack_dspy.bench.row_outcomes import error_kind
 from knapsack_dspy.bench.row_schema import ResultRow, rows_of
 from knapsack_dspy.bench.run_metrics import setting_of
+from knapsack_dspy.saved_format import PAGE_DATA_VERSION
 
 __all__ = ["PAGE_DATA_VERSION", "build_page_data"]
 
-PAGE_DATA_VERSION = 1
 MAX_TEXT_CHARS = 6000  # of one answer, output or error shown (a runaway reply stays readable)
 _CELL_FIELDS = (ResultRow.scale, ResultRow.em, ResultRow.f1, ResultRow.prompt_tokens, ResultRow.prompt_tokens_used,
                 ResultRow.within_budget, ResultRow.route, ResultRow.routed_answer_type, ResultRow.lm_calls,

@@ -10,8 +10,8 @@ The row also keeps what each call returned (``completions``: the completion text
 fingerprints; answers served from the LM cache included), so a results directory can be replayed without the
 LM cache: a replay LM serves the recorded completion of a prompt by its fingerprint.
 
-``PROMPT_FORMAT_VERSION`` is bumped whenever rendering changes what a prompt holds for the same program and
-example (table layout, demo rendering, instructions, adapter).
+``PROMPT_FORMAT_VERSION`` (``saved_format``) is bumped whenever rendering changes what a prompt holds for the
+same program and example (table layout, demo rendering, instructions, adapter).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import threading
 from dspy.utils.callback import BaseCallback
 
 from knapsack_dspy.llm.prompt_fingerprint import messages_sha256
+from knapsack_dspy.saved_format import PROMPT_FORMAT_VERSION  # its history is there
 
 __all__ = ["PROMPT_FORMAT_VERSION", "PromptRecorder", "completion_text", "messages_sha256"]
 
-PROMPT_FORMAT_VERSION = 2  # 1: rows before fingerprints; 2: table layout, shared tables, literal programs, routing
 
 
 def completion_text(outputs):

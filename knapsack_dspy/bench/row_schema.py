@@ -16,7 +16,8 @@ keys written before this module existed stay valid.
   declare are kept (a rewrite does not lose them) but not read.
 
 Adding a field: declare it below (kind, meaning), write it in the writer. Renaming or re-shaping one: bump
-:data:`SCHEMA_VERSION` and add the migration from the previous version.
+``saved_format.RESULT_ROW_SCHEMA_VERSION`` (with its history line) and add the migration from the previous version
+here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
+
+from knapsack_dspy.saved_format import RESULT_ROW_SCHEMA_VERSION
 
 __all__ = [
     "ANSWER",
@@ -42,10 +45,8 @@ __all__ = [
     "rows_of",
 ]
 
-#: The version of the rows this code writes. 1: rows without ``schema_version`` (written before this module;
-#: the later ones may hold ``exemplar_tokens`` and ``token_count``); 2: ``schema_version``, ``completions``;
-#: ``error_kind`` in every row with an error.
-SCHEMA_VERSION = 2
+#: The version of the rows this code writes (its history: ``saved_format.RESULT_ROW_SCHEMA_VERSION``).
+SCHEMA_VERSION = RESULT_ROW_SCHEMA_VERSION
 
 #: ``error_kind`` values (``bench.row_outcomes`` says what each means for a run).
 TRANSIENT, CONFIG, INTERNAL, ANSWER = "transient", "config", "internal", "answer"

@@ -44,6 +44,7 @@ from knapsack_dspy.data import load_examples
 from knapsack_dspy.data.seeded_order import in_seeded_order
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.llm.local_server import request_slots
+from knapsack_dspy.modules.compile_hooks import PrefetchesEmbeddings
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
@@ -223,9 +224,8 @@ def _tasks(plan, provenances: dict, out_dir: Path, data_dir, embedder, token_cou
         lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else default_lm(spec))
         program, _ = compile_program(spec, pool, validation_slice(pool, spec), out_dir, embedder=embedder,
                                      token_counter=counter, progress=progress, lm=lm)
-        prefetch = getattr(program, "prefetch_embeddings", None)
-        if callable(prefetch):
-            prefetch(todo, progress=progress)
+        if isinstance(program, PrefetchesEmbeddings):
+            program.prefetch_embeddings(todo, progress=progress)
         if not spec.selection_only:
             todo = cache_friendly_order(program, todo)
         job = RunJob.for_run(spec, program, lm, provenances[spec.key])

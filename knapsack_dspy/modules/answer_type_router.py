@@ -24,6 +24,7 @@ import dspy
 import numpy as np
 from dspy.predict.parameter import Parameter
 
+from knapsack_dspy.saved_format import ROUTER_STATE_VERSION
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 
 __all__ = ["COMPUTE_CUES", "ROUTES", "AnswerTypeRouter", "Route"]
@@ -34,7 +35,6 @@ EXTRACT_TYPES = ("span", "multi-span")
 COMPUTE_CUES = re.compile(
     r"\b(change|difference|average|mean|percentage|percent|proportion|ratio|sum|total of|increase|decrease|"
     r"growth|how many|how much (?:more|less|higher|lower)|combined|altogether|in total)\b", re.IGNORECASE)
-STATE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,11 @@ class AnswerTypeRouter(dspy.Module, Parameter):
 
     # -- dspy.Parameter state --------------------------------------------------------------------------------
     def dump_state(self, json_mode=True):
-        return {"version": STATE_VERSION, "threshold": self.threshold, "cue_override": self.cue_override,
+        return {"version": ROUTER_STATE_VERSION, "threshold": self.threshold, "cue_override": self.cue_override,
                 "classifier": self.classifier.get_state() if self.classifier is not None else None}
 
     def load_state(self, state, **_dspy_options):  # DSPy passes allow_unsafe_lm_state (no LM state here)
-        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        if not isinstance(state, dict) or state.get("version") != ROUTER_STATE_VERSION:
             raise ValueError(f"unsupported router state: {state!r:.200}")
         self.threshold = float(state["threshold"])
         self.cue_override = float(state["cue_override"])

@@ -17,7 +17,7 @@ the question's id, document and gold attributes (``selection_hints``) and return
 
 They carry their own construction spec in the saved JSON, so ``load_program(path)`` rebuilds the right
 pipeline before loading its state (spec version 3: the selection is in the demo predictor's state; version-2
-programs, with a separate ``select`` module, still load).
+programs, with a separate ``select`` module, still load: ``saved_format``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from knapsack_dspy.modules.selection_context import selection_hints, selection_l
 from knapsack_dspy.modules.solvers import make_document_solver, make_statute_solver
 from knapsack_dspy.modules.solvers.extract_answerer import ExtractAnswerer
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
+from knapsack_dspy.saved_format import PIPELINE_SPEC_VERSION, pipeline_spec_arguments, select_module_moved
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 
 DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
@@ -63,9 +64,6 @@ def default_route(dataset: str, pipeline: str) -> str | None:
     are all computed: nothing to route); no route elsewhere."""
     return "extract_compute" if dataset == "tatqa" and pipeline == "pot" else None
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
-SPEC_VERSION = 3
-# Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.
-_VERSION_1_SELECTION_KEYS = ("selector", "max_exemplars", "attributes")
 #: What the pipelines embed for selection unless told otherwise: the question (not the retrieved document).
 PIPELINE_EMBED_FIELDS = ("question",)
 #: StatuteQA's selection unless told otherwise: two nearest statutes' cases, no attribute templates.
@@ -75,15 +73,6 @@ _rendered_demos_on_disk = DiskMemo("rendered_demos")  # the same across processe
 _NO_SELECTION = {"ids": [], "within_budget": True}  # what a call without selected demos reports
 
 
-def spec_of_state(state) -> dict:
-    """The constructor arguments a saved spec holds (a version-1 spec's selection settings dropped: the
-    selection state has them)."""
-    if not isinstance(state, dict) or state.get("version") not in (1, 2, SPEC_VERSION):
-        raise ValueError(f"unsupported pipeline spec: {state!r}")
-    dropped = _VERSION_1_SELECTION_KEYS if state["version"] == 1 else ()
-    return {k: v for k, v in state.items() if k != "version" and k not in dropped}
-
-
 class PipelineSpec(Parameter):
     """The constructor arguments of a pipeline, saved with its state (JSON) so it can be rebuilt."""
 
@@ -91,10 +80,10 @@ class PipelineSpec(Parameter):
         self.spec = dict(spec)
 
     def dump_state(self, json_mode=True):
-        return {"version": SPEC_VERSION, **self.spec}
+        return {"version": PIPELINE_SPEC_VERSION, **self.spec}
 
     def load_state(self, state):
-        self.spec = spec_of_state(state)
+        self.spec = pipeline_spec_arguments(state)
         return self
 
     def reset(self):
@@ -172,7 +161,7 @@ class _Pipeline(dspy.Module):
         compiled = self._selecting()
         return compiled.selection.config if compiled else self.selection_config(self.demo_predictor_name)
 
-    # -- compile hooks (KnapsackFewShot) ----------------------------------------------------------------
+    # -- compile hooks (KnapsackFewShot; the protocol compile_hooks.CompileHooks) ------------------------
     #: Demo fields questions of one document share (shown once per prompt) unless the config says otherwise.
     shared_fields: tuple[str, ...] = ()
 
@@ -536,17 +525,11 @@ def program_from_state(state: Mapping, embedder=None, token_counter=None) -> _Pi
     if not isinstance(spec, dict) or "kind" not in spec:
         raise ValueError("no pipeline spec in this JSON (was it written by 'kdspy compile' / save_program?)")
     version = spec.get("version")
-    spec = spec_of_state(spec)
+    spec = pipeline_spec_arguments(spec)
     kind = spec.pop("kind")
     cls = StatuteQA if kind == "statute" else DocumentQA
     program = cls(embedder=embedder, token_counter=token_counter, **spec)
-    if version in (1, 2):  # the selection was a module of its own ("select"); now the demo predictor holds it
-        state = dict(state)
-        selection = state.pop("select", None)
-        if not isinstance(selection, dict):
-            raise ValueError("a version-2 program without its 'select' state")
-        name = program.demo_predictor_name
-        state[name] = {**state[name], "selection": selection}
+    state = select_module_moved(state, version, program.demo_predictor_name)  # older layouts (saved_format)
     return load_compiled(program, state, embedder=program.embedder, token_counter=token_counter)
 
 

@@ -32,6 +32,7 @@ from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.latency_rates import latency_rates
 from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
 from knapsack_dspy.modules.shared_fields import referring_demo
+from knapsack_dspy.saved_format import SELECT_EXEMPLARS_STATE_VERSION, SELECT_EXEMPLARS_STATE_VERSIONS
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
 from knapsack_dspy.selection.exemplar_pool import (
@@ -45,8 +46,6 @@ from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors.base import within_new_tokens
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
-STATE_VERSION = 4  # 3: the texts to embed come from the demos; signature fields and a value function's name;
-#                   4: the predictor's input fields (a query never selects a pool demo with its own inputs)
 _UNPICKLED = ("_lock", "_pool_obj", "_selector_obj", "_canonical", "_input_index")  # rebuilt lazily
 
 
@@ -370,7 +369,7 @@ class SelectExemplars(dspy.Module, Parameter):
     # -- dspy.Parameter state ----------------------------------------------------------------------------
     def dump_state(self, json_mode=True):
         return {
-            "version": STATE_VERSION,
+            "version": SELECT_EXEMPLARS_STATE_VERSION,
             "config": self.config.to_dict(),
             "embedder_model": self.embedder.model_id,
             "token_model": self.token_model,
@@ -493,8 +492,9 @@ def _validate_state(state: Any) -> None:
 
     if not isinstance(state, dict):
         fail("not a JSON object")
-    if state.get("version") not in (1, 2, 3, STATE_VERSION):
-        fail(f"state version {state.get('version')!r} is not supported (expected 1 to {STATE_VERSION})")
+    if state.get("version") not in SELECT_EXEMPLARS_STATE_VERSIONS:
+        fail(f"state version {state.get('version')!r} is not supported (expected 1 to "
+             f"{SELECT_EXEMPLARS_STATE_VERSION})")
     for key in ("params" if state["version"] == 1 else "config", "pool", "classifiers",
                 "embedder_model", "resolved_budget"):
         if key not in state:

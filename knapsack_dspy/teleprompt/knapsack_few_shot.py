@@ -8,7 +8,8 @@ as the pinned adapter formats it for the target model's tokenizer, the pool embe
 trained, and (for selectors that fit at compile time: static, hybrid, fixed) the compile-time set chosen.
 
 A plain ``dspy.ChainOfThought("question -> answer")`` compiles; a program with several predictors gets one
-selection each (own pool, budget, M). The student may offer hooks (all optional):
+selection each (own pool, budget, M). The student may offer hooks (all optional; declared as protocols in
+``modules/compile_hooks.py``):
 
 - ``demo_for(predictor_name, example) -> dspy.Example | None``: the example as a demo of that predictor
   (``None``: not in its pool); default: the example restricted to the signature's fields;
@@ -57,6 +58,7 @@ from knapsack_dspy.llm.model_check import check_model_offline
 from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.metrics.selection_proxies import selection_proxies
+from knapsack_dspy.modules.compile_hooks import FitsOnTrainset, HasEmbedder, PrefetchesEmbeddings, SelectionConfigFor
 from knapsack_dspy.modules.compiled_programs import install_selecting_predictor, load_compiled, predictor_at
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import query_text
@@ -241,8 +243,7 @@ class KnapsackFewShot(Teleprompter):
         """The settings predictor ``name`` is compiled with (see the class docstring for the order)."""
         config = self.config.get(name) if isinstance(self.config, Mapping) else self.config
         if config is None:
-            hook = getattr(program, "selection_config", None)
-            config = hook(name) if callable(hook) else None
+            config = program.selection_config(name) if isinstance(program, SelectionConfigFor) else None
             if config is not None and not isinstance(config, SelectionConfig):
                 raise CompileError(f"the student's selection_config({name!r}) returned {type(config).__name__}, "
                                    "not a SelectionConfig")
@@ -259,7 +260,7 @@ class KnapsackFewShot(Teleprompter):
     def _embedder(self, program):
         if self.embedder is not None:
             return self.embedder
-        own = getattr(program, "embedder", None)
+        own = program.embedder if isinstance(program, HasEmbedder) else None
         return own if callable(getattr(own, "encode", None)) else TextEmbedder()
 
     def _targets(self, program) -> dict[str, dspy.Predict]:
@@ -300,9 +301,8 @@ class KnapsackFewShot(Teleprompter):
         lm_before = call_counts()
         summary: dict[str, Any] = {}
 
-        prefetch = getattr(program, "prefetch_embeddings", None)  # optional: one batch instead of many calls
-        if callable(prefetch):
-            prefetch([*trainset, *val], progress=self.progress)
+        if isinstance(program, PrefetchesEmbeddings):  # optional: one batch instead of many calls
+            program.prefetch_embeddings([*trainset, *val], progress=self.progress)
         fitted = fit_sub_modules(program, trainset, embedder)
         try:
             if teacher is not None:
@@ -620,9 +620,8 @@ def fit_sub_modules(program, trainset, embedder) -> list[str]:
     Any optimizer compiling such a program calls it first (the bench's DSPy baselines do)."""
     fitted = []
     for name, module in program.named_sub_modules():
-        fit = getattr(module, "fit_on_trainset", None)
-        if callable(fit):
-            fit(trainset, embedder)
+        if isinstance(module, FitsOnTrainset):
+            module.fit_on_trainset(trainset, embedder)
             fitted.append(name)
     return fitted
 

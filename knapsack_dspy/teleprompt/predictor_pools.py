@@ -25,6 +25,7 @@ from typing import Any
 import dspy
 from tqdm.auto import tqdm
 
+from knapsack_dspy.modules.compile_hooks import DemoFor, InputsFor
 from knapsack_dspy.modules.selection_context import selection_hints
 
 __all__ = ["PoolError", "PredictorPool", "empty_pool_reason", "pools_from_teacher", "pools_from_trainset",
@@ -90,7 +91,7 @@ def pools_from_trainset(program: dspy.Module, predictors: Mapping[str, dspy.Pred
     """Every named predictor's pool from the trainset: the student's ``demo_for`` hook, else the example
     restricted to the signature (module docstring)."""
     _check_unique_ids(trainset)
-    hook = getattr(program, "demo_for", None)
+    hook = program.demo_for if isinstance(program, DemoFor) else None
     pools = {}
     for name, predictor in predictors.items():
         signature = predictor.signature
@@ -99,7 +100,7 @@ def pools_from_trainset(program: dspy.Module, predictors: Mapping[str, dspy.Pred
                     if any(_get(ex, f) is not None for ex in trainset)]
         required = [*signature.input_fields, *supplied]
         for i, example in enumerate(_progress(trainset, len(trainset), f"pool of {name}", progress)):
-            if callable(hook):
+            if hook is not None:
                 demo = hook(name, example)
                 if demo is not None:
                     pool.add(example, _restrict(_as_mapping(demo), signature), _example_id(example, i))
@@ -132,7 +133,7 @@ def _listed(names: Iterable[str], most: int = 12) -> str:
 def empty_pool_reason(program: dspy.Module, name: str, predictor: dspy.Predict, trainset: Sequence) -> str:
     """Why ``pools_from_trainset`` gave predictor ``name`` no demo: the fields a demo needs and the fields the
     trainset's examples have (or the student's ``demo_for`` hook)."""
-    if callable(getattr(program, "demo_for", None)):
+    if isinstance(program, DemoFor):
         return f"the student's demo_for hook returned None for every trainset example ({len(trainset)})"
     signature = predictor.signature
     inputs, outputs = list(signature.input_fields), list(signature.output_fields)
@@ -198,9 +199,8 @@ def pools_from_teacher(teacher: dspy.Module, predictors: Mapping[str, dspy.Predi
 def query_inputs(program: dspy.Module, name: str, predictor: dspy.Predict, example) -> dict | None:
     """A validation query's inputs to one predictor: the student's ``inputs_for`` hook, else the example's
     fields of the signature's inputs (``None`` when one is missing)."""
-    hook = getattr(program, "inputs_for", None)
-    if callable(hook):
-        inputs = hook(name, example)
+    if isinstance(program, InputsFor):
+        inputs = program.inputs_for(name, example)
         return None if inputs is None else dict(inputs)
     fields = list(predictor.signature.input_fields)
     if any(_get(example, f) is None for f in fields):
