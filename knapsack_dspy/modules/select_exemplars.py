@@ -18,6 +18,8 @@ Demos come least similar first, so the most similar exemplar sits next to the qu
 from __future__ import annotations
 
 import copy
+import inspect
+import json
 import math
 import threading
 import time
@@ -32,6 +34,7 @@ from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.latency_rates import latency_rates
 from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
 from knapsack_dspy.modules.shared_fields import referring_demo
+from knapsack_dspy.selection import pool_store
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
 from knapsack_dspy.selection.exemplar_pool import (
@@ -42,12 +45,17 @@ from knapsack_dspy.selection.exemplar_pool import (
     in_canonical_order,
 )
 from knapsack_dspy.selection.latency import LatencyModel
+from knapsack_dspy.selection.pool_store import PoolRecord, PoolStore, default_store_root, find_store, write_store
 from knapsack_dspy.selection.selectors.base import within_new_tokens
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
-STATE_VERSION = 4  # 3: the texts to embed come from the demos; signature fields and a value function's name;
-#                   4: the predictor's input fields (a query never selects a pool demo with its own inputs)
+STATE_VERSION = 5  # 3: the texts to embed come from the demos; signature fields and a value function's name;
+#                   4: the predictor's input fields (a query never selects a pool demo with its own inputs);
+#                   5: a pool of more than INLINE_POOL_LIMIT exemplars is a pool store ("pool_store": its hash)
 _UNPICKLED = ("_lock", "_pool_obj", "_selector_obj", "_canonical", "_input_index")  # rebuilt lazily
+# what a pool store holds (re-read from it, never copied or pickled, when the pool is in one)
+_STORE_BACKED = ("pool_ids", "demos", "costs", "groups", "group_costs", "pool_attributes", "doc_ids", "embed_texts",
+                 "programs")
 
 
 class NotCompiledError(RuntimeError):
@@ -98,6 +106,7 @@ class SelectExemplars(dspy.Module, Parameter):
         self.input_fields: list[str] = []  # its input fields: a demo with the query's inputs is never selected
         self.value_name: str | None = None  # the value function's name when one was used (it is not saved)
         self.lm_attribute_predictor = None  # set by fit / load when attribute_source == "lm"
+        self.store: PoolStore | None = None  # the pool store holding the pool (a large pool), else None: inline
         self._selector_obj = None
         self._pool_obj = None
         self._canonical = None  # the pool's canonical demo order, computed when first needed
@@ -117,7 +126,8 @@ class SelectExemplars(dspy.Module, Parameter):
             fit_inputs: Mapping | None = None, input_fields: Sequence[str] | None = None,
             signature_fields: Sequence[str] = (), attributes: Mapping[str, Callable] | None = None,
             ids: Sequence[str] | None = None, groups: Sequence[int] | None = None,
-            group_costs: Sequence[float] | None = None) -> SelectExemplars:
+            group_costs: Sequence[float] | None = None, prompt_format: str | None = None,
+            progress: bool = False) -> SelectExemplars:
         """Store the pool and learn what selection needs, with ``config`` (default: the current one).
         ``demos[i]`` is ``pool_examples[i]`` in the predictor's fields; ``costs[i]`` its token cost in that
         prompt; ``budget`` the resolved token budget. ``fit_inputs``: what the selector's ``fit`` needs besides
@@ -126,7 +136,11 @@ class SelectExemplars(dspy.Module, Parameter):
         ``attributes``: ``{name: f(example) -> value}`` for pool attributes (default: the example's field of
         that name). ``ids``: the pool ids (default: each example's ``id``, else its position). ``groups`` /
         ``group_costs``: demos sharing the config's ``shared_fields`` (``knapsack_dspy.modules.shared_fields``):
-        ``costs`` are then what each adds without the shared value, ``group_costs`` the shared values' tokens."""
+        ``costs`` are then what each adds without the shared value, ``group_costs`` the shared values' tokens.
+        ``prompt_format``: what else the costs were measured with (the adapter; part of a pool store's hash).
+        A pool of more than ``pool_store.INLINE_POOL_LIMIT`` exemplars is written to a pool store (under
+        ``pool_store.default_store_root()``) and the saved state references it by hash. ``progress``: progress
+        bars while the pool is embedded."""
         if not (len(pool_examples) == len(demos) == len(costs)):
             raise ValueError("pool_examples, demos and costs must have the same length")
         if not pool_examples:
@@ -161,7 +175,10 @@ class SelectExemplars(dspy.Module, Parameter):
                     self.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
             self.resolved_budget = int(budget)
             self.token_model = token_model
-            pool = self._pool()
+            pool = self._pool(progress)
+            if len(pool) > pool_store.INLINE_POOL_LIMIT:
+                self._write_store(pool, self.prompt_format(prompt_format))
+                pool = self._pool()
             if self.attribute_source == "classifier":
                 for attr in self.config.attributes:
                     if attr in self.pool_attributes:
@@ -178,12 +195,57 @@ class SelectExemplars(dspy.Module, Parameter):
             self._selector_obj = selector
         return self
 
-    def _pool(self) -> ExemplarPool:
+    def prompt_format(self, adapter: str | None = None) -> str:
+        """What the pool's token costs depend on besides the demos (part of a pool store's hash)."""
+        return json.dumps({"token_model": self.token_model, "signature_fields": self.signature_fields,
+                           "input_fields": self.input_fields, "embed_fields": list(self.config.embed_fields or ()),
+                           "shared_fields": list(self.config.shared_fields or ()), "adapter": adapter},
+                          sort_keys=True)
+
+    def _write_store(self, pool: ExemplarPool, prompt_format: str) -> None:
+        """Put the pool (embedded: ``pool``) in a pool store and hold it from there."""
+        names = sorted(self.pool_attributes)
+        records = [PoolRecord(pool_id, demo, doc_id, text, program,
+                              {name: self.pool_attributes[name][i] for name in names},
+                              int(self.groups[i]) if self.groups else -1)
+                   for i, (pool_id, demo, doc_id, text, program) in enumerate(
+                       zip(self.pool_ids, self.demos, self.doc_ids, self.embed_texts, self.programs, strict=True))]
+        self._attach_store(write_store(default_store_root(), records, pool.embeddings, self.costs,
+                                       embedder=self.embedder.model_id,
+                                       prompt_format=prompt_format,
+                                       group_costs=self.group_costs))
+
+    def _attach_store(self, store: PoolStore) -> None:
+        """Hold the pool from ``store`` (its columns memory-mapped, its demos read when selected)."""
+        self.store = store
+        self.pool_ids = store.ids.tolist()
+        self.demos = store.column("demo")
+        self.embed_texts = store.column("embed_text")
+        self.programs = store.column("program")
+        self.costs = store.costs
+        self.pool_attributes = store.attributes
+        self.doc_ids = store.doc_ids
+        groups = store.groups
+        self.groups = groups if groups.size and (np.asarray(groups) >= 0).any() else []
+        self.group_costs = store.group_costs if len(self.groups) else []
+        self._pool_obj = None
+        self._input_index = None
+        self._canonical = None
+
+    def _pool(self, progress: bool = False) -> ExemplarPool:
         if self._pool_obj is None:
             if not self.pool_ids:
                 raise NotCompiledError("SelectExemplars has no exemplar pool: compile the program "
                                        "(KnapsackFewShot.compile) or load a compiled one first")
-            embeddings = self.embedder.encode(self.embed_texts)
+            if self.store is not None:
+                store = self.store
+                self._pool_obj = ExemplarPool(self.pool_ids, store.embeddings, store.costs, store.attributes,
+                                              store.doc_ids,
+                                              groups=np.asarray(store.groups) if len(self.groups) else None,
+                                              group_costs=np.asarray(store.group_costs) if len(self.groups)
+                                              else None, index=store.index())
+                return self._pool_obj
+            embeddings = _encode(self.embedder, self.embed_texts, progress)
             self._pool_obj = ExemplarPool(self.pool_ids, embeddings, np.asarray(self.costs),
                                           {k: np.asarray(v) for k, v in self.pool_attributes.items()},
                                           np.asarray(self.doc_ids),
@@ -369,16 +431,20 @@ class SelectExemplars(dspy.Module, Parameter):
 
     # -- dspy.Parameter state ----------------------------------------------------------------------------
     def dump_state(self, json_mode=True):
+        if self.store is not None:
+            pool_state = {"pool_store": {"hash": self.store.hash, "size": len(self.store)}}
+        else:
+            pool_state = {"pool": {
+                "ids": self.pool_ids, "demos": self.demos, "costs": self.costs, "attributes": self.pool_attributes,
+                "doc_ids": self.doc_ids, "embed_texts": self.embed_texts, "programs": self.programs,
+                **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {})}}
         return {
             "version": STATE_VERSION,
             "config": self.config.to_dict(),
             "embedder_model": self.embedder.model_id,
             "token_model": self.token_model,
             "resolved_budget": self.resolved_budget,
-            "pool": {"ids": self.pool_ids, "demos": self.demos, "costs": self.costs,
-                     "attributes": self.pool_attributes, "doc_ids": self.doc_ids, "embed_texts": self.embed_texts,
-                     "programs": self.programs,
-                     **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {})},
+            **pool_state,
             "classifiers": {k: v.get_state() for k, v in self.classifiers.items()},
             "selector_state": self.selector_state,
             "lm_attribute_predictor": (self.lm_attribute_predictor.get_state()
@@ -401,16 +467,19 @@ class SelectExemplars(dspy.Module, Parameter):
             if state["embedder_model"] != self.embedder.model_id:
                 self.embedder = TextEmbedder(state["embedder_model"])
             self._reset_learned()
-            pool = state["pool"]
-            self.pool_ids = list(pool["ids"])
-            self.demos = [dict(d) for d in pool["demos"]]
-            self.costs = [float(c) for c in pool["costs"]]
-            self.pool_attributes = {k: list(v) for k, v in pool["attributes"].items()}
-            self.doc_ids = list(pool["doc_ids"])
-            self.embed_texts = list(pool["embed_texts"])
-            self.programs = list(pool.get("programs") or [""] * len(self.pool_ids))
-            self.groups = [int(g) for g in pool.get("groups") or []]
-            self.group_costs = [float(c) for c in pool.get("group_costs") or []]
+            if "pool_store" in state:  # version 5: a large pool lives in a pool store
+                self._attach_store(_referenced_store(state))
+            else:
+                pool = state["pool"]
+                self.pool_ids = list(pool["ids"])
+                self.demos = [dict(d) for d in pool["demos"]]
+                self.costs = [float(c) for c in pool["costs"]]
+                self.pool_attributes = {k: list(v) for k, v in pool["attributes"].items()}
+                self.doc_ids = list(pool["doc_ids"])
+                self.embed_texts = list(pool["embed_texts"])
+                self.programs = list(pool.get("programs") or [""] * len(self.pool_ids))
+                self.groups = [int(g) for g in pool.get("groups") or []]
+                self.group_costs = [float(c) for c in pool.get("group_costs") or []]
             self.resolved_budget = state["resolved_budget"]
             self.token_model = state.get("token_model")
             self.classifiers = {k: AttributeClassifier.from_state(v) for k, v in state["classifiers"].items()}
@@ -437,7 +506,7 @@ class SelectExemplars(dspy.Module, Parameter):
             if key == "_lock":
                 clone._lock = threading.Lock()
             elif key in ("config", "embedder", "value", "_pool_obj", "_selector_obj", "lm_attribute_predictor",
-                         "_input_index"):
+                         "_input_index", "store") or (key in _STORE_BACKED and self.store is not None):
                 setattr(clone, key, value)  # immutable after fit / shared resources
             else:
                 setattr(clone, key, copy.deepcopy(value, memo))
@@ -445,8 +514,8 @@ class SelectExemplars(dspy.Module, Parameter):
 
     def __getstate__(self):  # pickled by save(save_program=True) / dspy.load: a lock and caches are rebuilt
         state = super().__getstate__()
-        for key in _UNPICKLED:
-            state.pop(key, None)
+        for key in _UNPICKLED + (_STORE_BACKED if state.get("store") is not None else ()):
+            state.pop(key, None)  # a pool store's columns are re-read from it
         return state
 
     def __setstate__(self, state):
@@ -455,6 +524,8 @@ class SelectExemplars(dspy.Module, Parameter):
         self._pool_obj = None
         self._selector_obj = None
         self._input_index = None
+        if self.__dict__.get("store") is not None:
+            self._attach_store(self.store)
 
 
 def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ...]:
@@ -485,6 +556,29 @@ def _function_name(function) -> str | None:
     return getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or repr(function)
 
 
+def _encode(embedder, texts, progress: bool) -> np.ndarray:
+    """``embedder.encode(texts)``, with a progress bar when asked and the embedder takes ``progress``."""
+    if progress:
+        try:
+            takes = "progress" in inspect.signature(embedder.encode).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if takes:
+            return embedder.encode(texts, progress=True)
+    return embedder.encode(texts)
+
+
+def _referenced_store(state: Mapping) -> PoolStore:
+    """The pool store a version-5 state references, found and checked (``PoolStoreError``: missing, altered)."""
+    ref = state["pool_store"]
+    store = find_store(ref["hash"])
+    if len(store) != ref["size"] or store.embedder != state["embedder_model"]:
+        raise pool_store.PoolStoreError(
+            f"pool store {ref['hash'][:16]} at {store.path} holds {len(store)} exemplars embedded by "
+            f"{store.embedder!r}; the program expects {ref['size']} embedded by {state['embedder_model']!r}")
+    return store
+
+
 def _validate_state(state: Any) -> None:
     """Reject a saved state that is malformed or inconsistent, with a message naming the problem."""
 
@@ -493,12 +587,19 @@ def _validate_state(state: Any) -> None:
 
     if not isinstance(state, dict):
         fail("not a JSON object")
-    if state.get("version") not in (1, 2, 3, STATE_VERSION):
+    if state.get("version") not in (1, 2, 3, 4, STATE_VERSION):
         fail(f"state version {state.get('version')!r} is not supported (expected 1 to {STATE_VERSION})")
-    for key in ("params" if state["version"] == 1 else "config", "pool", "classifiers",
-                "embedder_model", "resolved_budget"):
+    stored = state["version"] >= 5 and "pool_store" in state  # version 5: a pool store in place of "pool"
+    for key in ("params" if state["version"] == 1 else "config", "pool_store" if stored else "pool",
+                "classifiers", "embedder_model", "resolved_budget"):
         if key not in state:
             fail(f"missing {key!r}")
+    if stored:
+        ref = state["pool_store"]
+        if not (isinstance(ref, dict) and isinstance(ref.get("hash"), str) and len(ref["hash"]) == 64
+                and isinstance(ref.get("size"), int) and ref["size"] > 0):
+            fail("pool_store must be {\"hash\": 64 hex digits, \"size\": a positive count}")
+        return
     pool = state["pool"]
     n = len(pool.get("ids", []))
     for key in ("demos", "costs", "doc_ids", "embed_texts"):
