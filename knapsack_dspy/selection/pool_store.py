@@ -59,6 +59,7 @@ import numpy as np
 
 from knapsack_dspy import config
 from knapsack_dspy.messages import one_line
+from knapsack_dspy.selection import ann_index
 
 #: Pools of at most this many exemplars stay inline in the program's JSON (every pool of the real suites:
 #: TAT-QA 1,164, FinQA 6,251, SEER's 13,215), so their programs and selections are exactly as before.
@@ -236,9 +237,7 @@ class PoolStore:
 
     def index(self):
         """The approximate nearest-neighbour index saved with the store, or ``None``."""
-        from knapsack_dspy.selection.ann_index import IVFIndex  # one concept per file; a light module
-
-        return IVFIndex.load(self.path) if self.manifest.get("index") else None
+        return ann_index.IVFIndex.load(self.path) if self.manifest.get("index") else None
 
     def verify(self, full: bool = True) -> None:
         """Check the store against its manifest (every byte when ``full``); :class:`PoolStoreError` when not."""
@@ -317,8 +316,6 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
     """Write a store of ``records`` (with their ``embeddings`` and token ``costs``) under ``root`` and open it; a
     store of the same content already there is opened instead. ``index``: build the nearest-neighbour index
     (default: when the pool has at least ``ANN_MIN_POOL`` exemplars)."""
-    from knapsack_dspy.selection.ann_index import ANN_MIN_POOL, IVFIndex
-
     root = Path(root)
     n = len(records)
     embeddings = np.asarray(embeddings, dtype=np.float32)
@@ -353,9 +350,9 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
         np.save(tmp / "group_costs.npy", np.asarray(group_costs, dtype=np.float64))
         np.save(tmp / "embeddings.npy", embeddings)
         np.save(tmp / "costs.npy", costs)
-        built = (n >= ANN_MIN_POOL) if index is None else bool(index)
+        built = (n >= ann_index.ANN_MIN_POOL) if index is None else bool(index)
         if built:
-            IVFIndex.build(embeddings).save(tmp)
+            ann_index.IVFIndex.build(embeddings).save(tmp)
         files = {}
         for path in sorted(tmp.iterdir()):
             files[path.name] = {"bytes": path.stat().st_size, "sha256": _sha256_file(path),
