@@ -67,6 +67,8 @@ def test_a_large_pool_is_a_store_beside_the_program_and_a_copy_loads_with_an_emp
     assert loaded.select.store.path == tmp_path / "elsewhere" / "pools" / select.store.hash
     assert selections(loaded, examples) == before
     assert loaded.select.demos[0] == select.demos[0]  # a demo read from the store, on demand
+    for k, demo in enumerate(select.demos):  # a query with a pool demo's inputs never selects it
+        assert loaded.select.same_inputs_ids(demo) == {select.pool_ids[k]}
 
 
 def test_the_real_suites_pools_stay_inline(cache, monkeypatch):

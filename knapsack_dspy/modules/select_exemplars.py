@@ -18,6 +18,7 @@ Demos come least similar first, so the most similar exemplar sits next to the qu
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
 import json
 import math
@@ -205,9 +206,12 @@ class SelectExemplars(dspy.Module, Parameter):
     def _write_store(self, pool: ExemplarPool, prompt_format: str) -> None:
         """Put the pool (embedded: ``pool``) in a pool store and hold it from there."""
         names = sorted(self.pool_attributes)
+        fields = self.input_fields
         records = [PoolRecord(pool_id, demo, doc_id, text, program,
                               {name: self.pool_attributes[name][i] for name in names},
-                              int(self.groups[i]) if self.groups else -1)
+                              int(self.groups[i]) if self.groups else -1,
+                              inputs_digest(inputs_key(demo, fields))
+                              if fields and all(name in demo for name in fields) else "")
                    for i, (pool_id, demo, doc_id, text, program) in enumerate(
                        zip(self.pool_ids, self.demos, self.doc_ids, self.embed_texts, self.programs, strict=True))]
         self._attach_store(write_store(default_store_root(), records, pool.embeddings, self.costs,
@@ -292,6 +296,8 @@ class SelectExemplars(dspy.Module, Parameter):
         names = [name for name in self.input_fields if name in fields]
         if not names or len(names) < len(self.input_fields):
             return set()
+        if self.store is not None:  # a digest of the inputs, looked up in the store (no pass over the pool)
+            return set(self.store.ids_with_inputs(inputs_digest(inputs_key(fields, names))))
         with self._lock:
             index = self.__dict__.get("_input_index")
             if index is None:
@@ -536,6 +542,11 @@ def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ..
         return " ".join(value.casefold().split())
 
     return tuple(text(fields.get(name)) for name in names)
+
+
+def inputs_digest(key: tuple[str, ...]) -> str:
+    """A short digest of an :func:`inputs_key` (what a pool store keeps to find a query's own demo)."""
+    return hashlib.sha256(json.dumps(key, ensure_ascii=False).encode()).hexdigest()[:32]
 
 
 def query_text(fields: Mapping[str, Any], embed_fields: Sequence[str]) -> str:

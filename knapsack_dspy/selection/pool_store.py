@@ -113,10 +113,12 @@ class PoolRecord:
     program: str = ""
     attributes: Mapping[str, str] | None = None
     group: int = -1
+    inputs_digest: str = ""  # a digest of the demo's inputs (a query with the same inputs never selects it)
 
     def as_json(self) -> dict:
         return {"id": self.id, "demo": self.demo, "doc_id": self.doc_id, "embed_text": self.embed_text,
-                "program": self.program, "attributes": dict(self.attributes or {}), "group": int(self.group)}
+                "program": self.program, "attributes": dict(self.attributes or {}), "group": int(self.group),
+                "inputs_digest": self.inputs_digest}
 
 
 def _record_line(record: PoolRecord) -> bytes:
@@ -217,6 +219,18 @@ class PoolStore:
     @property
     def prompt_format(self) -> str:
         return self.manifest["prompt_format"]
+
+    def ids_with_inputs(self, digest: str) -> list[str]:
+        """The ids of the exemplars whose ``inputs_digest`` is ``digest`` (a binary search: no pass over the
+        pool)."""
+        if not self.manifest.get("inputs_digests"):
+            return []
+        keys = self._array("inputs_digests.sorted.npy")
+        lo, hi = np.searchsorted(keys, digest, "left"), np.searchsorted(keys, digest, "right")
+        if lo == hi:
+            return []
+        rows = self._array("inputs_digests.order.npy")[lo:hi]
+        return [str(self.ids[int(r)]) for r in rows]
 
     def column(self, field: str) -> Sequence:
         """A record field of every exemplar, read lazily (``demo``, ``embed_text``, ``program``)."""
@@ -347,6 +361,12 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
             np.save(tmp / f"attribute.{name}.npy",
                     np.asarray([str((r.attributes or {}).get(name, "")) for r in records], dtype=str))
         np.save(tmp / "groups.npy", np.asarray([r.group for r in records], dtype=np.int64))
+        digests = np.asarray([r.inputs_digest for r in records], dtype=str)
+        has_digests = bool(n and (digests != "").any())
+        if has_digests:
+            order = np.argsort(digests, kind="stable")
+            np.save(tmp / "inputs_digests.sorted.npy", digests[order])
+            np.save(tmp / "inputs_digests.order.npy", order.astype(np.int64))
         np.save(tmp / "group_costs.npy", np.asarray(group_costs, dtype=np.float64))
         np.save(tmp / "embeddings.npy", embeddings)
         np.save(tmp / "costs.npy", costs)
@@ -359,7 +379,8 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
                                 "edges_sha256": _sha256_file(path, edges_only=True)}
         manifest = {"kind": "knapsack-dspy pool store", "format": STORE_FORMAT, "hash": hash_, "size": n,
                     "dim": int(embeddings.shape[1]) if n else 0, "embedder": embedder,
-                    "prompt_format": prompt_format, "attributes": names, "index": built, "files": files}
+                    "prompt_format": prompt_format, "attributes": names, "index": built, "inputs_digests": has_digests,
+                    "files": files}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         try:
             tmp.rename(final)
@@ -452,7 +473,8 @@ def extend_store(root: str | os.PathLike, base: PoolStore | None, records: Seque
 def records_of(store: PoolStore) -> list[PoolRecord]:
     """Every record of ``store`` as :class:`PoolRecord` s (to build a changed pool from)."""
     return [PoolRecord(r["id"], r["demo"], r.get("doc_id", ""), r.get("embed_text", ""), r.get("program", ""),
-                       r.get("attributes") or {}, int(r.get("group", -1))) for r in store.iter_records()]
+                       r.get("attributes") or {}, int(r.get("group", -1)), r.get("inputs_digest", ""))
+            for r in store.iter_records()]
 
 
 def as_record(value: Any) -> PoolRecord:
