@@ -32,8 +32,9 @@ objective (summed similarity of the chosen exemplars) of selections on the index
 on exact candidates (mean, 5th percentile); the index's build time; the program's state size (JSON; a store
 reference past ``INLINE_POOL_LIMIT``); loading that state and its pool (``SelectExemplars.load_state`` + the
 pool, the embedder's load excluded: a stub stands in) warm (store in the page cache) and cold (the store's
-pages dropped with ``posix_fadvise(DONTNEED)`` first); and the process's peak resident memory so far (sizes run
-in ascending order, so the last is the largest pool's peak). Once per run: token costs of ``--cost-demos`` real
+pages dropped with ``posix_fadvise(DONTNEED)`` first); and the peak resident memory (``peak_rss_mb``:
+the process that loads the store and answers the queries, one per size; ``build_peak_rss_mb``: the driver's,
+which generated the pools and built their stores). Once per run: token costs of ``--cost-demos`` real
 demos one at a time and batched (fresh counters, counts compared), and embedding throughput with 1 and 2 local
 worker processes (``--embed-texts`` texts; the model's load reported apart).
 """
@@ -218,13 +219,13 @@ def build_store(real, root: Path, embeddings, source, args):
     return store, time.perf_counter() - start
 
 
-def state_and_load(store, real, args) -> dict:
+def state_and_load(store, embedder_id: str, counter: str) -> dict:
     """The program state (JSON) referencing ``store`` and loading it back with its pool, warm and cold."""
     from knapsack_dspy.modules.select_exemplars import SelectExemplars
     from knapsack_dspy.selection.config import SelectionConfig
 
     class StubEmbedder:  # the embedder's own load is not the program's: excluded
-        model_id = real["embedder"].model_id
+        model_id = embedder_id
 
         def encode(self, texts):
             raise AssertionError("not called")
@@ -232,7 +233,7 @@ def state_and_load(store, real, args) -> dict:
     select = SelectExemplars(SelectionConfig(selector="seer", embed_fields=("question",)), embedder=StubEmbedder())
     select._attach_store(store)
     select.resolved_budget = 4096
-    select.token_model = args.counter
+    select.token_model = counter
     text = json.dumps(select.dump_state())
 
     def load():
@@ -257,27 +258,27 @@ def state_and_load(store, real, args) -> dict:
     return {"state_bytes": len(text.encode()), "load_cold_s": round(cold, 3), "load_warm_s": round(median(warm), 3)}
 
 
-def run_size(real, n: int, args, root: Path) -> dict:
-    embeddings, source = synthetic(real, n, args.noise, args.seed)
-    row: dict = {"size": n, "nn_similarity": nn_similarity(embeddings, args.seed)}
-    store, seconds = build_store(real, root, embeddings, source, args)
-    row["store_build_s"] = round(seconds, 2)
-    row["store_bytes"] = sum(p.stat().st_size for p in store.path.iterdir())
+def serve_phase(job: dict) -> dict:
+    """Load the store and answer the queries (in a process of its own: its peak memory is what selecting from
+    the pool takes, not what building it took)."""
+    if job["ann_min"] is not None:
+        ann_index.ANN_MIN_POOL = job["ann_min"]
+    store = pool_store.open_store(job["store"])
+    n = len(store)
+    row = state_and_load(store, job["embedder"], job["counter"])
     index = store.index()
     if index is not None:
         row["index"] = {"nlist": index.nlist, "nprobe": index.nprobe, "calibration": index.calibration}
-    attributes = {name: np.asarray(values) for name, values in store.attributes.items()}
-    common = dict(ids=store.ids.tolist(), embeddings=store.embeddings, costs=store.costs, attributes=attributes,
-                  doc_ids=np.asarray(store.doc_ids))
+    common = dict(ids=store.ids.tolist(), embeddings=store.embeddings, costs=store.costs,
+                  attributes=store.attributes, doc_ids=store.doc_ids)
     exact_pool = ExemplarPool(**common)
     ann_pool = ExemplarPool(**common, index=index) if index is not None else None
     seer = KnapsackSelector()
     times = {"exact_retrieval_ms": [], "ann_retrieval_ms": [], "selection_ms": [], "exact_selection_ms": []}
     recalls, ratios = [], []
-    run_exact = n <= args.exact_max
-    for q, (example, embedding) in enumerate(zip(real["queries"], real["query_embeddings"], strict=True)):
-        request = SelectionRequest(embedding, capacity=args.capacity,
-                                   target_attributes={"modality": str(example.get("modality") or "table")},
+    run_exact = n <= job["exact_max"]
+    for q, (modality, embedding) in enumerate(zip(job["modalities"], job["embeddings"], strict=True)):
+        request = SelectionRequest(embedding, capacity=job["capacity"], target_attributes={"modality": modality},
                                    doc_id=f"doc{(q * 7919) % max(1, n // DOC_SIZE)}")
         if run_exact:
             start = time.perf_counter()
@@ -306,8 +307,27 @@ def run_size(real, n: int, args, root: Path) -> dict:
     if recalls:
         row["recall_at_k"] = {"k": K, "mean": round(float(np.mean(recalls)), 4), "min": round(min(recalls), 4)}
         row["objective_ratio"] = {"mean": round(float(np.mean(ratios)), 4), "p5": round(pct(ratios, 5), 4)}
-    row.update(state_and_load(store, real, args))
     row["peak_rss_mb"] = peak_rss_mb()
+    return row
+
+
+def run_size(real, n: int, args, root: Path) -> dict:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    embeddings, source = synthetic(real, n, args.noise, args.seed)
+    row: dict = {"size": n, "nn_similarity": nn_similarity(embeddings, args.seed)}
+    store, seconds = build_store(real, root, embeddings, source, args)
+    del embeddings
+    row["store_build_s"] = round(seconds, 2)  # with the index's k-means and calibration when it has one
+    row["store_bytes"] = sum(p.stat().st_size for p in store.path.iterdir())
+    row["build_peak_rss_mb"] = peak_rss_mb()
+    job = {"store": str(store.path), "ann_min": ann_index.ANN_MIN_POOL, "embedder": real["embedder"].model_id,
+           "counter": args.counter, "capacity": args.capacity, "exact_max": args.exact_max,
+           "modalities": [str(q.get("modality") or "table") for q in real["queries"]],
+           "embeddings": np.asarray(real["query_embeddings"])}
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as worker:
+        row.update(worker.submit(serve_phase, job).result())
     if not args.keep:
         shutil.rmtree(store.path, ignore_errors=True)
     return row
@@ -317,7 +337,8 @@ def markdown(result: dict) -> str:
     lines = ["# Pool scale", "", f"Machine: {result['machine']}; queries: {result['queries']}; "
              f"synthetic rule: {result['rule']}", "",
              "| pool | path | NN sim p5 / median / p95 | exact retrieval ms | index retrieval ms | selection ms "
-             "(x smallest) | recall@200 | objective mean / p5 | state bytes | load warm / cold s | peak RSS MB |",
+             "(x smallest) | recall@200 | objective mean / p5 | state bytes | load warm / cold s | "
+             "serving peak RSS MB |",
              "|---:|---|---|---:|---:|---:|---:|---|---:|---|---:|"]
     base = result["sizes"][0].get("selection_ms", {}).get("median")
     real_nn = result["real_pool_nn_similarity"]
