@@ -207,3 +207,54 @@ def test_adding_1000_exemplars_embeds_and_measures_exactly_1000(tmp_path):
     _, done = extend_store(tmp_path, grown, records(10), embed=embed, measure=measure, embedder="other",
                            prompt_format="p")
     assert done == {"embedded": 10, "measured": 10}  # another embedder: nothing carries over
+
+
+class CountingHashingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting the texts it is asked to embed (no cache in front of it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts = 0
+
+    def encode(self, texts):
+        self.texts += len(texts)
+        return super().encode(texts)
+
+
+def qa(start: int, n: int):
+    examples = [dspy.Example(id=f"q{i}", doc_id=f"d{i // 6}", question=f"what is item {i} worth in {i % 13} units",
+                             answer=str(i)).with_inputs("question") for i in range(start, start + n)]
+    return examples, [{"question": e.question, "answer": e.answer} for e in examples]
+
+
+def test_a_compiled_selection_adds_1000_exemplars_embedding_and_measuring_only_those(cache, monkeypatch):
+    from knapsack_dspy.modules.select_exemplars import SelectExemplars
+
+    monkeypatch.setattr(pool_store, "INLINE_POOL_LIMIT", 100)
+    embedder = CountingHashingEmbedder()
+    select = SelectExemplars(selector="kate", max_exemplars=2, embedder=embedder)
+    examples, demos = qa(0, 2000)
+    select.fit(examples, demos, [10.0] * 2000, budget=1000, input_fields=["question"],
+               signature_fields=["question", "answer"])
+    before = select.store.hash
+    assert embedder.texts == 2000
+    embedder.texts, measured = 0, []
+
+    def measure(new):
+        measured.extend(new)
+        return [12.0] * len(new)
+
+    added, added_demos = qa(2000, 1000)
+    done = select.update_pool(added, added_demos, measure=measure)
+    assert done == {"embedded": 1000, "measured": 1000, "size": 3000}
+    assert embedder.texts == 1000 and [d["answer"] for d in measured] == [str(i) for i in range(2000, 3000)]
+    assert select.store.hash != before and len(select.pool()) == 3000
+    chosen = select(question="what is item 2500 worth in 4 units")
+    assert len(chosen.ids) == 2 and "q2500" not in chosen.ids  # the query's own demo, now in the pool: never
+    assert set(chosen.ids) <= {f"q{i}" for i in range(3000)}
+    embedder.texts, measured[:] = 0, []
+    done = select.update_pool(remove_ids=[f"q{i}" for i in range(10)], measure=measure)
+    assert done == {"embedded": 0, "measured": 0, "size": 2990} and embedder.texts == 0 and measured == []
+    assert "q3" not in select.pool_ids and select.costs[-1] == 12.0
+    with pytest.raises(ValueError, match="ids already in the pool"):
+        select.update_pool(*qa(20, 1), measure=measure)

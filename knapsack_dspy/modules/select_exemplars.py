@@ -209,9 +209,7 @@ class SelectExemplars(dspy.Module, Parameter):
         fields = self.input_fields
         records = [PoolRecord(pool_id, demo, doc_id, text, program,
                               {name: self.pool_attributes[name][i] for name in names},
-                              int(self.groups[i]) if self.groups else -1,
-                              inputs_digest(inputs_key(demo, fields))
-                              if fields and all(name in demo for name in fields) else "")
+                              int(self.groups[i]) if self.groups else -1, _inputs_digest_of(demo, fields))
                    for i, (pool_id, demo, doc_id, text, program) in enumerate(
                        zip(self.pool_ids, self.demos, self.doc_ids, self.embed_texts, self.programs, strict=True))]
         self._attach_store(write_store(default_store_root(), records, pool.embeddings, self.costs,
@@ -263,6 +261,76 @@ class SelectExemplars(dspy.Module, Parameter):
             selector.set_state(self.selector_state)
             self._selector_obj = selector
         return self._selector_obj
+
+    def update_pool(self, add_examples: Sequence[Any] = (), add_demos: Sequence[Mapping] = (),
+                    remove_ids: Sequence[str] = (), *, measure: Callable[[list[dict]], Sequence[float]],
+                    ids: Sequence[str] | None = None,
+                    attributes: Mapping[str, Callable] | None = None) -> dict[str, int]:
+        """Add exemplars (``add_examples`` with their demos ``add_demos``, as ``fit`` takes them) and remove the
+        pool ids ``remove_ids``, embedding and measuring (``measure(demos) -> costs``) only the added ones: a pool
+        store is extended from the current one (``pool_store.extend_store``), an inline pool keeps its lists (its
+        embeddings come again from the embedding cache). The attribute classifiers are kept (trained on the pool
+        as compiled). Returns ``{"embedded", "measured", "size"}``. A selector that learned a set at compile time
+        (``needs_fit``) or a pool with shared costs is compiled again instead (``ValueError``)."""
+        if not self.is_fitted:
+            raise NotCompiledError("update_pool needs a compiled selection (compile or load a program first)")
+        if self.config.selector_class.needs_fit or len(self.groups):
+            raise ValueError("update_pool: this selection learned from its pool at compile time (a fixed set or "
+                             "shared costs): compile it again with the changed trainset")
+        if len(add_examples) != len(add_demos):
+            raise ValueError("add_examples and add_demos must have the same length")
+        new_ids = ([str(i) for i in ids] if ids is not None
+                   else [str(ex.get("id", f"added-{len(self.pool_ids) + k}")) for k, ex in enumerate(add_examples)])
+        removed = {str(i) for i in remove_ids}
+        unknown = sorted(removed - set(self.pool_ids))
+        if unknown:
+            raise ValueError(f"update_pool: ids not in the pool: {unknown[:5]}")
+        kept_ids = [i for i in self.pool_ids if i not in removed]
+        clash = sorted(set(new_ids) & set(kept_ids)) or sorted({i for i in new_ids if new_ids.count(i) > 1})
+        if clash:
+            raise ValueError(f"update_pool: ids already in the pool: {clash[:5]}")
+        fns = dict(attributes or {})
+        names = sorted(self.pool_attributes)
+        fields = self.input_fields
+        if self.store is not None:  # read in one pass
+            records = [r for r in pool_store.records_of(self.store) if r.id not in removed]
+        else:
+            records = [PoolRecord(self.pool_ids[k], dict(self.demos[k]), str(self.doc_ids[k]), self.embed_texts[k],
+                                  self.programs[k], {name: str(self.pool_attributes[name][k]) for name in names},
+                                  -1, _inputs_digest_of(self.demos[k], fields))
+                       for k in range(len(self.pool_ids)) if self.pool_ids[k] not in removed]
+        for pool_id, ex, demo in zip(new_ids, add_examples, add_demos, strict=True):
+            values = {name: (fns[name](ex) if name in fns else ex.get(name)) for name in names}
+            records.append(PoolRecord(pool_id, dict(demo), str(ex.get("doc_id", "")), self.query_text(demo),
+                                      str(ex.get("program") or ex.get("derivation") or ""),
+                                      {k: "" if v is None else str(v) for k, v in values.items()}, -1,
+                                      _inputs_digest_of(demo, fields)))
+        if not records:
+            raise ValueError("update_pool: the pool would be empty")
+        with self._lock:
+            if self.store is not None or len(records) > pool_store.INLINE_POOL_LIMIT:
+                store, done = pool_store.extend_store(
+                    default_store_root(), self.store, records, embed=self.embedder.encode, measure=measure,
+                    embedder=self.embedder.model_id,
+                    prompt_format=self.store.prompt_format if self.store is not None else self.prompt_format())
+                self._attach_store(store)
+            else:
+                known = dict(zip(self.pool_ids, self.costs, strict=True))
+                fresh = [r for r in records if r.id not in known]
+                costs = dict(zip([r.id for r in fresh], measure([r.demo for r in fresh]) if fresh else [],
+                                 strict=True))
+                self.pool_ids = [r.id for r in records]
+                self.demos = [r.demo for r in records]
+                self.costs = [float(known[r.id]) if r.id in known else float(costs[r.id]) for r in records]
+                self.doc_ids = [r.doc_id for r in records]
+                self.embed_texts = [r.embed_text for r in records]
+                self.programs = [r.program for r in records]
+                self.pool_attributes = {name: [str((r.attributes or {}).get(name, "")) for r in records]
+                                        for name in names}
+                self._pool_obj = self._canonical = self._input_index = None
+                done = {"embedded": len({r.embed_text for r in fresh}), "measured": len(fresh)}
+            self._selector_obj = None
+        return {**done, "size": len(records)}
 
     def show_fixed_set(self, ids: Sequence[str]) -> None:
         """From now on select exactly the pool exemplars ``ids`` for every query (less the query itself and its
@@ -542,6 +610,11 @@ def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ..
         return " ".join(value.casefold().split())
 
     return tuple(text(fields.get(name)) for name in names)
+
+
+def _inputs_digest_of(demo: Mapping[str, Any], fields: Sequence[str]) -> str:
+    """The digest of a demo's inputs, or "" when it lacks one of ``fields`` (then never matched)."""
+    return inputs_digest(inputs_key(demo, fields)) if fields and all(name in demo for name in fields) else ""
 
 
 def inputs_digest(key: tuple[str, ...]) -> str:
