@@ -215,7 +215,8 @@ def build_store(real, root: Path, embeddings, source, args):
     start = time.perf_counter()
     store = write_store(root, records, embeddings, real["costs"][source], embedder=real["embedder"].model_id,
                         prompt_format=json.dumps({"benchmark": "pool_scale", "counter": args.counter}),
-                        index=len(records) >= ann_index.ANN_MIN_POOL)
+                        index=len(records) >= ann_index.ANN_MIN_POOL,
+                        index_options={"nlist": args.nlist} if args.nlist else None)
     return store, time.perf_counter() - start
 
 
@@ -378,6 +379,8 @@ def main(argv=None) -> int:
     parser.add_argument("--exact-max", type=int, default=1_000_000, help="largest pool the exact path runs at")
     parser.add_argument("--ann-min", type=int, default=None,
                         help=f"index pools from this size (default ANN_MIN_POOL = {ann_index.ANN_MIN_POOL})")
+    parser.add_argument("--nlist", type=int, default=None,
+                        help="the index's cells (default: ann_index's rule, 4 sqrt(n))")
     parser.add_argument("--counter", default="local/qwen2.5-coder-1.5b-instruct",
                         help="the model whose tokenizer measures the demos (a local model: its 0.5B twin counts)")
     parser.add_argument("--cost-demos", type=int, default=1000, help="demos timed one at a time and batched")

@@ -1,21 +1,20 @@
 """An approximate nearest-neighbour index for the candidate prefilter of a large pool (numpy only).
 
 SEER's selector solves its knapsack over the ``knn_k`` exemplars nearest the query. Exactly, that is one
-similarity per pool exemplar per query (``n x d`` multiply-adds: ~20 ms at 10^5, ~200 ms at 10^6 here). A pool
-of at least :data:`ANN_MIN_POOL` exemplars gets this index instead, an *inverted file* (IVF): k-means splits the
-pool into ``nlist ~ sqrt(n)`` cells; a query scores the cell centroids, then only the exemplars of its
-``nprobe`` nearest cells (each cell's vectors are stored contiguously, so a probe is one slice and one
-matrix-vector product), and the prefilter keeps the ``knn_k`` best of those by exact similarity.
+similarity per pool exemplar per query (``n x d`` multiply-adds, all of the pool's embeddings read). A pool of at
+least :data:`ANN_MIN_POOL` exemplars gets this index instead, an *inverted file* (IVF): k-means splits the pool
+into ``nlist ~ 4 sqrt(n)`` cells (~250 vectors each at 10^6); a query scores the cell centroids, then only the
+exemplars of its ``nprobe`` nearest cells (each cell's vectors are stored contiguously, so a probe is one slice
+and one matrix-vector product), and the prefilter keeps the ``knn_k`` best of those by exact similarity.
 
 ``nprobe`` is calibrated when the index is built: the smallest number of cells whose recall@k against exact
 search, on a sample of pool vectors used as queries (each excluding itself), reaches :data:`TARGET_RECALL`
-(``calibration`` in the saved index records what was measured). A smaller pool is searched exactly: below
-:data:`ANN_MIN_POOL` an exact scan costs a few milliseconds and has recall 1.
+(``calibration`` in the saved index records what was measured). A smaller pool is searched exactly (recall 1).
 
-Why not faiss / hnswlib: ``faiss-cpu`` installs from PyPI here (hnswlib does not), but the base install must
-work without a compiled extension, and an IVF over numpy arrays memory-maps from the pool store like the
-embeddings (nothing to deserialise when a program loads). ``benchmarks/pool_scale.py`` measures its recall and
-speed against exact search.
+Why not faiss / hnswlib: ``faiss-cpu`` is a binary wheel on PyPI and ``hnswlib`` a source package (compiled at
+install), and the base install must work without a compiled extension; an IVF over numpy arrays memory-maps from
+the pool store like the embeddings (nothing to deserialise when a program loads). ``benchmarks/pool_scale.py``
+measures its recall and speed against exact search.
 """
 
 from __future__ import annotations
@@ -29,7 +28,8 @@ import numpy as np
 ANN_MIN_POOL = 50_000
 TARGET_RECALL = 0.99  # on pool vectors; queries that are not pool members come out lower (the bar is 0.95)
 CALIBRATION_K = 200  # SEER's default knn_k
-_TRAIN_PER_CELL = 40  # k-means trains on at most this many vectors per cell (a sample of the pool)
+_TRAIN_PER_CELL = 30  # k-means trains on at most this many vectors per cell (a sample of the pool)
+CELLS_PER_SQRT_N = 4  # nlist = 4 sqrt(n): cells of ~sqrt(n) / 4 vectors (250 at 10^6), so a probe reads little
 
 
 def _kmeans(vectors: np.ndarray, nlist: int, rng: np.random.Generator, iterations: int = 10) -> np.ndarray:
@@ -95,7 +95,7 @@ class IVFIndex:
         if n == 0:
             raise ValueError("cannot index an empty pool")
         rng = np.random.default_rng(seed)
-        nlist = int(nlist or max(1, min(n, round(np.sqrt(n)))))
+        nlist = int(nlist or max(1, min(n // 8 or 1, round(CELLS_PER_SQRT_N * np.sqrt(n)))))
         sample = embeddings[np.sort(rng.choice(n, min(n, nlist * _TRAIN_PER_CELL), replace=False))]
         centroids = _kmeans(sample, nlist, rng)
         assign = _nearest_cell(embeddings, centroids)

@@ -326,10 +326,12 @@ def find_store(hash_: str, extra_dirs: Sequence[str | os.PathLike] = ()) -> Pool
 
 def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddings: np.ndarray,
                 costs: Sequence[float], *, embedder: str, prompt_format: str,
-                group_costs: Sequence[float] = (), index: bool | None = None) -> PoolStore:
+                group_costs: Sequence[float] = (), index: bool | None = None,
+                index_options: Mapping[str, Any] | None = None) -> PoolStore:
     """Write a store of ``records`` (with their ``embeddings`` and token ``costs``) under ``root`` and open it; a
     store of the same content already there is opened instead. ``index``: build the nearest-neighbour index
-    (default: when the pool has at least ``ANN_MIN_POOL`` exemplars)."""
+    (default: when the pool has at least ``ANN_MIN_POOL`` exemplars; ``index_options``: ``IVFIndex.build``'s
+    keywords, e.g. ``nlist``)."""
     root = Path(root)
     n = len(records)
     embeddings = np.asarray(embeddings, dtype=np.float32)
@@ -372,7 +374,7 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
         np.save(tmp / "costs.npy", costs)
         built = (n >= ann_index.ANN_MIN_POOL) if index is None else bool(index)
         if built:
-            ann_index.IVFIndex.build(embeddings).save(tmp)
+            ann_index.IVFIndex.build(embeddings, **dict(index_options or {})).save(tmp)
         files = {}
         for path in sorted(tmp.iterdir()):
             files[path.name] = {"bytes": path.stat().st_size, "sha256": _sha256_file(path),
