@@ -28,8 +28,8 @@ from knapsack_dspy.modules.select_exemplars import SelectExemplars
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 from knapsack_dspy.selection.pool_store import copy_store, searching, stores_beside
 
-__all__ = ["compile_report_of", "install_selecting_predictor", "load_compiled", "predictor_at", "read_program_state",
-           "save_pool_stores", "selecting_names"]
+__all__ = ["compile_report_of", "install_selecting_predictor", "load_compiled", "pool_stores_of", "predictor_at",
+           "read_program_state", "save_pool_stores", "selecting_names"]
 
 
 def read_program_state(path: str | Path) -> dict:
@@ -126,13 +126,18 @@ def load_compiled(student: dspy.Module, path_or_state: str | Path | Mapping, *, 
     return student
 
 
+def pool_stores_of(program: dspy.Module) -> list:
+    """The pool stores ``program``'s selections hold (large pools), once each."""
+    stores = {p.selection.store.hash: p.selection.store for _, p in program.named_predictors()
+              if isinstance(p, SelectingPredict) and p.selection.store is not None}
+    return list(stores.values())
+
+
 def save_pool_stores(program: dspy.Module, program_path: str | Path) -> list[Path]:
     """Put the pool stores ``program``'s selections hold (large pools) in the ``pools/`` folder beside
     ``program_path`` (hard links where possible, else copies), so the program's folder is complete: copied
     elsewhere, it loads with an empty cache. Returns the stores' directories there."""
-    stores = {p.selection.store.hash: p.selection.store for _, p in program.named_predictors()
-              if isinstance(p, SelectingPredict) and p.selection.store is not None}
-    return [copy_store(store, stores_beside(program_path)) for store in stores.values()]
+    return [copy_store(store, stores_beside(program_path)) for store in pool_stores_of(program)]
 
 
 def compile_report_of(program: dspy.Module) -> dict:
