@@ -37,9 +37,12 @@ def _kmeans(vectors: np.ndarray, nlist: int, rng: np.random.Generator, iteration
     centroids = vectors[rng.choice(len(vectors), nlist, replace=False)].copy()
     for _ in range(iterations):
         assign = _nearest_cell(vectors, centroids)
-        sums = np.zeros_like(centroids)
-        np.add.at(sums, assign, vectors)
         counts = np.bincount(assign, minlength=nlist)
+        sums = np.zeros_like(centroids)
+        order = np.argsort(assign, kind="stable")  # each cell's members together: one reduceat, no np.add.at
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        filled = counts > 0
+        sums[filled] = np.add.reduceat(vectors[order], starts[filled], axis=0)
         empty = counts == 0
         if empty.any():  # reseed an empty cell on a random vector
             sums[empty] = vectors[rng.choice(len(vectors), int(empty.sum()), replace=False)]
