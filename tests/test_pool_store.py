@@ -258,3 +258,28 @@ def test_a_compiled_selection_adds_1000_exemplars_embedding_and_measuring_only_t
     assert "q3" not in select.pool_ids and select.costs[-1] == 12.0
     with pytest.raises(ValueError, match="ids already in the pool"):
         select.update_pool(*qa(20, 1), measure=measure)
+
+
+def test_kdspy_serve_answers_with_a_store_backed_program_copied_elsewhere(tmp_path, cache, monkeypatch):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    from openai_stub_server import StubOpenAIServer
+    from scaleout_helpers import ServerThread, StubLM, deterministic_reply
+    from test_serve import _Spec, post
+
+    from knapsack_dspy.serve.app import create_app
+
+    program, examples = compile_tatqa(3, monkeypatch)
+    save_program(program, tmp_path / "run" / "program.json")
+    shutil.copytree(tmp_path / "run", tmp_path / "served")
+    shutil.rmtree(tmp_path / "run")
+    shutil.rmtree(cache)
+    loaded = load_program(tmp_path / "served" / "program.json", embedder=HashingEmbedder(),
+                          token_counter=WordCounter())
+    question = {"question": examples[0].question, "table": examples[0].table,
+                "paragraphs": list(examples[0].paragraphs)}
+    with StubOpenAIServer(reply=deterministic_reply) as lm_server, \
+            ServerThread(create_app(loaded, StubLM(lm_server.base_url)(_Spec()))) as api:
+        status, _, answer = post(api.url, question)
+    assert status == 200 and answer["error"] is None
+    assert answer["exemplar_ids"] and examples[0].id not in answer["exemplar_ids"]
