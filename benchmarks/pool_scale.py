@@ -36,7 +36,8 @@ pages dropped with ``posix_fadvise(DONTNEED)`` first); and the peak resident mem
 the process that loads the store and answers the queries, one per size; ``build_peak_rss_mb``: the driver's,
 which generated the pools and built their stores). Once per run: token costs of ``--cost-demos`` real
 demos one at a time and batched (fresh counters, counts compared), and embedding throughput with 1 and 2 local
-worker processes (``--embed-texts`` texts; the model's load reported apart).
+worker processes and in a local Ray cluster (``--embed-texts`` texts, ``--ray-cpus``; the model's load reported
+apart, each worker loading its own).
 """
 
 from __future__ import annotations
@@ -151,8 +152,9 @@ def _embed_worker(texts):
     return loaded, time.perf_counter() - start
 
 
-def embedding_throughput(texts: list[str]) -> dict:
-    """Sentences per second encoding ``texts`` (uncached) in 1 and 2 local worker processes."""
+def embedding_throughput(texts: list[str], ray_cpus: int = 0) -> dict:
+    """Sentences per second encoding ``texts`` (uncached) in 1 and 2 local worker processes, and in
+    ``ray_cpus`` tasks of a local Ray cluster (0: not measured)."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
@@ -168,7 +170,23 @@ def embedding_throughput(texts: list[str]) -> dict:
         out[f"{workers}_workers"] = {"model_load_s": round(load, 2), "encode_s": round(encode, 2),
                                      "per_second": round(len(texts) / encode, 1) if encode else None,
                                      "wall_s": round(wall, 2)}
-    out["ray"] = "not measured (the embedding of a pool runs in local processes only)"
+    if not ray_cpus:
+        out["ray"] = "not measured (--ray-cpus 0)"
+        return out
+    import ray  # the bench's scale-out extra
+
+    ray.init(num_cpus=ray_cpus, include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1)(_embed_worker)
+        start = time.perf_counter()
+        results = ray.get([task.remote(texts[k::ray_cpus]) for k in range(ray_cpus)])
+        wall = time.perf_counter() - start
+    finally:
+        ray.shutdown()
+    encode = max(r[1] for r in results)
+    out["ray"] = {"cpus": ray_cpus, "model_load_s": round(max(r[0] for r in results), 2),
+                  "encode_s": round(encode, 2), "per_second": round(len(texts) / encode, 1) if encode else None,
+                  "wall_s": round(wall, 2)}
     return out
 
 
@@ -365,7 +383,8 @@ def markdown(result: dict) -> str:
     if emb:
         lines += ["", f"Embedding ({emb['texts']} texts): 1 worker {emb['1_workers']['per_second']}/s, 2 workers "
                       f"{emb['2_workers']['per_second']}/s (model load {emb['1_workers']['model_load_s']} s, "
-                      f"excluded); Ray: {emb['ray']}"]
+                      f"excluded); Ray: {emb['ray'] if isinstance(emb['ray'], str) else emb['ray']['per_second']}"
+                      + ("" if isinstance(emb["ray"], str) else "/s")]
     return "\n".join(lines) + "\n"
 
 
@@ -385,6 +404,8 @@ def main(argv=None) -> int:
                         help="the model whose tokenizer measures the demos (a local model: its 0.5B twin counts)")
     parser.add_argument("--cost-demos", type=int, default=1000, help="demos timed one at a time and batched")
     parser.add_argument("--embed-texts", type=int, default=4000, help="texts for embedding throughput (0: skip)")
+    parser.add_argument("--ray-cpus", type=int, default=2,
+                        help="embedding throughput in a local Ray cluster of this many CPUs (0: skip)")
     parser.add_argument("--store-dir", default=None, help="where the stores are written (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the stores")
     parser.add_argument("--out", default=None, help="directory for pool_scale.json and pool_scale.md")
@@ -405,7 +426,7 @@ def main(argv=None) -> int:
     if args.embed_texts:
         texts = [f"{t} #{k}" for k, t in enumerate((real["texts"] * (args.embed_texts // len(real["texts"]) + 1))
                                                    [: args.embed_texts])]
-        result["embedding"] = embedding_throughput(texts)
+        result["embedding"] = embedding_throughput(texts, args.ray_cpus)
     result["sizes"] = []
     for n in sizes:
         row = run_size(real, n, args, root)
