@@ -32,9 +32,11 @@ PIPELINE_SPEC_VERSIONS = (1, 2, 3)  # what loads
 #: ``SelectExemplars``' saved state.
 #: 1: settings in ``params`` (before ``SelectionConfig``); 2: a ``SelectionConfig`` (``config``);
 #: 3: the texts to embed come from the demos; signature fields and a value function's name;
-#: 4: the predictor's input fields (a query never selects a pool demo with its own inputs).
-SELECT_EXEMPLARS_STATE_VERSION = 4
-SELECT_EXEMPLARS_STATE_VERSIONS = (1, 2, 3, 4)  # what loads
+#: 4: the predictor's input fields (a query never selects a pool demo with its own inputs);
+#: 5: a pool of more than ``selection.pool_store.INLINE_POOL_LIMIT`` exemplars is a pool store (``"pool_store"``:
+#: its content hash) in place of ``"pool"`` (smaller pools stay inline, as in 4).
+SELECT_EXEMPLARS_STATE_VERSION = 5
+SELECT_EXEMPLARS_STATE_VERSIONS = (1, 2, 3, 4, 5)  # what loads
 
 #: The answer-type router's saved state. 1: threshold, cue override, classifier.
 ROUTER_STATE_VERSION = 1

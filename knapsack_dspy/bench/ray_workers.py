@@ -50,6 +50,7 @@ from knapsack_dspy.bench.run_job import Task, default_lm, spec_provenance
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.modules.pipeline import program_from_state
+from knapsack_dspy.selection.pool_store import searching
 
 __all__ = ["API_ACTOR_CPUS", "MAX_ATTEMPTS", "RayWorkerError", "RayWorkers", "WorkerSetup"]
 
@@ -112,8 +113,9 @@ class BenchActor:
         spec = shipment["spec"]
         setup = self.setup
         counter = setup.token_counter_factory(spec.model) if setup.token_counter_factory else None
-        program = program_from_state(json.loads(shipment["program_json"]), embedder=setup.embedder,
-                                     token_counter=counter)
+        with searching(*shipment.get("pool_store_dirs", ())):  # a large pool's store: where the driver has it
+            program = program_from_state(json.loads(shipment["program_json"]), embedder=setup.embedder,
+                                         token_counter=counter)
         lm = None if spec.selection_only else (setup.lm_factory(spec) if setup.lm_factory else default_lm(spec))
         fields = {**shipment["fields"], "provenance": spec_provenance(spec)}
         self._runs[run_key] = (program, lm, fields, spec)

@@ -17,6 +17,7 @@ import dspy
 from knapsack_dspy.bench.provenance import run_provenance
 from knapsack_dspy.bench.suite import RunSpec
 from knapsack_dspy.llm import make_lm
+from knapsack_dspy.modules.compiled_programs import pool_stores_of
 from knapsack_dspy.modules.pipeline import program_state_json
 
 __all__ = ["RunJob", "Task", "adapter_name", "default_lm", "spec_provenance"]
@@ -64,9 +65,11 @@ class RunJob:
 
     def shipment(self) -> dict:
         """What a worker in another process needs to answer this run's examples (plain data, built once): the
-        spec, the program's JSON state and the row fields."""
+        spec, the program's JSON state, where its pool stores are (a large pool's: a worker on this machine opens
+        them there) and the row fields."""
         if self._shipment is None:
             self._shipment = {"spec": self.spec, "program_json": program_state_json(self.program),
+                              "pool_store_dirs": [str(s.path.parent) for s in pool_stores_of(self.program)],
                               "fields": self.fields}
         return self._shipment
 

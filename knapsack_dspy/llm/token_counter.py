@@ -28,6 +28,8 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import diskcache
@@ -43,6 +45,7 @@ from knapsack_dspy.memo import BoundedMemo
 logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_SIZE = 65536
+COUNT_THREADS = 4  # concurrent count requests to a local model's server (HTTP: the GIL is released while waiting)
 # Providers whose models LiteLLM counts with their exact tiktoken encoding when it knows the model name.
 _TIKTOKEN_PROVIDERS = ("openai", "azure", "text-completion-openai")
 
@@ -71,6 +74,27 @@ class TokenCounter:
     def count_messages(self, messages: list[dict]) -> int:
         """Tokens of the chat-formatted prompt built from ``messages`` (ready for the reply)."""
         return self._cache.get_or_compute(_messages_key(messages), lambda: int(self._count_messages(list(messages))))
+
+    def count_messages_batch(self, batch: Sequence[list[dict]]) -> list[int]:
+        """``[count_messages(m) for m in batch]``, the same counts, with the ones not yet known counted together
+        (``_count_messages_batch``: a local model's server is asked concurrently)."""
+        keys = [_messages_key(messages) for messages in batch]
+        counts: list[int | None] = [self._cache.get(key) for key in keys]
+        todo: dict[str, int] = {}
+        for i, (key, count) in enumerate(zip(keys, counts, strict=True)):
+            if count is None:
+                todo.setdefault(key, i)
+        if todo:
+            fresh = self._count_messages_batch([list(batch[i]) for i in todo.values()])
+            known = {}
+            for key, count in zip(todo, fresh, strict=True):
+                known[key] = int(count)
+                self._cache.put(key, int(count))
+            counts = [known[key] if count is None else count for key, count in zip(keys, counts, strict=True)]
+        return [int(c) for c in counts]
+
+    def _count_messages_batch(self, batch: list[list[dict]]) -> list[int]:
+        return [int(self._count_messages(messages)) for messages in batch]
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text`` on its own (no chat template)."""
@@ -180,6 +204,25 @@ class LocalTokenCounter(TokenCounter):
 
     def _count_text(self, text: str) -> int:
         return len(self._get_server().tokenize(text)) if text else 0
+
+    def _count_messages_batch(self, batch: list[list[dict]]) -> list[int]:
+        """The counts on disk, then the others asked of the server by :data:`COUNT_THREADS` requests at a time
+        (each the same template + tokenize as one at a time: the same counts)."""
+        keys = [hashlib.sha256(_messages_key(messages).encode()).hexdigest() for messages in batch]
+        disk = self._disk()
+        counts = [disk.get(key) for key in keys]
+        missing = [i for i, count in enumerate(counts) if count is None]
+        if missing:
+            server = self._get_server()
+
+            def count(i: int) -> int:
+                return len(server.tokenize(server.apply_template(batch[i])))
+
+            with ThreadPoolExecutor(COUNT_THREADS) as pool:
+                for i, value in zip(missing, pool.map(count, missing), strict=True):
+                    counts[i] = value
+                    disk.set(keys[i], value)
+        return [int(c) for c in counts]
 
 
 def _model_info(model: str) -> dict | None:

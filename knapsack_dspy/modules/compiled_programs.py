@@ -6,6 +6,10 @@ has plain ``dspy.Predict`` s there, and ``dspy.Predict.load_state`` would take t
 attribute, so :func:`load_compiled` first puts selecting predictors in place, then loads the state::
 
     program = load_compiled(MyProgram(), "p.json")      # or KnapsackFewShot.load(MyProgram(), "p.json")
+
+A predictor with a large pool references a pool store (``knapsack_dspy.selection.pool_store``):
+:func:`save_pool_stores` puts the program's stores in the ``pools/`` folder beside its file (``save_program``
+does), and loading from a file looks there first.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from dspy.utils import magicattr
 from knapsack_dspy.file_limits import GZIP_ERRORS, read_json
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
+from knapsack_dspy.selection.pool_store import copy_store, searching, stores_beside
 
-__all__ = ["compile_report_of", "install_selecting_predictor", "load_compiled", "predictor_at", "read_program_state",
-           "selecting_names"]
+__all__ = ["compile_report_of", "install_selecting_predictor", "load_compiled", "pool_stores_of", "predictor_at",
+           "read_program_state", "save_pool_stores", "selecting_names"]
 
 
 def read_program_state(path: str | Path) -> dict:
@@ -88,7 +93,11 @@ def load_compiled(student: dspy.Module, path_or_state: str | Path | Mapping, *, 
     (tests, or an embedder object of your own). ``value``: the value function(s) the program was compiled
     with (code is not saved): one for every predictor or ``{predictor name: function}``.
     """
-    state = dict(path_or_state) if isinstance(path_or_state, Mapping) else read_program_state(path_or_state)
+    if not isinstance(path_or_state, Mapping):
+        with searching(stores_beside(path_or_state)):  # its pool stores: saved beside it
+            return load_compiled(student, read_program_state(path_or_state), embedder=embedder,
+                                 token_counter=token_counter, value=value, allow_unsafe_lm_state=allow_unsafe_lm_state)
+    state = dict(path_or_state)
     state.pop("metadata", None)
     if isinstance(student, dspy.Predict):  # a bare predictor saves its own state, not {name: state}
         if "selection" in state:
@@ -115,6 +124,20 @@ def load_compiled(student: dspy.Module, path_or_state: str | Path | Mapping, *, 
     student.load_state(state, allow_unsafe_lm_state=allow_unsafe_lm_state)
     student.compile_report = compile_report_of(student)
     return student
+
+
+def pool_stores_of(program: dspy.Module) -> list:
+    """The pool stores ``program``'s selections hold (large pools), once each."""
+    stores = {p.selection.store.hash: p.selection.store for _, p in program.named_predictors()
+              if isinstance(p, SelectingPredict) and p.selection.store is not None}
+    return list(stores.values())
+
+
+def save_pool_stores(program: dspy.Module, program_path: str | Path) -> list[Path]:
+    """Put the pool stores ``program``'s selections hold (large pools) in the ``pools/`` folder beside
+    ``program_path`` (hard links where possible, else copies), so the program's folder is complete: copied
+    elsewhere, it loads with an empty cache. Returns the stores' directories there."""
+    return [copy_store(store, stores_beside(program_path)) for store in pool_stores_of(program)]
 
 
 def compile_report_of(program: dspy.Module) -> dict:

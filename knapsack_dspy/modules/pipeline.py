@@ -39,7 +39,7 @@ from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.memo import BoundedMemo
 from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter
-from knapsack_dspy.modules.compiled_programs import load_compiled, read_program_state
+from knapsack_dspy.modules.compiled_programs import load_compiled, read_program_state, save_pool_stores
 from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars, query_text
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
@@ -49,6 +49,7 @@ from knapsack_dspy.modules.solvers.extract_answerer import ExtractAnswerer
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.saved_format import PIPELINE_SPEC_VERSION, pipeline_spec_arguments, select_module_moved
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
+from knapsack_dspy.selection.pool_store import searching, stores_beside
 
 DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
 PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
@@ -496,11 +497,13 @@ def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: 
 
 
 def save_program(program: _Pipeline, path: str | Path) -> Path:
-    """Write the program JSON and its compile report beside it (``x.json`` + ``x.report.json``)."""
+    """Write the program JSON and its compile report beside it (``x.json`` + ``x.report.json``), and the pool
+    stores of its large pools in ``pools/`` beside it (``compiled_programs.save_pool_stores``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.stem + ".partial.json")  # written whole, then renamed: no torn program files
     program.save(str(tmp))
+    save_pool_stores(program, path)  # a large pool's store, beside the program (before the program is in place)
     tmp.replace(path)
     report = getattr(program, "compile_report", None) or {}
     path.with_suffix(".report.json").write_text(json.dumps(report, indent=2, default=str))
@@ -508,8 +511,10 @@ def save_program(program: _Pipeline, path: str | Path) -> Path:
 
 
 def load_program(path: str | Path, embedder=None, token_counter=None) -> _Pipeline:
-    """Rebuild the pipeline recorded in the program JSON and load its compiled state."""
-    return program_from_state(read_program_state(path), embedder=embedder, token_counter=token_counter)
+    """Rebuild the pipeline recorded in the program JSON and load its compiled state (pool stores: looked for in
+    the ``pools/`` folder beside it first)."""
+    with searching(stores_beside(path)):
+        return program_from_state(read_program_state(path), embedder=embedder, token_counter=token_counter)
 
 
 def program_state_json(program: _Pipeline) -> str:

@@ -48,6 +48,12 @@ def pinned_adapter(adapter: Any = None) -> Any:
     return adapter
 
 
+def _count_batch(counter, batch: list[list[dict]]) -> list[int]:
+    """``counter``'s counts of ``batch`` (its ``count_messages_batch`` when it has one)."""
+    many = getattr(counter, "count_messages_batch", None)
+    return list(many(batch)) if callable(many) else [counter.count_messages(m) for m in batch]
+
+
 class PromptCostModel:
     """Counts prompt tokens for one predictor's signature.
 
@@ -62,6 +68,12 @@ class PromptCostModel:
         self._adapter_key = (type(self.adapter).__qualname__,
                              json.dumps(vars(self.adapter), sort_keys=True, default=repr))  # its settings
         self._anchor_tokens = counter.count_messages(list(_ANCHOR))
+
+    @property
+    def adapter_key(self) -> str:
+        """The adapter and its settings, as text (what a demo's cost depends on besides the signature and the
+        tokenizer; part of a pool store's hash)."""
+        return json.dumps(self._adapter_key)
 
     def _demo_messages(self, demo: Mapping) -> list[dict]:
         return self.adapter.format_demos(self.signature, [dict(demo)])
@@ -87,8 +99,40 @@ class PromptCostModel:
             raise ValueError(f"demo has none of the fields of {self.signature.__name__}: {sorted(dict(demo))}")
         return int(self.counter.count_messages(list(_ANCHOR) + messages) - self._anchor_tokens)
 
-    def demo_costs(self, demos: Sequence[Mapping]) -> list[int]:
-        return [self.demo_cost(d) for d in demos]
+    def demo_costs(self, demos: Sequence[Mapping], *, batch_size: int = 512, progress: bool = False) -> list[int]:
+        """``[demo_cost(d) for d in demos]`` (the same counts), measured in batches: the demos not yet known are
+        formatted and handed to the counter together (``count_messages_batch``: a local model's server counts
+        several at once). ``progress``: a progress bar."""
+        out: list[int] = []
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm  # only when a bar is asked for
+
+            bar = tqdm(total=len(demos), desc="measuring token costs", unit="demo", leave=False)
+        for start in range(0, len(demos), batch_size):
+            chunk = [dict(d) for d in demos[start:start + batch_size]]
+            keys = [self._memo_key("demo", d) for d in chunk]
+            costs: list[int | None] = [None if key is None else _counts.get(key) for key in keys]
+            todo = [i for i, cost in enumerate(costs) if cost is None]
+            if todo:
+                batch = []
+                for i in todo:
+                    messages = self._demo_messages(chunk[i])
+                    if not messages:
+                        raise ValueError(f"demo has none of the fields of {self.signature.__name__}: "
+                                         f"{sorted(chunk[i])}")
+                    batch.append(list(_ANCHOR) + messages)
+                counted = _count_batch(self.counter, batch)
+                for i, count in zip(todo, counted, strict=True):
+                    costs[i] = int(count - self._anchor_tokens)
+                    if keys[i] is not None:
+                        _counts.put(keys[i], costs[i])
+            out += [int(c) for c in costs]
+            if bar is not None:
+                bar.update(len(chunk))
+        if bar is not None:
+            bar.close()
+        return out
 
     def prompt_tokens(self, inputs: Mapping, demos: Sequence[Mapping] = ()) -> int:
         """Tokens of the fully assembled prompt (system + demos + query)."""

@@ -18,6 +18,9 @@ Demos come least similar first, so the most similar exemplar sits next to the qu
 from __future__ import annotations
 
 import copy
+import hashlib
+import inspect
+import json
 import math
 import threading
 import time
@@ -33,6 +36,7 @@ from knapsack_dspy.llm.latency_rates import latency_rates
 from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
 from knapsack_dspy.modules.shared_fields import referring_demo
 from knapsack_dspy.saved_format import SELECT_EXEMPLARS_STATE_VERSION, SELECT_EXEMPLARS_STATE_VERSIONS
+from knapsack_dspy.selection import pool_store
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
 from knapsack_dspy.selection.exemplar_pool import (
@@ -43,10 +47,14 @@ from knapsack_dspy.selection.exemplar_pool import (
     in_canonical_order,
 )
 from knapsack_dspy.selection.latency import LatencyModel
+from knapsack_dspy.selection.pool_store import PoolRecord, PoolStore, default_store_root, find_store, write_store
 from knapsack_dspy.selection.selectors.base import within_new_tokens
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
 _UNPICKLED = ("_lock", "_pool_obj", "_selector_obj", "_canonical", "_input_index")  # rebuilt lazily
+# what a pool store holds (re-read from it, never copied or pickled, when the pool is in one)
+_STORE_BACKED = ("pool_ids", "demos", "costs", "groups", "group_costs", "pool_attributes", "doc_ids", "embed_texts",
+                 "programs")
 
 
 class NotCompiledError(RuntimeError):
@@ -97,6 +105,7 @@ class SelectExemplars(dspy.Module, Parameter):
         self.input_fields: list[str] = []  # its input fields: a demo with the query's inputs is never selected
         self.value_name: str | None = None  # the value function's name when one was used (it is not saved)
         self.lm_attribute_predictor = None  # set by fit / load when attribute_source == "lm"
+        self.store: PoolStore | None = None  # the pool store holding the pool (a large pool), else None: inline
         self._selector_obj = None
         self._pool_obj = None
         self._canonical = None  # the pool's canonical demo order, computed when first needed
@@ -116,7 +125,8 @@ class SelectExemplars(dspy.Module, Parameter):
             fit_inputs: Mapping | None = None, input_fields: Sequence[str] | None = None,
             signature_fields: Sequence[str] = (), attributes: Mapping[str, Callable] | None = None,
             ids: Sequence[str] | None = None, groups: Sequence[int] | None = None,
-            group_costs: Sequence[float] | None = None) -> SelectExemplars:
+            group_costs: Sequence[float] | None = None, prompt_format: str | None = None,
+            progress: bool = False) -> SelectExemplars:
         """Store the pool and learn what selection needs, with ``config`` (default: the current one).
         ``demos[i]`` is ``pool_examples[i]`` in the predictor's fields; ``costs[i]`` its token cost in that
         prompt; ``budget`` the resolved token budget. ``fit_inputs``: what the selector's ``fit`` needs besides
@@ -125,7 +135,11 @@ class SelectExemplars(dspy.Module, Parameter):
         ``attributes``: ``{name: f(example) -> value}`` for pool attributes (default: the example's field of
         that name). ``ids``: the pool ids (default: each example's ``id``, else its position). ``groups`` /
         ``group_costs``: demos sharing the config's ``shared_fields`` (``knapsack_dspy.modules.shared_fields``):
-        ``costs`` are then what each adds without the shared value, ``group_costs`` the shared values' tokens."""
+        ``costs`` are then what each adds without the shared value, ``group_costs`` the shared values' tokens.
+        ``prompt_format``: what else the costs were measured with (the adapter; part of a pool store's hash).
+        A pool of more than ``pool_store.INLINE_POOL_LIMIT`` exemplars is written to a pool store (under
+        ``pool_store.default_store_root()``) and the saved state references it by hash. ``progress``: progress
+        bars while the pool is embedded."""
         if not (len(pool_examples) == len(demos) == len(costs)):
             raise ValueError("pool_examples, demos and costs must have the same length")
         if not pool_examples:
@@ -160,7 +174,10 @@ class SelectExemplars(dspy.Module, Parameter):
                     self.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
             self.resolved_budget = int(budget)
             self.token_model = token_model
-            pool = self._pool()
+            pool = self._pool(progress)
+            if len(pool) > pool_store.INLINE_POOL_LIMIT:
+                self._write_store(pool, self.prompt_format(prompt_format))
+                pool = self._pool()
             if self.attribute_source == "classifier":
                 for attr in self.config.attributes:
                     if attr in self.pool_attributes:
@@ -177,12 +194,58 @@ class SelectExemplars(dspy.Module, Parameter):
             self._selector_obj = selector
         return self
 
-    def _pool(self) -> ExemplarPool:
+    def prompt_format(self, adapter: str | None = None) -> str:
+        """What the pool's token costs depend on besides the demos (part of a pool store's hash)."""
+        return json.dumps({"token_model": self.token_model, "signature_fields": self.signature_fields,
+                           "input_fields": self.input_fields, "embed_fields": list(self.config.embed_fields or ()),
+                           "shared_fields": list(self.config.shared_fields or ()), "adapter": adapter},
+                          sort_keys=True)
+
+    def _write_store(self, pool: ExemplarPool, prompt_format: str) -> None:
+        """Put the pool (embedded: ``pool``) in a pool store and hold it from there."""
+        names = sorted(self.pool_attributes)
+        fields = self.input_fields
+        records = [PoolRecord(pool_id, demo, doc_id, text, program,
+                              {name: self.pool_attributes[name][i] for name in names},
+                              int(self.groups[i]) if self.groups else -1, _inputs_digest_of(demo, fields))
+                   for i, (pool_id, demo, doc_id, text, program) in enumerate(
+                       zip(self.pool_ids, self.demos, self.doc_ids, self.embed_texts, self.programs, strict=True))]
+        self._attach_store(write_store(default_store_root(), records, pool.embeddings, self.costs,
+                                       embedder=self.embedder.model_id,
+                                       prompt_format=prompt_format,
+                                       group_costs=self.group_costs))
+
+    def _attach_store(self, store: PoolStore) -> None:
+        """Hold the pool from ``store`` (its columns memory-mapped, its demos read when selected)."""
+        self.store = store
+        self.pool_ids = store.ids.tolist()
+        self.demos = store.column("demo")
+        self.embed_texts = store.column("embed_text")
+        self.programs = store.column("program")
+        self.costs = store.costs
+        self.pool_attributes = store.attributes
+        self.doc_ids = store.doc_ids
+        groups = store.groups
+        self.groups = groups if groups.size and (np.asarray(groups) >= 0).any() else []
+        self.group_costs = store.group_costs if len(self.groups) else []
+        self._pool_obj = None
+        self._input_index = None
+        self._canonical = None
+
+    def _pool(self, progress: bool = False) -> ExemplarPool:
         if self._pool_obj is None:
             if not self.pool_ids:
                 raise NotCompiledError("SelectExemplars has no exemplar pool: compile the program "
                                        "(KnapsackFewShot.compile) or load a compiled one first")
-            embeddings = self.embedder.encode(self.embed_texts)
+            if self.store is not None:
+                store = self.store
+                self._pool_obj = ExemplarPool(self.pool_ids, store.embeddings, store.costs, store.attributes,
+                                              store.doc_ids,
+                                              groups=np.asarray(store.groups) if len(self.groups) else None,
+                                              group_costs=np.asarray(store.group_costs) if len(self.groups)
+                                              else None, index=store.index())
+                return self._pool_obj
+            embeddings = _encode(self.embedder, self.embed_texts, progress)
             self._pool_obj = ExemplarPool(self.pool_ids, embeddings, np.asarray(self.costs),
                                           {k: np.asarray(v) for k, v in self.pool_attributes.items()},
                                           np.asarray(self.doc_ids),
@@ -196,6 +259,76 @@ class SelectExemplars(dspy.Module, Parameter):
             selector.set_state(self.selector_state)
             self._selector_obj = selector
         return self._selector_obj
+
+    def update_pool(self, add_examples: Sequence[Any] = (), add_demos: Sequence[Mapping] = (),
+                    remove_ids: Sequence[str] = (), *, measure: Callable[[list[dict]], Sequence[float]],
+                    ids: Sequence[str] | None = None,
+                    attributes: Mapping[str, Callable] | None = None) -> dict[str, int]:
+        """Add exemplars (``add_examples`` with their demos ``add_demos``, as ``fit`` takes them) and remove the
+        pool ids ``remove_ids``, embedding and measuring (``measure(demos) -> costs``) only the added ones: a pool
+        store is extended from the current one (``pool_store.extend_store``), an inline pool keeps its lists (its
+        embeddings come again from the embedding cache). The attribute classifiers are kept (trained on the pool
+        as compiled). Returns ``{"embedded", "measured", "size"}``. A selector that learned a set at compile time
+        (``needs_fit``) or a pool with shared costs is compiled again instead (``ValueError``)."""
+        if not self.is_fitted:
+            raise NotCompiledError("update_pool needs a compiled selection (compile or load a program first)")
+        if self.config.selector_class.needs_fit or len(self.groups):
+            raise ValueError("update_pool: this selection learned from its pool at compile time (a fixed set or "
+                             "shared costs): compile it again with the changed trainset")
+        if len(add_examples) != len(add_demos):
+            raise ValueError("add_examples and add_demos must have the same length")
+        new_ids = ([str(i) for i in ids] if ids is not None
+                   else [str(ex.get("id", f"added-{len(self.pool_ids) + k}")) for k, ex in enumerate(add_examples)])
+        removed = {str(i) for i in remove_ids}
+        unknown = sorted(removed - set(self.pool_ids))
+        if unknown:
+            raise ValueError(f"update_pool: ids not in the pool: {unknown[:5]}")
+        kept_ids = [i for i in self.pool_ids if i not in removed]
+        clash = sorted(set(new_ids) & set(kept_ids)) or sorted({i for i in new_ids if new_ids.count(i) > 1})
+        if clash:
+            raise ValueError(f"update_pool: ids already in the pool: {clash[:5]}")
+        fns = dict(attributes or {})
+        names = sorted(self.pool_attributes)
+        fields = self.input_fields
+        if self.store is not None:  # read in one pass
+            records = [r for r in pool_store.records_of(self.store) if r.id not in removed]
+        else:
+            records = [PoolRecord(self.pool_ids[k], dict(self.demos[k]), str(self.doc_ids[k]), self.embed_texts[k],
+                                  self.programs[k], {name: str(self.pool_attributes[name][k]) for name in names},
+                                  -1, _inputs_digest_of(self.demos[k], fields))
+                       for k in range(len(self.pool_ids)) if self.pool_ids[k] not in removed]
+        for pool_id, ex, demo in zip(new_ids, add_examples, add_demos, strict=True):
+            values = {name: (fns[name](ex) if name in fns else ex.get(name)) for name in names}
+            records.append(PoolRecord(pool_id, dict(demo), str(ex.get("doc_id", "")), self.query_text(demo),
+                                      str(ex.get("program") or ex.get("derivation") or ""),
+                                      {k: "" if v is None else str(v) for k, v in values.items()}, -1,
+                                      _inputs_digest_of(demo, fields)))
+        if not records:
+            raise ValueError("update_pool: the pool would be empty")
+        with self._lock:
+            if self.store is not None or len(records) > pool_store.INLINE_POOL_LIMIT:
+                store, done = pool_store.extend_store(
+                    default_store_root(), self.store, records, embed=self.embedder.encode, measure=measure,
+                    embedder=self.embedder.model_id,
+                    prompt_format=self.store.prompt_format if self.store is not None else self.prompt_format())
+                self._attach_store(store)
+            else:
+                known = dict(zip(self.pool_ids, self.costs, strict=True))
+                fresh = [r for r in records if r.id not in known]
+                costs = dict(zip([r.id for r in fresh], measure([r.demo for r in fresh]) if fresh else [],
+                                 strict=True))
+                self.pool_ids = [r.id for r in records]
+                self.demos = [r.demo for r in records]
+                self.costs = [float(known[r.id]) if r.id in known else float(costs[r.id]) for r in records]
+                self.doc_ids = [r.doc_id for r in records]
+                self.embed_texts = [r.embed_text for r in records]
+                self.programs = [r.program for r in records]
+                self.pool_attributes = {name: [str((r.attributes or {}).get(name, "")) for r in records]
+                                        for name in names}
+                self._pool_obj = self._canonical = self._input_index = None
+                done = {"embedded": len({r.embed_text for r in fresh}), "measured": len(fresh)}
+            self._selector_obj = None
+        return {**done, "size": len(records)}
 
     def show_fixed_set(self, ids: Sequence[str]) -> None:
         """From now on select exactly the pool exemplars ``ids`` for every query (less the query itself and its
@@ -229,6 +362,8 @@ class SelectExemplars(dspy.Module, Parameter):
         names = [name for name in self.input_fields if name in fields]
         if not names or len(names) < len(self.input_fields):
             return set()
+        if self.store is not None:  # a digest of the inputs, looked up in the store (no pass over the pool)
+            return set(self.store.ids_with_inputs(inputs_digest(inputs_key(fields, names))))
         with self._lock:
             index = self.__dict__.get("_input_index")
             if index is None:
@@ -368,16 +503,20 @@ class SelectExemplars(dspy.Module, Parameter):
 
     # -- dspy.Parameter state ----------------------------------------------------------------------------
     def dump_state(self, json_mode=True):
+        if self.store is not None:
+            pool_state = {"pool_store": {"hash": self.store.hash, "size": len(self.store)}}
+        else:
+            pool_state = {"pool": {
+                "ids": self.pool_ids, "demos": self.demos, "costs": self.costs, "attributes": self.pool_attributes,
+                "doc_ids": self.doc_ids, "embed_texts": self.embed_texts, "programs": self.programs,
+                **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {})}}
         return {
             "version": SELECT_EXEMPLARS_STATE_VERSION,
             "config": self.config.to_dict(),
             "embedder_model": self.embedder.model_id,
             "token_model": self.token_model,
             "resolved_budget": self.resolved_budget,
-            "pool": {"ids": self.pool_ids, "demos": self.demos, "costs": self.costs,
-                     "attributes": self.pool_attributes, "doc_ids": self.doc_ids, "embed_texts": self.embed_texts,
-                     "programs": self.programs,
-                     **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {})},
+            **pool_state,
             "classifiers": {k: v.get_state() for k, v in self.classifiers.items()},
             "selector_state": self.selector_state,
             "lm_attribute_predictor": (self.lm_attribute_predictor.get_state()
@@ -400,16 +539,19 @@ class SelectExemplars(dspy.Module, Parameter):
             if state["embedder_model"] != self.embedder.model_id:
                 self.embedder = TextEmbedder(state["embedder_model"])
             self._reset_learned()
-            pool = state["pool"]
-            self.pool_ids = list(pool["ids"])
-            self.demos = [dict(d) for d in pool["demos"]]
-            self.costs = [float(c) for c in pool["costs"]]
-            self.pool_attributes = {k: list(v) for k, v in pool["attributes"].items()}
-            self.doc_ids = list(pool["doc_ids"])
-            self.embed_texts = list(pool["embed_texts"])
-            self.programs = list(pool.get("programs") or [""] * len(self.pool_ids))
-            self.groups = [int(g) for g in pool.get("groups") or []]
-            self.group_costs = [float(c) for c in pool.get("group_costs") or []]
+            if "pool_store" in state:  # version 5: a large pool lives in a pool store
+                self._attach_store(_referenced_store(state))
+            else:
+                pool = state["pool"]
+                self.pool_ids = list(pool["ids"])
+                self.demos = [dict(d) for d in pool["demos"]]
+                self.costs = [float(c) for c in pool["costs"]]
+                self.pool_attributes = {k: list(v) for k, v in pool["attributes"].items()}
+                self.doc_ids = list(pool["doc_ids"])
+                self.embed_texts = list(pool["embed_texts"])
+                self.programs = list(pool.get("programs") or [""] * len(self.pool_ids))
+                self.groups = [int(g) for g in pool.get("groups") or []]
+                self.group_costs = [float(c) for c in pool.get("group_costs") or []]
             self.resolved_budget = state["resolved_budget"]
             self.token_model = state.get("token_model")
             self.classifiers = {k: AttributeClassifier.from_state(v) for k, v in state["classifiers"].items()}
@@ -436,7 +578,7 @@ class SelectExemplars(dspy.Module, Parameter):
             if key == "_lock":
                 clone._lock = threading.Lock()
             elif key in ("config", "embedder", "value", "_pool_obj", "_selector_obj", "lm_attribute_predictor",
-                         "_input_index"):
+                         "_input_index", "store") or (key in _STORE_BACKED and self.store is not None):
                 setattr(clone, key, value)  # immutable after fit / shared resources
             else:
                 setattr(clone, key, copy.deepcopy(value, memo))
@@ -444,8 +586,8 @@ class SelectExemplars(dspy.Module, Parameter):
 
     def __getstate__(self):  # pickled by save(save_program=True) / dspy.load: a lock and caches are rebuilt
         state = super().__getstate__()
-        for key in _UNPICKLED:
-            state.pop(key, None)
+        for key in _UNPICKLED + (_STORE_BACKED if state.get("store") is not None else ()):
+            state.pop(key, None)  # a pool store's columns are re-read from it
         return state
 
     def __setstate__(self, state):
@@ -454,6 +596,8 @@ class SelectExemplars(dspy.Module, Parameter):
         self._pool_obj = None
         self._selector_obj = None
         self._input_index = None
+        if self.__dict__.get("store") is not None:
+            self._attach_store(self.store)
 
 
 def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ...]:
@@ -464,6 +608,16 @@ def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ..
         return " ".join(value.casefold().split())
 
     return tuple(text(fields.get(name)) for name in names)
+
+
+def _inputs_digest_of(demo: Mapping[str, Any], fields: Sequence[str]) -> str:
+    """The digest of a demo's inputs, or "" when it lacks one of ``fields`` (then never matched)."""
+    return inputs_digest(inputs_key(demo, fields)) if fields and all(name in demo for name in fields) else ""
+
+
+def inputs_digest(key: tuple[str, ...]) -> str:
+    """A short digest of an :func:`inputs_key` (what a pool store keeps to find a query's own demo)."""
+    return hashlib.sha256(json.dumps(key, ensure_ascii=False).encode()).hexdigest()[:32]
 
 
 def query_text(fields: Mapping[str, Any], embed_fields: Sequence[str]) -> str:
@@ -484,6 +638,29 @@ def _function_name(function) -> str | None:
     return getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or repr(function)
 
 
+def _encode(embedder, texts, progress: bool) -> np.ndarray:
+    """``embedder.encode(texts)``, with a progress bar when asked and the embedder takes ``progress``."""
+    if progress:
+        try:
+            takes = "progress" in inspect.signature(embedder.encode).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if takes:
+            return embedder.encode(texts, progress=True)
+    return embedder.encode(texts)
+
+
+def _referenced_store(state: Mapping) -> PoolStore:
+    """The pool store a version-5 state references, found and checked (``PoolStoreError``: missing, altered)."""
+    ref = state["pool_store"]
+    store = find_store(ref["hash"])
+    if len(store) != ref["size"] or store.embedder != state["embedder_model"]:
+        raise pool_store.PoolStoreError(
+            f"pool store {ref['hash'][:16]} at {store.path} holds {len(store)} exemplars embedded by "
+            f"{store.embedder!r}; the program expects {ref['size']} embedded by {state['embedder_model']!r}")
+    return store
+
+
 def _validate_state(state: Any) -> None:
     """Reject a saved state that is malformed or inconsistent, with a message naming the problem."""
 
@@ -495,10 +672,17 @@ def _validate_state(state: Any) -> None:
     if state.get("version") not in SELECT_EXEMPLARS_STATE_VERSIONS:
         fail(f"state version {state.get('version')!r} is not supported (expected 1 to "
              f"{SELECT_EXEMPLARS_STATE_VERSION})")
-    for key in ("params" if state["version"] == 1 else "config", "pool", "classifiers",
-                "embedder_model", "resolved_budget"):
+    stored = state["version"] >= 5 and "pool_store" in state  # version 5: a pool store in place of "pool"
+    for key in ("params" if state["version"] == 1 else "config", "pool_store" if stored else "pool",
+                "classifiers", "embedder_model", "resolved_budget"):
         if key not in state:
             fail(f"missing {key!r}")
+    if stored:
+        ref = state["pool_store"]
+        if not (isinstance(ref, dict) and isinstance(ref.get("hash"), str) and len(ref["hash"]) == 64
+                and isinstance(ref.get("size"), int) and ref["size"] > 0):
+            fail("pool_store must be {\"hash\": 64 hex digits, \"size\": a positive count}")
+        return
     pool = state["pool"]
     n = len(pool.get("ids", []))
     for key in ("demos", "costs", "doc_ids", "embed_texts"):

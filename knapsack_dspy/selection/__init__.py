@@ -6,6 +6,8 @@
 - :mod:`~knapsack_dspy.selection.attribute_classifier` — a query's attribute from its embedding;
 - :mod:`~knapsack_dspy.selection.selectors` — the selectors and their registry (``register_selector``);
 - :mod:`~knapsack_dspy.selection.config` — ``SelectionConfig``, the settings of one predictor's selection.
+- :mod:`~knapsack_dspy.selection.pool_store` — a large pool's files (memory-mapped), referenced by content hash;
+- :mod:`~knapsack_dspy.selection.ann_index` — the nearest-neighbour index of a large pool's candidate prefilter.
 
 ``knapsack_dspy.modules.select_exemplars.SelectExemplars`` (a DSPy module) runs this for a program.
 """

@@ -23,8 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
+
+
+def _str_array(values) -> np.ndarray:
+    """``values`` as an array of str (a unicode array, e.g. a pool store's memory-mapped column, as it is)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "U":
+        return values
+    return np.asarray([str(x) for x in values])
 
 
 @dataclass
@@ -36,6 +44,9 @@ class ExemplarPool:
     doc_ids: np.ndarray | None = None  # (n,) str; exemplars from the query's own document are excluded
     groups: np.ndarray | None = None  # (n,) int group ids sharing a cost (-1: none); see the module docstring
     group_costs: np.ndarray | None = None  # (number of groups,) the shared cost of each group
+    # an approximate nearest-neighbour index of the embeddings (``ann_index.IVFIndex``; a large pool's store
+    # carries one): SEER's candidate prefilter searches it instead of scoring every exemplar
+    index: Any = None
 
     def __post_init__(self):
         n = len(self.ids)
@@ -47,12 +58,12 @@ class ExemplarPool:
             raise ValueError(f"costs must have shape ({n},), got {self.costs.shape}")
         if len(set(self.ids)) != n:
             raise ValueError("exemplar pool ids must be unique")
-        self.attributes = {k: np.asarray([str(x) for x in v]) for k, v in self.attributes.items()}
+        self.attributes = {k: _str_array(v) for k, v in self.attributes.items()}
         for name, values in self.attributes.items():
             if values.shape != (n,):
                 raise ValueError(f"attribute {name!r} has {values.shape[0]} values for {n} exemplars")
         if self.doc_ids is not None:
-            self.doc_ids = np.asarray([str(x) for x in self.doc_ids])
+            self.doc_ids = _str_array(self.doc_ids)
         self.group_costs = np.asarray([] if self.group_costs is None else self.group_costs, dtype=float)
         if self.groups is None:
             self.groups = np.full(n, -1, dtype=int)
@@ -178,6 +189,18 @@ def eligible_mask(pool: ExemplarPool, request: SelectionRequest) -> np.ndarray:
     if request.doc_id and pool.doc_ids is not None:  # "" or None: no document known, nothing to exclude
         mask &= pool.doc_ids != str(request.doc_id)
     return mask
+
+
+def eligible_among(pool: ExemplarPool, request: SelectionRequest, indices) -> np.ndarray:
+    """The eligible ones of ``indices`` (as :func:`eligible_mask`, checking only those: no pass over the pool)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    keep = np.ones(indices.size, dtype=bool)
+    if request.exclude_ids:
+        excluded = pool.index_of([x for x in request.exclude_ids if x in pool._index])
+        keep &= ~np.isin(indices, np.asarray(excluded, dtype=np.int64))
+    if request.doc_id and pool.doc_ids is not None:
+        keep &= pool.doc_ids[indices] != str(request.doc_id)
+    return indices[keep]
 
 
 def eligible(pool: ExemplarPool, request: SelectionRequest, indices) -> list[int]:

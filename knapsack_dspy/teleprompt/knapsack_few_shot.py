@@ -361,8 +361,7 @@ class KnapsackFewShot(Teleprompter):
         budget = int(base_config.budget or getattr(counter, "context_window", None) or DEFAULT_BUDGET)
         cost_model = PromptCostModel(signature, counter, adapter)
         fixed = [dict(d.toDict() if hasattr(d, "toDict") else d) for d in selecting.demos]
-        costs = [cost_model.demo_cost(d) for d in _progress(pool.demos, len(pool.demos),
-                                                            f"measuring token costs ({name})", self.progress)]
+        costs = cost_model.demo_costs(pool.demos, progress=self.progress)  # batched: the same counts
         costs, groups, group_costs = shared_costs(pool.demos, costs, base_config.shared_fields or (), cost_model)
 
         rng = np.random.default_rng(base_config.seed)
@@ -391,7 +390,8 @@ class KnapsackFewShot(Teleprompter):
                        fit_inputs=self._fit_inputs(program, name, select, config, fit_queries, budget),
                        signature_fields=list(signature.fields), input_fields=list(signature.input_fields),
                        attributes=self.attributes, ids=pool.ids,
-                       groups=groups or None, group_costs=group_costs or None)
+                       groups=groups or None, group_costs=group_costs or None,
+                       prompt_format=cost_model.adapter_key, progress=self.progress)
             snapshots.append(select.dump_state())
             entry = {"config": point}
             if val_subset:

@@ -14,11 +14,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from knapsack_dspy.selection import ann_index
 from knapsack_dspy.selection.exemplar_pool import (
     ExemplarPool,
     Selection,
     SelectionRequest,
     eligible,
+    eligible_among,
     eligible_mask,
     make_selection,
     query_values,
@@ -176,8 +178,45 @@ def within_new_tokens(selector: ExemplarSelector, request: SelectionRequest) -> 
     return replace(request, capacity=request.new_token_capacity)
 
 
+class CandidateValues:
+    """The similarities of a prefilter's candidates, indexed by pool index like the full array (an int or an
+    array of candidate indices), without a value per pool exemplar."""
+
+    def __init__(self, indices: np.ndarray, values: np.ndarray):
+        order = np.argsort(indices, kind="stable")
+        self._indices = np.asarray(indices, dtype=np.int64)[order]
+        self._values = np.asarray(values)[order]
+
+    def __getitem__(self, key):
+        positions = np.searchsorted(self._indices, key)
+        if np.any(np.take(self._indices, positions, mode="clip") != key):
+            raise KeyError("a value outside the prefilter's candidates was asked for")
+        return self._values[positions]
+
+
+def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int):
+    """The ``knn_k`` nearest eligible exemplars by the pool's nearest-neighbour index (exact similarities of the
+    ones it returns), or ``None`` when the index cannot answer (too many of its hits excluded)."""
+    fetch = 2 * knn_k + len(request.exclude_ids)
+    found = np.sort(eligible_among(pool, request, pool.index.search(request.embedding, fetch)))
+    if found.size < knn_k:
+        return None
+    values = pool.embeddings[found] @ np.asarray(request.embedding, dtype=np.float32)
+    if found.size > knn_k:
+        top = np.sort(np.argpartition(-values, knn_k - 1)[:knn_k])
+        found, values = found[top], values[top]
+    return found, CandidateValues(found, values)
+
+
 def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None):
-    """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest."""
+    """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest: exactly, or, in a
+    pool of at least ``ANN_MIN_POOL`` exemplars with a nearest-neighbour index (and no value function), by the
+    index (the similarities then cover the candidates only: :class:`CandidateValues`)."""
+    if (knn_k is not None and request.values is None and pool.index is not None
+            and len(pool) >= ann_index.ANN_MIN_POOL):
+        found = approximate_candidates(pool, request, knn_k)
+        if found is not None:
+            return found
     sims = query_values(pool, request)
     idx = np.flatnonzero(eligible_mask(pool, request))
     if knn_k is not None and idx.size > knn_k:
@@ -204,5 +243,6 @@ def greedy_fill(order, pool: ExemplarPool, capacity: float, limit: int, paid_gro
 
 
 __all__ = ["ATTRIBUTE_SOURCES", "FIT_ON", "FIT_ON_SCORING_FUNCTION", "FIT_ON_VALIDATION_QUERIES", "MODES",
-           "ExemplarSelector", "NotFittedError", "RankingSelector", "candidates", "eligible", "greedy_fill",
-           "make_selection", "query_values", "request_rng", "within_new_tokens"]
+           "CandidateValues", "ExemplarSelector", "NotFittedError", "RankingSelector", "approximate_candidates",
+           "candidates", "eligible", "greedy_fill", "make_selection", "query_values", "request_rng",
+           "within_new_tokens"]

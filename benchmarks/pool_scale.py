@@ -1,0 +1,452 @@
+"""Pools of any size (issue 25): candidate retrieval, per-query selection, recall, objective, costs, memory, load.
+
+Run on an idle machine (not while an LM evaluation runs); every ratio comes from one run:
+
+    python benchmarks/pool_scale.py --sizes 1000,10000,100000,1000000 --queries 1000 --out benchmarks/results/pool_scale
+
+Quick check that it runs (seconds to minutes; numbers meaningless on a busy machine):
+
+    python benchmarks/pool_scale.py --sizes 1000,5000 --queries 20 --ann-min 2000 --cost-demos 20 \\
+        --embed-texts 64 --counter openai/gpt-4o-mini --out /tmp/pool_scale
+
+**Synthetic pools** are generated from the real TAT-QA pool (``dev_pool``, 1,164 questions; embedded with the
+pipeline's embedder, over its ``embed_fields``) by this rule: exemplar ``j`` of a pool of ``N`` picks two real
+exemplars ``a`` and ``b`` and a weight ``w`` (uniform in [0, 1], seeded), and embeds at
+``normalise(w e_a + (1 - w) e_b + sigma g)``, ``g ~ N(0, I / d)`` (``--noise`` sigma, default 0.35); it takes
+its demo, token cost and attributes (modality, answer type) from the nearer of ``a`` and ``b`` (``w >= 0.5``:
+``a``), and its document id is ``j // 6`` (six questions a document, as TAT-QA). New points so lie between
+real questions, not on them: the report gives the nearest-neighbour similarity distribution of every pool
+(1,000 sampled exemplars each, against the whole pool) beside the real pool's, so a pool of near-duplicates,
+which makes every prefilter look perfect, shows.
+
+**Queries**: the first ``--queries`` questions of TAT-QA ``dev`` (not in any pool), embedded beforehand: the
+query's embedding is excluded from every time below. Each query aims at its gold modality (SEER's template) with
+a capacity of ``--capacity`` tokens (default 2,700: a 4,096 budget less a ~1,000-token query and the output
+reserve), and excludes its own document's exemplars.
+
+**Measured**, per pool size: the exact candidate retrieval (today's path: one similarity per exemplar,
+``--exact-max`` largest size it runs at), the index's retrieval (pools of at least ``--ann-min`` exemplars),
+recall@k of the index's candidates against exact search (k = SEER's default ``knn_k``, 200), SEER's whole
+per-query selection (``KnapsackSelector.select``: retrieval + ILP) on the path the pool uses, and the
+objective (summed similarity of the chosen exemplars) of selections on the index's candidates over selections
+on exact candidates (mean, 5th percentile); the index's build time; the program's state size (JSON; a store
+reference past ``INLINE_POOL_LIMIT``); loading that state and its pool (``SelectExemplars.load_state`` + the
+pool, the embedder's load excluded: a stub stands in) warm (store in the page cache) and cold (the store's
+pages dropped with ``posix_fadvise(DONTNEED)`` first); and the peak resident memory (``peak_rss_mb``:
+the process that loads the store and answers the queries, one per size; ``build_peak_rss_mb``: the driver's,
+which generated the pools and built their stores). Once per run: token costs of ``--cost-demos`` real
+demos one at a time and batched (fresh counters, counts compared), and embedding throughput with 1 and 2 local
+worker processes and in a local Ray cluster (``--embed-texts`` texts, ``--ray-cpus``; the model's load reported
+apart, each worker loading its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from knapsack_dspy.selection import ann_index, pool_store
+from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+from knapsack_dspy.selection.pool_store import PoolRecord, write_store
+from knapsack_dspy.selection.selectors.base import candidates
+from knapsack_dspy.selection.selectors.seer import KnapsackSelector
+
+K = 200  # SEER's default knn_k
+DOC_SIZE = 6
+
+
+def median(xs) -> float:
+    return float(statistics.median(xs)) if xs else float("nan")
+
+
+def pct(xs, q) -> float:
+    return float(np.percentile(np.asarray(xs), q)) if len(xs) else float("nan")
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1e3, 3)
+
+
+def peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+# -- the real pool --------------------------------------------------------------------------------------
+def real_pool(args):
+    """The real TAT-QA pool as the program-of-thought pipeline sees it: rendered demos, embedded texts, the
+    attributes, the pipeline's embedder; and the query examples."""
+    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.embeddings import TextEmbedder
+    from knapsack_dspy.modules.pipeline import PIPELINE_EMBED_FIELDS, build_pipeline
+    from knapsack_dspy.modules.select_exemplars import query_text
+
+    examples = list(load_examples("tatqa", split="dev_pool"))
+    queries = list(load_examples("tatqa", split="dev"))[: args.queries]
+    student = build_pipeline("tatqa", "pot", route=None, model=args.counter)
+    name = student.demo_predictor_name
+    demos = [dict(student.demo_for(name, ex)) for ex in examples]
+    fields = PIPELINE_EMBED_FIELDS
+    embedder = TextEmbedder()
+    texts = [query_text(d, fields) for d in demos]
+    embeddings = embedder.encode(texts)
+    query_texts = [query_text(student.inputs_for(name, q) or {"question": q["question"]}, fields) for q in queries]
+    query_embeddings = embedder.encode(query_texts)
+    return {"examples": examples, "demos": demos, "texts": texts, "embeddings": embeddings, "student": student,
+            "name": name, "queries": queries, "query_embeddings": query_embeddings, "embedder": embedder}
+
+
+def measured_costs(real, counter_model: str, limit: int) -> dict:
+    """Token costs of the real demos one at a time and batched (fresh counters: nothing memoised)."""
+    import diskcache
+
+    from knapsack_dspy.llm.token_counter import get_token_counter
+    from knapsack_dspy.modules.compiled_programs import predictor_at
+    from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
+
+    signature = predictor_at(real["student"], real["name"]).signature
+    demos = real["demos"]
+    adapter = pinned_adapter()
+    out = {}
+    counts = {}
+    for how in ("one_at_a_time", "batched"):
+        counter = type(get_token_counter(counter_model))(counter_model)  # a fresh counter: an empty memo
+        if hasattr(counter, "_disk"):  # a local model's counts on disk: a directory of this run's own
+            counter._disk_cache = diskcache.Cache(tempfile.mkdtemp(prefix="counts-"))
+        model = PromptCostModel(signature, counter, adapter)
+        model.demo_cost(demos[0])  # the tokenizer / server loaded outside the time
+        sample = demos[1: 1 + limit]
+        start = time.perf_counter()
+        counts[how] = ([model.demo_cost(d) for d in sample] if how == "one_at_a_time"
+                       else model.demo_costs(sample))
+        seconds = time.perf_counter() - start
+        out[how] = {"demos": len(sample), "seconds": round(seconds, 3),
+                    "per_second": round(len(sample) / seconds, 1) if seconds else None}
+    out["identical"] = counts["one_at_a_time"] == counts["batched"]
+    out["speedup"] = (round(out["batched"]["per_second"] / out["one_at_a_time"]["per_second"], 2)
+                      if out["one_at_a_time"]["per_second"] else None)
+    out["counter"] = counter_model
+    full = PromptCostModel(signature, get_token_counter(counter_model), adapter)
+    real["costs"] = np.asarray(full.demo_costs(demos), dtype=float)
+    return out
+
+
+def _embed_worker(texts):
+    from knapsack_dspy.embeddings import TextEmbedder
+
+    embedder = TextEmbedder(use_cache=False)
+    start = time.perf_counter()
+    embedder._load()
+    loaded = time.perf_counter() - start
+    start = time.perf_counter()
+    embedder.encode(texts)
+    return loaded, time.perf_counter() - start
+
+
+def embedding_throughput(texts: list[str], ray_cpus: int = 0) -> dict:
+    """Sentences per second encoding ``texts`` (uncached) in 1 and 2 local worker processes, and in
+    ``ray_cpus`` tasks of a local Ray cluster (0: not measured)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    out = {"texts": len(texts)}
+    for workers in (1, 2):
+        parts = [texts[k::workers] for k in range(workers)]
+        start = time.perf_counter()
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            results = list(pool.map(_embed_worker, parts))
+        wall = time.perf_counter() - start
+        load = max(r[0] for r in results)
+        encode = max(r[1] for r in results)
+        out[f"{workers}_workers"] = {"model_load_s": round(load, 2), "encode_s": round(encode, 2),
+                                     "per_second": round(len(texts) / encode, 1) if encode else None,
+                                     "wall_s": round(wall, 2)}
+    if not ray_cpus:
+        out["ray"] = "not measured (--ray-cpus 0)"
+        return out
+    import ray  # the bench's scale-out extra
+
+    ray.init(num_cpus=ray_cpus, include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1)(_embed_worker)
+        start = time.perf_counter()
+        results = ray.get([task.remote(texts[k::ray_cpus]) for k in range(ray_cpus)])
+        wall = time.perf_counter() - start
+    finally:
+        ray.shutdown()
+    encode = max(r[1] for r in results)
+    out["ray"] = {"cpus": ray_cpus, "model_load_s": round(max(r[0] for r in results), 2),
+                  "encode_s": round(encode, 2), "per_second": round(len(texts) / encode, 1) if encode else None,
+                  "wall_s": round(wall, 2)}
+    return out
+
+
+# -- synthetic pools ------------------------------------------------------------------------------------
+def synthetic(real, n: int, noise: float, seed: int):
+    """A pool of ``n`` from the real one by the rule of the module docstring: (embeddings, source index)."""
+    rng = np.random.default_rng([seed, n])
+    e = real["embeddings"]
+    if n == len(e):
+        return e.copy(), np.arange(n)
+    a, b = rng.integers(len(e), size=n), rng.integers(len(e), size=n)
+    w = rng.random(n, dtype=np.float32)[:, None]
+    out = np.empty((n, e.shape[1]), dtype=np.float32)
+    for start in range(0, n, 65_536):
+        s = slice(start, start + 65_536)
+        x = w[s] * e[a[s]] + (1 - w[s]) * e[b[s]]
+        x += noise * rng.standard_normal(x.shape, dtype=np.float32) / np.sqrt(e.shape[1])
+        out[s] = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return out, np.where(w[:, 0] >= 0.5, a, b)
+
+
+def nn_similarity(embeddings: np.ndarray, seed: int, sample: int = 1000) -> dict:
+    """The distribution of each sampled exemplar's similarity to its nearest other exemplar."""
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(embeddings), min(sample, len(embeddings)), replace=False)
+    best = np.full(rows.size, -np.inf)
+    for start in range(0, len(embeddings), 65_536):
+        block = np.asarray(embeddings[start:start + 65_536])
+        sims = np.asarray(embeddings[rows]) @ block.T
+        inside = (rows >= start) & (rows < start + len(block))
+        sims[np.flatnonzero(inside), rows[inside] - start] = -np.inf
+        best = np.maximum(best, sims.max(axis=1))
+    return {q: round(float(np.percentile(best, p)), 4) for q, p in
+            (("p5", 5), ("p25", 25), ("median", 50), ("p75", 75), ("p95", 95))}
+
+
+def build_store(real, root: Path, embeddings, source, args):
+    records = []
+    attrs = ("modality", "answer_type")
+    for j, r in enumerate(source.tolist()):
+        ex = real["examples"][r]
+        records.append(PoolRecord(f"s{j}", real["demos"][r], f"doc{j // DOC_SIZE}", real["texts"][r],
+                                  str(ex.get("program") or ""), {a: str(ex.get(a) or "") for a in attrs}))
+    start = time.perf_counter()
+    store = write_store(root, records, embeddings, real["costs"][source], embedder=real["embedder"].model_id,
+                        prompt_format=json.dumps({"benchmark": "pool_scale", "counter": args.counter}),
+                        index=len(records) >= ann_index.ANN_MIN_POOL,
+                        index_options={"nlist": args.nlist} if args.nlist else None)
+    return store, time.perf_counter() - start
+
+
+def state_and_load(store, embedder_id: str, counter: str) -> dict:
+    """The program state (JSON) referencing ``store`` and loading it back with its pool, warm and cold."""
+    from knapsack_dspy.modules.select_exemplars import SelectExemplars
+    from knapsack_dspy.selection.config import SelectionConfig
+
+    class StubEmbedder:  # the embedder's own load is not the program's: excluded
+        model_id = embedder_id
+
+        def encode(self, texts):
+            raise AssertionError("not called")
+
+    select = SelectExemplars(SelectionConfig(selector="seer", embed_fields=("question",)), embedder=StubEmbedder())
+    select._attach_store(store)
+    select.resolved_budget = 4096
+    select.token_model = counter
+    text = json.dumps(select.dump_state())
+
+    def load():
+        start = time.perf_counter()
+        with pool_store.searching(store.path.parent):
+            fresh = SelectExemplars(embedder=StubEmbedder()).load_state(json.loads(text))
+            pool = fresh.pool()
+        return time.perf_counter() - start, pool
+
+    def drop_page_cache():
+        for path in store.path.iterdir():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+    drop_page_cache()
+    cold, _ = load()
+    load()
+    warm = [load()[0] for _ in range(3)]
+    return {"state_bytes": len(text.encode()), "load_cold_s": round(cold, 3), "load_warm_s": round(median(warm), 3)}
+
+
+def serve_phase(job: dict) -> dict:
+    """Load the store and answer the queries (in a process of its own: its peak memory is what selecting from
+    the pool takes, not what building it took)."""
+    if job["ann_min"] is not None:
+        ann_index.ANN_MIN_POOL = job["ann_min"]
+    store = pool_store.open_store(job["store"])
+    n = len(store)
+    row = state_and_load(store, job["embedder"], job["counter"])
+    index = store.index()
+    if index is not None:
+        row["index"] = {"nlist": index.nlist, "nprobe": index.nprobe, "calibration": index.calibration}
+    common = dict(ids=store.ids.tolist(), embeddings=store.embeddings, costs=store.costs,
+                  attributes=store.attributes, doc_ids=store.doc_ids)
+    exact_pool = ExemplarPool(**common)
+    ann_pool = ExemplarPool(**common, index=index) if index is not None else None
+    seer = KnapsackSelector()
+    times = {"exact_retrieval_ms": [], "ann_retrieval_ms": [], "selection_ms": [], "exact_selection_ms": []}
+    recalls, ratios = [], []
+    run_exact = n <= job["exact_max"]
+    for q, (modality, embedding) in enumerate(zip(job["modalities"], job["embeddings"], strict=True)):
+        request = SelectionRequest(embedding, capacity=job["capacity"], target_attributes={"modality": modality},
+                                   doc_id=f"doc{(q * 7919) % max(1, n // DOC_SIZE)}")
+        if run_exact:
+            start = time.perf_counter()
+            exact_idx, _ = candidates(exact_pool, request, K)
+            times["exact_retrieval_ms"].append(ms(time.perf_counter() - start))
+            start = time.perf_counter()
+            exact_sel = seer.select(exact_pool, request)
+            times["exact_selection_ms"].append(ms(time.perf_counter() - start))
+        pool = ann_pool or exact_pool
+        if ann_pool is not None:
+            start = time.perf_counter()
+            ann_idx, _ = candidates(ann_pool, request, K)
+            times["ann_retrieval_ms"].append(ms(time.perf_counter() - start))
+        start = time.perf_counter()
+        chosen = seer.select(pool, request)
+        times["selection_ms"].append(ms(time.perf_counter() - start))
+        if run_exact and ann_pool is not None:
+            recalls.append(len(set(exact_idx.tolist()) & set(ann_idx.tolist())) / K)
+            sims = np.asarray(exact_pool.embeddings @ np.asarray(embedding, dtype=np.float32), dtype=float)
+            exact_value = sims[list(exact_sel.indices)].sum()
+            ratios.append(float(sims[list(chosen.indices)].sum() / exact_value) if exact_value > 0 else 1.0)
+    for key, values in times.items():
+        if values:
+            row[key] = {"median": round(median(values), 3), "p95": round(pct(values, 95), 3)}
+    row["path"] = "ann" if ann_pool is not None else "exact"
+    if recalls:
+        row["recall_at_k"] = {"k": K, "mean": round(float(np.mean(recalls)), 4), "min": round(min(recalls), 4)}
+        row["objective_ratio"] = {"mean": round(float(np.mean(ratios)), 4), "p5": round(pct(ratios, 5), 4)}
+    row["peak_rss_mb"] = peak_rss_mb()
+    return row
+
+
+def run_size(real, n: int, args, root: Path) -> dict:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    embeddings, source = synthetic(real, n, args.noise, args.seed)
+    row: dict = {"size": n, "nn_similarity": nn_similarity(embeddings, args.seed)}
+    store, seconds = build_store(real, root, embeddings, source, args)
+    del embeddings
+    row["store_build_s"] = round(seconds, 2)  # with the index's k-means and calibration when it has one
+    row["store_bytes"] = sum(p.stat().st_size for p in store.path.iterdir())
+    row["build_peak_rss_mb"] = peak_rss_mb()
+    job = {"store": str(store.path), "ann_min": ann_index.ANN_MIN_POOL, "embedder": real["embedder"].model_id,
+           "counter": args.counter, "capacity": args.capacity, "exact_max": args.exact_max,
+           "modalities": [str(q.get("modality") or "table") for q in real["queries"]],
+           "embeddings": np.asarray(real["query_embeddings"])}
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as worker:
+        row.update(worker.submit(serve_phase, job).result())
+    if not args.keep:
+        shutil.rmtree(store.path, ignore_errors=True)
+    return row
+
+
+def markdown(result: dict) -> str:
+    lines = ["# Pool scale", "", f"Machine: {result['machine']}; queries: {result['queries']}; "
+             f"synthetic rule: {result['rule']}", "",
+             "| pool | path | NN sim p5 / median / p95 | exact retrieval ms | index retrieval ms | selection ms "
+             "(x smallest) | recall@200 | objective mean / p5 | state bytes | load warm / cold s | "
+             "serving peak RSS MB |",
+             "|---:|---|---|---:|---:|---:|---:|---|---:|---|---:|"]
+    base = result["sizes"][0].get("selection_ms", {}).get("median")
+    real_nn = result["real_pool_nn_similarity"]
+    lines.insert(4, f"Real TAT-QA pool NN similarity: p5 {real_nn['p5']}, median {real_nn['median']}, "
+                    f"p95 {real_nn['p95']}\n")
+    for row in result["sizes"]:
+        nn = row["nn_similarity"]
+        sel = row.get("selection_ms", {}).get("median")
+        ratio = f" ({sel / base:.2f}x)" if sel and base else ""
+        rec = row.get("recall_at_k", {}).get("mean", "")
+        obj = row.get("objective_ratio", {})
+        lines.append(f"| {row['size']:,} | {row['path']} | {nn['p5']} / {nn['median']} / {nn['p95']} | "
+                     f"{row.get('exact_retrieval_ms', {}).get('median', '')} | "
+                     f"{row.get('ann_retrieval_ms', {}).get('median', '')} | {sel}{ratio} | {rec} | "
+                     f"{obj.get('mean', '')} / {obj.get('p5', '')} | {row['state_bytes']:,} | "
+                     f"{row['load_warm_s']} / {row['load_cold_s']} | {row['peak_rss_mb']} |")
+    costs = result.get("token_costs")
+    if costs:
+        lines += ["", f"Token costs ({costs['counter']}): one at a time {costs['one_at_a_time']['per_second']}/s, "
+                      f"batched {costs['batched']['per_second']}/s ({costs['speedup']}x), identical: "
+                      f"{costs['identical']}"]
+    emb = result.get("embedding")
+    if emb:
+        lines += ["", f"Embedding ({emb['texts']} texts): 1 worker {emb['1_workers']['per_second']}/s, 2 workers "
+                      f"{emb['2_workers']['per_second']}/s (model load {emb['1_workers']['model_load_s']} s, "
+                      f"excluded); Ray: {emb['ray'] if isinstance(emb['ray'], str) else emb['ray']['per_second']}"
+                      + ("" if isinstance(emb["ray"], str) else "/s")]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000,1000000")
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--noise", type=float, default=0.35)
+    parser.add_argument("--capacity", type=float, default=2700.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--exact-max", type=int, default=1_000_000, help="largest pool the exact path runs at")
+    parser.add_argument("--ann-min", type=int, default=None,
+                        help=f"index pools from this size (default ANN_MIN_POOL = {ann_index.ANN_MIN_POOL})")
+    parser.add_argument("--nlist", type=int, default=None,
+                        help="the index's cells (default: ann_index's rule, 4 sqrt(n))")
+    parser.add_argument("--counter", default="local/qwen2.5-coder-1.5b-instruct",
+                        help="the model whose tokenizer measures the demos (a local model: its 0.5B twin counts)")
+    parser.add_argument("--cost-demos", type=int, default=1000, help="demos timed one at a time and batched")
+    parser.add_argument("--embed-texts", type=int, default=4000, help="texts for embedding throughput (0: skip)")
+    parser.add_argument("--ray-cpus", type=int, default=2,
+                        help="embedding throughput in a local Ray cluster of this many CPUs (0: skip)")
+    parser.add_argument("--store-dir", default=None, help="where the stores are written (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the stores")
+    parser.add_argument("--out", default=None, help="directory for pool_scale.json and pool_scale.md")
+    args = parser.parse_args(argv)
+    if args.ann_min is not None:
+        ann_index.ANN_MIN_POOL = args.ann_min
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    root = Path(args.store_dir or tempfile.mkdtemp(prefix="pool_scale-"))
+    real = real_pool(args)
+    result = {"machine": f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}", "queries": len(real["queries"]),
+              "rule": "w e_a + (1 - w) e_b + sigma g, normalised (module docstring)", "noise": args.noise,
+              "capacity": args.capacity, "ann_min_pool": ann_index.ANN_MIN_POOL,
+              "inline_pool_limit": pool_store.INLINE_POOL_LIMIT,
+              "real_pool_nn_similarity": nn_similarity(real["embeddings"], args.seed)}
+    print(f"real pool: {len(real['demos'])} demos; {len(real['queries'])} queries", file=sys.stderr)
+    result["token_costs"] = measured_costs(real, args.counter, args.cost_demos)
+    print(f"token costs: {result['token_costs']}", file=sys.stderr)
+    if args.embed_texts:
+        texts = [f"{t} #{k}" for k, t in enumerate((real["texts"] * (args.embed_texts // len(real["texts"]) + 1))
+                                                   [: args.embed_texts])]
+        result["embedding"] = embedding_throughput(texts, args.ray_cpus)
+    result["sizes"] = []
+    for n in sizes:
+        row = run_size(real, n, args, root)
+        print(json.dumps(row), file=sys.stderr)
+        result["sizes"].append(row)
+    if not args.keep and args.store_dir is None:
+        shutil.rmtree(root, ignore_errors=True)
+    base = result["sizes"][0].get("selection_ms", {}).get("median")
+    for row in result["sizes"]:
+        sel = row.get("selection_ms", {}).get("median")
+        row["selection_vs_smallest"] = round(sel / base, 3) if sel and base else None
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "pool_scale.json").write_text(text)
+        (out / "pool_scale.md").write_text(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
