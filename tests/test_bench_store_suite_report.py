@@ -191,6 +191,19 @@ def test_write_report_renders_table_and_plots(tmp_path):
     assert "Paired comparisons" in md and "| seer − kate | 10 (10) | +30.0 [" in md
 
 
+def test_finqa_rows_report_program_accuracy_beside_execution_accuracy(tmp_path):
+    spec = {"dataset": "finqa", "pipeline": "finqa_pot", "selector": "seer", "budget": 2048, "max_exemplars": 4,
+            "model": "local/x"}
+    rows = [{"run": "r", "spec": spec, "example_id": str(i), "em": float(i < 3), "correct": i < 3,
+             "program_correct": i < 2, "within_budget": True, "prompt_tokens": 10, "exemplar_ids": ["a"]}
+            for i in range(5)]
+    m = aggregate(rows)["r"]
+    assert m["em"] == 60.0 and m["program_accuracy"] == 40.0 and m["program_accuracy_ci"][0] < 40.0
+    assert "program_accuracy" not in aggregate(_rows())["tatqa|pot|seer|b1024|m2"]  # TAT-QA rows: no such field
+    write_report(rows, tmp_path, "unit")
+    assert "| selector | EM | program accuracy |" in (tmp_path / "report.md").read_text()
+
+
 def test_exact_match_intervals_are_wilson_and_never_zero_width():
     rows = [{"run": "r", "spec": {"selector": "seer"}, "example_id": str(i), "em": 0.0, "f1": 0.5,
              "correct": False, "within_budget": True, "prompt_tokens": 10, "exemplar_ids": ["a"]} for i in range(5)]

@@ -71,7 +71,7 @@ def _main_table(items: list[dict], title: str) -> Table:
                 ("exemplar tokens", "mean_exemplar_tokens"), ("selection ms (median)", "selection_ms_median")]
         cols = [c for c in cols if c[1] != "mean_exemplar_tokens" or any(m.get(c[1]) is not None for m in items)]
     else:
-        cols = [("accuracy", "accuracy"), ("EM", "em"), ("F1", "f1"),
+        cols = [("accuracy", "accuracy"), ("EM", "em"), ("program accuracy", "program_accuracy"), ("F1", "f1"),
                 ("entailment", "entailment_accuracy"), ("numerical, exact $", "numerical_exact"),
                 ("numerical, within 10 %", "numerical_within_10pct"),
                 ("numerical, authors' rule", "authors_rule"), ("within budget", "within_budget"),

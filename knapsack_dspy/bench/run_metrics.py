@@ -61,6 +61,11 @@ def _score_fields(items: list[ResultRow]) -> dict:
             binary = all(v in (0.0, 1.0) for v in vals)  # EM: a proportion, Wilson (never zero-width)
             lo, hi = _proportion_ci(int(sum(vals)), len(vals)) if binary else _mean_ci(vals)
             m[f"{field.name}_ci"] = [100.0 * lo, 100.0 * hi]
+    programs = [bool(v) for v in _values(items, ResultRow.program_correct)]
+    if programs:  # FinQA DSL: program accuracy beside execution accuracy (EM), over the rows that define it
+        m["program_accuracy"] = 100.0 * sum(programs) / len(programs)
+        lo, hi = _proportion_ci(sum(programs), len(programs))
+        m["program_accuracy_ci"] = [100.0 * lo, 100.0 * hi]
     return m
 
 
