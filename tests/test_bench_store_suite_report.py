@@ -247,6 +247,18 @@ def test_runs_of_one_setting_that_share_a_selector_are_labelled_apart(tmp_path):
     assert {(c["a"], c["b"]) for c in comparisons} == {("seer [seed=0]", "kate"), ("seer [seed=0]", "seer [seed=1]")}
 
 
+def test_runs_that_differ_only_by_their_named_questions_are_labelled_apart(tmp_path):
+    spec = {"dataset": "sara", "pipeline": "cot", "selector": "kate_within_budget", "budget": 4096,
+            "max_exemplars": 2, "model": "m"}
+    rows = [{"run": f"r{g}", "spec": {**spec, "example_ids": [f"{g}{i}" for i in range(3)]}, "example_id": f"{g}{i}",
+             "em": 1.0, "correct": True} for g in ("s", "t") for i in range(3)]
+    write_report(rows, tmp_path, "unit")
+    md = (tmp_path / "report.md").read_text()
+    assert "| kate_within_budget [3 named questions from s0] |" in md
+    assert "| kate_within_budget [3 named questions from t0] |" in md
+    assert json.loads((tmp_path / "comparisons.json").read_text()) == []  # no question in common: no pair
+
+
 def test_reports_count_answered_wrong_apart_from_could_not_ask():
     spec = {"selector": "seer", "dataset": "tatqa"}
     rows = [{"run": "r", "spec": spec, "example_id": str(i), "em": 0.0, "correct": False, **extra}

@@ -62,6 +62,9 @@ def compare_selectors(rows: Iterable[Mapping], metrics: dict[str, dict],
         for other in items:
             if other is ref:
                 continue
+            if not set(scores[ref["run"]].get("em") or scores[ref["run"]].get("f1") or {}) & \
+                    set(scores[other["run"]].get("em") or scores[other["run"]].get("f1") or {}):
+                continue  # no question in common (e.g. SARA's entailment and numerical groups): nothing to pair
             entry = {"setting": list(setting), "a": ref.get("label"), "b": other.get("label"),
                      "run_a": ref["run"], "run_b": other["run"]}
             a_scores, b_scores = scores[ref["run"]], scores[other["run"]]

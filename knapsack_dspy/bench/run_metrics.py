@@ -221,9 +221,13 @@ def _label_runs(metrics: dict[str, dict]) -> None:
     for (_, selector), items in groups.items():
         keys = sorted({k for m in items for k in m["spec"]} - set(_UNLABELLED_FIELDS))
         differing = [k for k in keys if len({repr(m["spec"].get(k)) for m in items}) > 1]
+        named = len({repr(m["spec"].get("example_ids")) for m in items}) > 1  # e.g. SARA's two case groups
         for m in items:
-            extra = ", ".join(f"{k}={m['spec'].get(k)}" for k in differing)
-            m["label"] = f"{selector} [{extra}]" if extra else str(selector)
+            extra = [f"{k}={m['spec'].get(k)}" for k in differing]
+            if named:
+                ids = list(m["spec"].get("example_ids") or [])
+                extra.append(f"{len(ids)} named questions from {ids[0]}" if ids else "all questions")
+            m["label"] = f"{selector} [{', '.join(extra)}]" if extra else str(selector)
 
 
 def setting_of(spec: Mapping) -> tuple:
