@@ -263,11 +263,11 @@ def test_a_compiled_selection_adds_1000_exemplars_embedding_and_measuring_only_t
 def test_kdspy_serve_answers_with_a_store_backed_program_copied_elsewhere(tmp_path, cache, monkeypatch):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
-    from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
     from scaleout_helpers import ServerThread, StubLM, deterministic_reply
     from test_serve import _Spec, post
 
     from knapsack_dspy.serve.app import create_app
+    from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
 
     program, examples = compile_tatqa(3, monkeypatch)
     save_program(program, tmp_path / "run" / "program.json")
