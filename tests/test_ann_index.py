@@ -89,3 +89,14 @@ def test_a_small_pool_is_searched_exactly_even_with_an_index(synthetic):
     idx, sims = candidates(make_pool(pool, index), request, K)
     exact_idx, _exact_sims = candidates(make_pool(pool), request, K)
     assert np.array_equal(idx, exact_idx) and isinstance(sims, np.ndarray)
+
+
+def test_a_candidate_count_beyond_the_calibrated_k_is_searched_exactly(synthetic, monkeypatch):
+    pool, queries, index = synthetic
+    monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
+    assert index.calibration["k"] == K
+    request = SelectionRequest(queries[1], capacity=600)
+    _, within = candidates(make_pool(pool, index), request, K)
+    idx, beyond = candidates(make_pool(pool, index), request, 3 * K)  # recall measured for K only: exact
+    assert isinstance(within, CandidateValues) and isinstance(beyond, np.ndarray)
+    assert np.array_equal(idx, candidates(make_pool(pool), request, 3 * K)[0])

@@ -165,6 +165,13 @@ def test_the_hash_covers_the_records_the_embedder_and_the_prompt_format(tmp_path
     changed = records(5)
     changed[2] = PoolRecord("q2", {"question": "another", "answer": "2"}, "d2", "question 2")
     assert write_store(tmp_path, changed, embedder="e1", prompt_format="p1", **base).hash != a.hash
+    # the same records measured or embedded otherwise are another store, never the old one reused
+    recosted = write_store(tmp_path, records(5), embedder="e1", prompt_format="p1", embeddings=vectors(5),
+                           costs=np.arange(5.0) * 10)
+    assert recosted.hash != a.hash and list(recosted.costs) == [0.0, 10.0, 20.0, 30.0, 40.0]
+    assert write_store(tmp_path, records(5), embedder="e1", prompt_format="p1", embeddings=vectors(5, seed=1),
+                       costs=np.arange(5.0)).hash != a.hash
+    assert write_store(tmp_path, records(5), embedder="e1", prompt_format="p1", index=True, **base).hash != a.hash
     assert a.record(3)["demo"] == {"question": "question 3", "answer": "3"}
     assert list(a.column("embed_text"))[:2] == ["question 0", "question 1"]
     assert np.array_equal(np.asarray(a.embeddings), base["embeddings"]) and a.attributes["modality"][1] == "table"
@@ -258,6 +265,22 @@ def test_a_compiled_selection_adds_1000_exemplars_embedding_and_measuring_only_t
     assert "q3" not in select.pool_ids and select.costs[-1] == 12.0
     with pytest.raises(ValueError, match="ids already in the pool"):
         select.update_pool(*qa(20, 1), measure=measure)
+
+
+def test_an_inline_pool_measures_a_replaced_exemplar_again(cache):
+    from knapsack_dspy.modules.select_exemplars import SelectExemplars
+
+    select = SelectExemplars(selector="kate", max_exemplars=2, embedder=CountingHashingEmbedder())
+    examples, demos = qa(0, 20)
+    select.fit(examples, demos, [10.0] * 20, budget=1000, input_fields=["question"],
+               signature_fields=["question", "answer"])
+    assert select.store is None
+    new_examples, new_demos = qa(1, 1)
+    new_demos[0]["answer"] = "a much longer answer than before"  # q1 again, another demo
+    done = select.update_pool(new_examples, new_demos, remove_ids=["q1"], measure=lambda d: [999.0] * len(d))
+    assert done == {"embedded": 1, "measured": 1, "size": 20}  # its new text embedded, its new demo measured
+    assert select.costs[select.pool_ids.index("q1")] == 999.0
+    assert select.costs[select.pool_ids.index("q2")] == 10.0
 
 
 def test_kdspy_serve_answers_with_a_store_backed_program_copied_elsewhere(tmp_path, cache, monkeypatch):

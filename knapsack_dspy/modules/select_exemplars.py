@@ -313,20 +313,25 @@ class SelectExemplars(dspy.Module, Parameter):
                     prompt_format=self.store.prompt_format if self.store is not None else self.prompt_format())
                 self._attach_store(store)
             else:
-                known = dict(zip(self.pool_ids, self.costs, strict=True))
-                fresh = [r for r in records if r.id not in known]
-                costs = dict(zip([r.id for r in fresh], measure([r.demo for r in fresh]) if fresh else [],
-                                 strict=True))
+                def key(demo) -> str:  # a cost belongs to the demo as measured, not to its id (ids are reused)
+                    return json.dumps(demo, sort_keys=True, default=str)
+
+                known = {key(d): float(c) for i, d, c in zip(self.pool_ids, self.demos, self.costs, strict=True)
+                         if i not in removed}
+                fresh = list({key(r.demo): r for r in records if key(r.demo) not in known}.values())
+                known.update(zip([key(r.demo) for r in fresh],
+                                 map(float, measure([r.demo for r in fresh]) if fresh else []), strict=True))
+                old_texts = {t for i, t in zip(self.pool_ids, self.embed_texts, strict=True) if i not in removed}
                 self.pool_ids = [r.id for r in records]
                 self.demos = [r.demo for r in records]
-                self.costs = [float(known[r.id]) if r.id in known else float(costs[r.id]) for r in records]
+                self.costs = [known[key(r.demo)] for r in records]
                 self.doc_ids = [r.doc_id for r in records]
                 self.embed_texts = [r.embed_text for r in records]
                 self.programs = [r.program for r in records]
                 self.pool_attributes = {name: [str((r.attributes or {}).get(name, "")) for r in records]
                                         for name in names}
                 self._pool_obj = self._canonical = self._input_index = None
-                done = {"embedded": len({r.embed_text for r in fresh}), "measured": len(fresh)}
+                done = {"embedded": len({r.embed_text for r in records} - old_texts), "measured": len(fresh)}
             self._selector_obj = None
         return {**done, "size": len(records)}
 
@@ -682,6 +687,8 @@ def _validate_state(state: Any) -> None:
         if not (isinstance(ref, dict) and isinstance(ref.get("hash"), str) and len(ref["hash"]) == 64
                 and isinstance(ref.get("size"), int) and ref["size"] > 0):
             fail("pool_store must be {\"hash\": 64 hex digits, \"size\": a positive count}")
+        if not isinstance(state["resolved_budget"], int) or state["resolved_budget"] <= 0:
+            fail(f"resolved_budget must be a positive integer, got {state['resolved_budget']!r}")
         return
     pool = state["pool"]
     n = len(pool.get("ids", []))

@@ -26,8 +26,9 @@ scanned; ``.npy`` files memory-map with numpy alone (no new dependency), load in
 readable by anything. The records are read one at a time, by offset.
 
 **The hash** is the sha256 of the store format, the embedder's identity (``TextEmbedder.model_id``), the prompt
-format (the token model, the signature's fields, the adapter: what a token cost depends on) and the sha256 of
-``records.jsonl``: the same pool measured and embedded the same way has the same hash, wherever it is built.
+format (the token model, the signature's fields, the adapter) and the sha256 of every file (the records, and the
+costs, embeddings and index measured and built from them): the same pool measured and embedded the same way has
+the same hash, wherever it is built; measured another way, it is another store.
 
 **Where stores are looked for** (:func:`find_store`): the directories of :func:`store_search_dirs` (a program
 loaded from a file: the ``pools/`` folder beside it), then :func:`default_store_root` (``<project
@@ -138,10 +139,11 @@ def _sha256_file(path: Path, edges_only: bool = False) -> str:
     return digest.hexdigest()
 
 
-def store_hash(records_sha256: str, embedder: str, prompt_format: str) -> str:
-    """The content hash of a store: its format, the embedder's identity, the prompt format, the records."""
+def store_hash(files_sha256: Mapping[str, str], embedder: str, prompt_format: str) -> str:
+    """The content hash of a store: its format, the embedder's identity, the prompt format and the sha256 of every
+    file it holds (the records, and what was measured and built from them: embeddings, token costs, the index)."""
     text = json.dumps({"format": STORE_FORMAT, "embedder": embedder, "prompt_format": prompt_format,
-                       "records": records_sha256}, sort_keys=True)
+                       "files": dict(files_sha256)}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -260,8 +262,9 @@ class PoolStore:
     def __getstate__(self):  # pickled with a program (dspy.save(save_program=True)): reopened from its path
         return {"path": str(self.path), "manifest": self.manifest}
 
-    def __setstate__(self, state):
-        self.__init__(Path(state["path"]), state["manifest"])
+    def __setstate__(self, state):  # unpickled (dspy.load, Ray): opened again, with open_store's checks
+        opened = open_store(Path(state["path"]), state["manifest"].get("hash"))
+        self.__init__(opened.path, opened.manifest)
 
 
 def _error(hash_: str, what: str) -> PoolStoreError:
@@ -275,8 +278,8 @@ def _check(path: Path, manifest: dict, hash_: str, full: bool) -> None:
     files = manifest.get("files") or {}
     if "records.jsonl" not in files:
         raise _error(hash_, f"{path}/manifest.json lists no records.jsonl: not a pool store")
-    expected = store_hash(files["records.jsonl"]["sha256"], manifest.get("embedder", ""),
-                          manifest.get("prompt_format", ""))
+    expected = store_hash({name: entry.get("sha256", "") for name, entry in files.items()},
+                          manifest.get("embedder", ""), manifest.get("prompt_format", ""))
     if manifest.get("hash") != hash_ or expected != hash_:
         raise _error(hash_, f"{path}/manifest.json was altered (its content hash is {expected[:16]}): copy the "
                             "store again from where the program was saved")
@@ -343,18 +346,11 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
     tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=root))
     try:
         offsets = np.zeros(n + 1, dtype=np.int64)
-        digest = hashlib.sha256()
         with open(tmp / "records.jsonl", "wb") as f:
             for k, record in enumerate(records):
                 line = _record_line(record)
                 f.write(line)
-                digest.update(line)
                 offsets[k + 1] = offsets[k] + len(line)
-        hash_ = store_hash(digest.hexdigest(), embedder, prompt_format)
-        final = root / hash_
-        if final.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-            return open_store(final, hash_)
         names = sorted({k for r in records for k in (r.attributes or {})})
         np.save(tmp / "record_offsets.npy", offsets)
         np.save(tmp / "ids.npy", np.asarray([r.id for r in records], dtype=str))
@@ -379,6 +375,11 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
         for path in sorted(tmp.iterdir()):
             files[path.name] = {"bytes": path.stat().st_size, "sha256": _sha256_file(path),
                                 "edges_sha256": _sha256_file(path, edges_only=True)}
+        hash_ = store_hash({name: entry["sha256"] for name, entry in files.items()}, embedder, prompt_format)
+        final = root / hash_
+        if final.is_dir():  # the same content, written before
+            shutil.rmtree(tmp, ignore_errors=True)
+            return open_store(final, hash_)
         manifest = {"kind": "knapsack-dspy pool store", "format": STORE_FORMAT, "hash": hash_, "size": n,
                     "dim": int(embeddings.shape[1]) if n else 0, "embedder": embedder,
                     "prompt_format": prompt_format, "attributes": names, "index": built, "inputs_digests": has_digests,

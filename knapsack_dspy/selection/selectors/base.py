@@ -211,9 +211,11 @@ def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k:
 def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None):
     """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest: exactly, or, in a
     pool of at least ``ANN_MIN_POOL`` exemplars with a nearest-neighbour index (and no value function), by the
-    index (the similarities then cover the candidates only: :class:`CandidateValues`)."""
+    index (the similarities then cover the candidates only: :class:`CandidateValues`) -- when ``knn_k`` is no more
+    than the k its ``nprobe`` was calibrated for (its recall is measured for that k only); otherwise exactly."""
+    calibrated_k = int((getattr(pool.index, "calibration", None) or {}).get("k") or 0) if pool.index else 0
     if (knn_k is not None and request.values is None and pool.index is not None
-            and len(pool) >= ann_index.ANN_MIN_POOL):
+            and len(pool) >= ann_index.ANN_MIN_POOL and knn_k <= calibrated_k):
         found = approximate_candidates(pool, request, knn_k)
         if found is not None:
             return found
