@@ -564,3 +564,17 @@ def test_rows_say_which_copied_numbers_were_replaced_by_their_cells():
     fixed = dspy.Prediction(answer=1.0, scale_reason="r", cell_fixes=["a: 1 -> 2 (Revenue, 2019)"])
     assert _answer_details(fixed) == {"scale_reason": "r", "cell_fixes": ["a: 1 -> 2 (Revenue, 2019)"]}
     assert "cell_fixes" not in _answer_details(dspy.Prediction(answer=1.0, cell_fixes=[]))
+
+
+def test_a_selection_only_run_beside_lm_runs_of_the_same_code_is_no_conflict():
+    from knapsack_dspy.bench.provenance import provenance_conflict, run_provenance
+
+    lm = run_provenance("local/qwen2.5-coder-0.5b-instruct", adapter="ChatAdapter", seed=0)
+    selection_only = run_provenance(None, adapter="ChatAdapter", seed=0)
+    assert "xllamacpp" in lm["packages"] and "xllamacpp" not in selection_only["packages"]
+    rows = [{"run": "lm", "example_id": "1", "provenance": lm},
+            {"run": "sel", "example_id": "1", "provenance": selection_only}]
+    assert provenance_conflict(rows, "lm", lm) is None  # the LM run resumed beside the selection-only rows
+    assert provenance_conflict(rows, "sel", selection_only) is None
+    other = {**lm, "packages": {**lm["packages"], "dspy": "0.0.1"}}
+    assert "other code or packages (packages:" in provenance_conflict(rows, "lm", other)

@@ -138,12 +138,26 @@ def provenance_difference(old, new) -> str:
     return "same"
 
 
+def _shared_packages(environment, other):
+    """``environment`` with only the packages ``other`` records too: a package one side does not record (the
+    embedded runtime, recorded for LM runs of a local model only) is no difference between a selection-only row and
+    an LM row of the same code."""
+    if not isinstance(environment, dict) or not isinstance(other, dict):
+        return environment
+    mine, theirs = environment.get("packages"), other.get("packages")
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return environment
+    return {**environment, "packages": {name: mine[name] for name in mine if name in theirs}}
+
+
 def provenance_conflict(rows, run: str, provenance: dict) -> str | None:
-    """The first difference between ``provenance`` (of run ``run``) and the rows already stored, or None."""
-    new_environment, new_run = _part(provenance, ENVIRONMENT_KEYS), _part(provenance, RUN_KEYS)
+    """The first difference between ``provenance`` (of run ``run``) and the rows already stored, or None.
+    Packages are compared where both record them (see :func:`_shared_packages`)."""
+    new_run = _part(provenance, RUN_KEYS)
     for row in map(as_row, rows):
         old = row.provenance
-        environment = _part(old, ENVIRONMENT_KEYS)
+        environment = _shared_packages(_part(old, ENVIRONMENT_KEYS), _part(provenance, ENVIRONMENT_KEYS))
+        new_environment = _shared_packages(_part(provenance, ENVIRONMENT_KEYS), _part(old, ENVIRONMENT_KEYS))
         if environment != new_environment:
             difference = provenance_difference(environment, new_environment)
             return f"the rows there were written by other code or packages ({difference})"
