@@ -257,6 +257,11 @@ def test_runs_that_differ_only_by_their_named_questions_are_labelled_apart(tmp_p
     assert "| kate_within_budget [3 named questions from s0] |" in md
     assert "| kate_within_budget [3 named questions from t0] |" in md
     assert json.loads((tmp_path / "comparisons.json").read_text()) == []  # no question in common: no pair
+    alike = [{**r, "run": "r3", "spec": {**r["spec"], "example_ids": ["s0", "x1", "x2"]}} for r in rows[:3]]
+    write_report(rows + alike, tmp_path, "unit")  # the same size and first id as run rs: a digest tells them apart
+    labels = {line.split(" |")[0] for line in (tmp_path / "report.md").read_text().splitlines()
+              if line.startswith("| kate_within_budget [3 named questions from s0") and " − " not in line}
+    assert len(labels) == 2 and all(" #" in label for label in labels)
 
 
 def test_reports_count_answered_wrong_apart_from_could_not_ask():

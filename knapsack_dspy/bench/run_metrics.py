@@ -10,6 +10,7 @@ get a ``label`` (their selector, plus the settings that tell two runs of one set
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -225,9 +226,18 @@ def _label_runs(metrics: dict[str, dict]) -> None:
         for m in items:
             extra = [f"{k}={m['spec'].get(k)}" for k in differing]
             if named:
-                ids = list(m["spec"].get("example_ids") or [])
-                extra.append(f"{len(ids)} named questions from {ids[0]}" if ids else "all questions")
+                extra.append(_questions_label(m["spec"].get("example_ids") or []))
             m["label"] = f"{selector} [{', '.join(extra)}]" if extra else str(selector)
+        labels = [m["label"] for m in items]
+        for m in items:  # named sets alike in size and first id: told apart by a digest of their ids
+            if labels.count(m["label"]) > 1 and m["spec"].get("example_ids"):
+                digest = hashlib.sha256("\n".join(map(str, m["spec"]["example_ids"])).encode()).hexdigest()[:6]
+                m["label"] = m["label"][:-1] + f" #{digest}]"
+
+
+def _questions_label(ids) -> str:
+    ids = list(ids)
+    return f"{len(ids)} named questions from {ids[0]}" if ids else "all questions"
 
 
 def setting_of(spec: Mapping) -> tuple:
