@@ -122,6 +122,14 @@ def test_a_missing_or_altered_store_is_one_clear_error(tmp_path, cache, monkeypa
     expected = {"missing": "not found", "costs": "costs.npy was altered", "manifest": "manifest.json was altered",
                 "truncated": "records.jsonl has"}[damage]
     assert expected in message
+    if damage == "missing":  # a selection asked to load a state whose store is gone is left as it was
+        select = program.select
+        before = (select.store, select.config, len(select.pool()))
+        state = select.dump_state()
+        state["pool_store"] = {**state["pool_store"], "hash": "0" * 64}
+        with pytest.raises(PoolStoreError):
+            select.load_state(state)
+        assert (select.store, select.config, len(select.pool())) == before
 
 
 def test_the_cli_reports_a_missing_store_in_one_line(tmp_path, cache, monkeypatch):

@@ -539,13 +539,15 @@ class SelectExemplars(dspy.Module, Parameter):
                       else SelectionConfig.from_dict(state["config"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"invalid SelectExemplars state: {exc}") from None
+        # version 5: a large pool lives in a pool store, found (or refused) before anything here changes
+        store = _referenced_store(state) if "pool_store" in state else None
         with self._lock:
             self.config = config
             if state["embedder_model"] != self.embedder.model_id:
                 self.embedder = TextEmbedder(state["embedder_model"])
             self._reset_learned()
-            if "pool_store" in state:  # version 5: a large pool lives in a pool store
-                self._attach_store(_referenced_store(state))
+            if store is not None:
+                self._attach_store(store)
             else:
                 pool = state["pool"]
                 self.pool_ids = list(pool["ids"])
