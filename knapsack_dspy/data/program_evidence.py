@@ -62,18 +62,27 @@ def _cell_values(cell: str) -> set[float]:
     return values
 
 
-def program_evidence(program: str, table: Sequence[Sequence[str]], paragraphs: Sequence[str]) -> list[str]:
-    """Evidence keys (``"table_<row>"``, ``"text_<sentence>"``) of the cells / sentences a FinQA program reads;
-    ``[]`` for an unreadable program."""
+def _read(program: str, table, paragraphs):
+    """(the program's steps, the table's rows as strings, each row's data-cell values (none for header rows), each
+    sentence's numbers); ``None`` for an unreadable program."""
     try:
         steps = parse_program(program)
     except ProgramError:
-        return []
+        return None
     rows = [[str(c) for c in row] for row in (table or [])]
     first_data = header_row_count(rows) if rows else 0
     row_values = [set().union(*(_cell_values(c) for c in row[1:])) if i >= first_data else set()
                   for i, row in enumerate(rows)]
-    sentences = [sentence_numbers(p) for p in paragraphs or []]
+    return steps, rows, row_values, [sentence_numbers(p) for p in paragraphs or []]
+
+
+def program_evidence(program: str, table: Sequence[Sequence[str]], paragraphs: Sequence[str]) -> list[str]:
+    """Evidence keys (``"table_<row>"``, ``"text_<sentence>"``) of the cells / sentences a FinQA program reads;
+    ``[]`` for an unreadable program."""
+    read = _read(program, table, paragraphs)
+    if read is None:
+        return []
+    steps, rows, row_values, sentences = read
     wanted_rows: set[int] = set()
     wanted_text: set[int] = set()
     for step in steps:
@@ -102,14 +111,11 @@ def program_reads_shown(program: str, table: Sequence[Sequence[str]],
     operation's row -- shown when a row of ``table`` starts with that name. With the context a prompt shows (a
     query's retrieved rows and sentences) this is the retrieval recall of the facts the gold answer needs, for
     records without ``gold_inds``."""
-    try:
-        steps = parse_program(program)
-    except ProgramError:
+    read = _read(program, table, paragraphs)
+    if read is None:
         return None
-    rows = [[str(c) for c in row] for row in (table or [])]
-    first_data = header_row_count(rows) if rows else 0
-    cells = set().union(*(_cell_values(c) for row in rows[first_data:] for c in row[1:]))
-    sentences = set().union(*(sentence_numbers(p) for p in paragraphs or []))
+    steps, rows, row_values, sentence_values = read
+    shown_values = set().union(*row_values, *sentence_values)
     names = {row[0] for row in rows if row}
     shown = total = 0
     for step in steps:
@@ -122,7 +128,7 @@ def program_reads_shown(program: str, table: Sequence[Sequence[str]],
                 continue
             values = _argument_values(arg)
             total += 1
-            shown += bool(values & (cells | sentences))
+            shown += bool(values & shown_values)
     return shown, total
 
 
