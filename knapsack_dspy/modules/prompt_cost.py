@@ -93,11 +93,15 @@ class PromptCostModel:
         key = self._memo_key("demo", dict(demo))
         return self._count_demo(demo) if key is None else _counts.get_or_compute(key, lambda: self._count_demo(demo))
 
-    def _count_demo(self, demo: Mapping) -> int:
+    def _anchored_demo(self, demo: Mapping) -> list[dict]:
+        """The anchor message followed by ``demo``'s messages: what is counted (less the anchor's tokens)."""
         messages = self._demo_messages(demo)
         if not messages:
             raise ValueError(f"demo has none of the fields of {self.signature.__name__}: {sorted(dict(demo))}")
-        return int(self.counter.count_messages(list(_ANCHOR) + messages) - self._anchor_tokens)
+        return list(_ANCHOR) + messages
+
+    def _count_demo(self, demo: Mapping) -> int:
+        return int(self.counter.count_messages(self._anchored_demo(demo)) - self._anchor_tokens)
 
     def demo_costs(self, demos: Sequence[Mapping], *, batch_size: int = 512, progress: bool = False) -> list[int]:
         """``[demo_cost(d) for d in demos]`` (the same counts), measured in batches: the demos not yet known are
@@ -115,14 +119,7 @@ class PromptCostModel:
             costs: list[int | None] = [None if key is None else _counts.get(key) for key in keys]
             todo = [i for i, cost in enumerate(costs) if cost is None]
             if todo:
-                batch = []
-                for i in todo:
-                    messages = self._demo_messages(chunk[i])
-                    if not messages:
-                        raise ValueError(f"demo has none of the fields of {self.signature.__name__}: "
-                                         f"{sorted(chunk[i])}")
-                    batch.append(list(_ANCHOR) + messages)
-                counted = _count_batch(self.counter, batch)
+                counted = _count_batch(self.counter, [self._anchored_demo(chunk[i]) for i in todo])
                 for i, count in zip(todo, counted, strict=True):
                     costs[i] = int(count - self._anchor_tokens)
                     if keys[i] is not None:
