@@ -313,18 +313,16 @@ class SelectExemplars(dspy.Module, Parameter):
                     prompt_format=self.store.prompt_format if self.store is not None else self.prompt_format())
                 self._attach_store(store)
             else:
-                def key(demo) -> str:  # a cost belongs to the demo as measured, not to its id (ids are reused)
-                    return json.dumps(demo, sort_keys=True, default=str)
-
-                known = {key(d): float(c) for i, d, c in zip(self.pool_ids, self.demos, self.costs, strict=True)
-                         if i not in removed}
-                fresh = list({key(r.demo): r for r in records if key(r.demo) not in known}.values())
-                known.update(zip([key(r.demo) for r in fresh],
+                known = {pool_store.demo_key(d): float(c)
+                         for i, d, c in zip(self.pool_ids, self.demos, self.costs, strict=True) if i not in removed}
+                fresh = list({pool_store.demo_key(r.demo): r for r in records
+                              if pool_store.demo_key(r.demo) not in known}.values())
+                known.update(zip([pool_store.demo_key(r.demo) for r in fresh],
                                  map(float, measure([r.demo for r in fresh]) if fresh else []), strict=True))
                 old_texts = {t for i, t in zip(self.pool_ids, self.embed_texts, strict=True) if i not in removed}
                 self.pool_ids = [r.id for r in records]
                 self.demos = [r.demo for r in records]
-                self.costs = [known[key(r.demo)] for r in records]
+                self.costs = [known[pool_store.demo_key(r.demo)] for r in records]
                 self.doc_ids = [r.doc_id for r in records]
                 self.embed_texts = [r.embed_text for r in records]
                 self.programs = [r.program for r in records]

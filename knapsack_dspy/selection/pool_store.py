@@ -327,6 +327,11 @@ def find_store(hash_: str, extra_dirs: Sequence[str | os.PathLike] = ()) -> Pool
                         "program file along with it, or compile the program again")
 
 
+def demo_key(demo: Mapping) -> str:
+    """What a token cost belongs to: the demo as measured (ids may be reused for another demo)."""
+    return json.dumps(demo, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddings: np.ndarray,
                 costs: Sequence[float], *, embedder: str, prompt_format: str,
                 group_costs: Sequence[float] = (), index: bool | None = None,
@@ -437,7 +442,7 @@ def extend_store(root: str | os.PathLike, base: PoolStore | None, records: Seque
     if base is not None:
         for k, record in enumerate(base.iter_records()):
             known_vectors.setdefault(record["embed_text"], k)
-            known_costs.setdefault(json.dumps(record["demo"], sort_keys=True, ensure_ascii=False), k)
+            known_costs.setdefault(demo_key(record["demo"]), k)
     n = len(records)
     dim = int(base.manifest["dim"]) if base is not None else None
     costs = np.zeros(n)
@@ -451,7 +456,7 @@ def extend_store(root: str | os.PathLike, base: PoolStore | None, records: Seque
         else:
             new_text_rows.append(i)
             new_texts.setdefault(record.embed_text, len(new_texts))
-        k = known_costs.get(json.dumps(record.demo, sort_keys=True, ensure_ascii=False))
+        k = known_costs.get(demo_key(record.demo))
         if k is not None:
             costs[i] = float(base.costs[k])
         else:
