@@ -9,8 +9,8 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.modules.compile_hooks import (
     CompileHooks,
     DemoFor,
@@ -209,10 +209,10 @@ class _Factories:
 
 
 def _run(tmp_path, data, embedder, suite, monkeypatch, **kw):
+    from knapsack_dspy.bench.programs import run_program
     pool, tune = data
-    from knapsack_dspy.bench import runner
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     f = _Factories(embedder)
     metrics = run_suite(suite, tmp_path, embedder=embedder, token_counter_factory=f.counter, lm_factory=f.lm,
                         progress=False, log=lambda msg: None, **kw)
@@ -259,10 +259,10 @@ def test_bench_selection_only_reports_selection_quality(tmp_path, data, embedder
 
 
 def test_one_failing_example_is_recorded_and_the_run_goes_on(tmp_path, data, embedder, monkeypatch):
+    from knapsack_dspy.bench.programs import run_program
     pool, tune = data
-    from knapsack_dspy.bench import runner
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
 
     class FlakyLM(DummyLM):
         def __init__(self):
@@ -355,7 +355,7 @@ def test_embeddings_are_prefetched_in_one_batch_then_served_from_the_cache(tmp_p
 
 
 def test_bench_answers_the_named_questions_only(tmp_path, data, embedder, monkeypatch):
-    from knapsack_dspy.bench.suite import SuiteError
+    from knapsack_dspy.bench.suites.suite import SuiteError
 
     _, tune = data
     wanted = [tune[5].id, tune[2].id]
@@ -384,9 +384,9 @@ def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, e
             self.lms.append(lm)
             return lm
 
-    from knapsack_dspy.bench import runner
+    from knapsack_dspy.bench.programs import run_program
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     f = OracleFactories(embedder)
     metrics = run_suite(_suite(selector="kate"), tmp_path, embedder=embedder, token_counter_factory=f.counter,
                         lm_factory=f.lm, progress=False, log=lambda msg: None)
@@ -401,12 +401,12 @@ def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, e
 
 def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypatch):
     """FinQA program of thought (the DSL) through the bench: the gold program is execution- and program-correct."""
+    from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.data import load_examples
 
     records = list(load_examples("finqa", path=Path(__file__).parent / "fixtures" / "finqa_small.json"))
-    from knapsack_dspy.bench import runner
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: records)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: records)
 
     class OracleFactories(_Factories):
         def lm(self, spec):

@@ -190,8 +190,8 @@ def test_bench_retries_other_errors_only_when_told(env, capsys):
 
 
 def test_timeout_and_retries_are_set_per_suite_and_per_command(env, monkeypatch):
-    from knapsack_dspy.bench import run_job, runner
-    from knapsack_dspy.bench.suite import load_suite
+    from knapsack_dspy.bench.execution import run_job, runner
+    from knapsack_dspy.bench.suites.suite import load_suite
 
     seen = []
     monkeypatch.setattr(

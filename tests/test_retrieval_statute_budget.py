@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import RunSpec, SuiteError, suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.retrieval.citations import extract_citations
@@ -124,11 +124,11 @@ def test_suites_check_the_statute_budget():
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_sara_prompt_is_within_the_budget_selection_only(tmp_path, corpus, strategy, monkeypatch):
-    from knapsack_dspy.bench import runner
+    from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.data import load_examples
 
     cases = load_examples("sara", split="train", data_dir=DATA_DIR)
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: cases)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: cases)
     suite = suite_from_dict({"name": "t", "dataset": "sara", "pool_split": "train", "eval_split": "train",
                              "pipeline": "cot", "retrieval": strategy, "selector": "kate_within_budget",
                              "max_exemplars": 2, "attributes": [], "budget": 1500, "reserve_output_tokens": 300,
@@ -159,7 +159,7 @@ def test_compiled_programs_without_a_budget_are_unchanged(corpus, tmp_path):
 
 
 def test_the_table_3_suite_keeps_every_prompt_and_answer_within_the_context():
-    from knapsack_dspy.bench.suite import load_suite
+    from knapsack_dspy.bench.suites.suite import load_suite
     from knapsack_dspy.llm.local_models import DEFAULT_N_CTX
     from knapsack_dspy.selection.selectors.registry import selector_class
 

@@ -13,8 +13,8 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import SuiteError, suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.llm.lm_factory import make_lm
@@ -134,10 +134,9 @@ def test_pipelines_and_suites_carry_the_setting(tmp_path):
 
 
 def test_the_bench_records_the_votes_and_reports_what_samples_cost(tmp_path, monkeypatch):
-    from knapsack_dspy.bench import runner
-
+    from knapsack_dspy.bench.programs import run_program
     records = list(load_examples("finqa", path=FINQA_DOCS))
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: records[:4] if which == "pool"
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: records[:4] if which == "pool"
                         else records[4:])
     previous = dspy.cache
     configure_cache(enabled=False)
