@@ -8,7 +8,6 @@ picklable (classes at module level, no lambdas).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from helpers import HashingEmbedder, WordCounter
 
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.testing.openai_stub_server import chat_adapter_reply
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -60,7 +60,7 @@ def run_stub_suite(out, suite, splits: dict, base_url: str, embedder=None, **kw)
 
 def rows_of(out: Path) -> dict:
     """The rows of ``out/predictions.jsonl`` by (run, example), checking that each pair is there once."""
-    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    rows = load_rows(out)
     keyed = {(r["run"], r["example_id"]): r for r in rows}
     assert len(keyed) == len(rows)  # each (run, example) once
     return keyed

@@ -14,7 +14,7 @@ from knapsack_dspy.bench.programs import run_program
 from knapsack_dspy.bench.reporting.exemplar_index import index_exemplars
 from knapsack_dspy.bench.reporting.rescoring import rescore_results
 from knapsack_dspy.bench.results.store import ResultsFileError, ResultsStore, load_rows, rows_file
-from knapsack_dspy.bench.scoring.example_scores import paired_runs, results_diff
+from knapsack_dspy.bench.scoring import paired_runs, results_diff
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.data import load_examples
 

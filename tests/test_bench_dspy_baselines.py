@@ -2,7 +2,6 @@
 and budget accounting (their first prompts measured), selection-only runs for the LM-free ones, LM-compiled ones with
 a stand-in LM; and suites checked whole before anything runs."""
 
-import json
 import re
 
 import pytest
@@ -11,6 +10,7 @@ from helpers import FieldFillingLM, HashingEmbedder, WordCounter
 from test_pipeline import data, pytestmark
 
 from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES
@@ -33,7 +33,7 @@ def run(tmp_path, data, monkeypatch, the_suite, lm_factory=None, **kw):
     metrics = run_suite(the_suite, tmp_path, embedder=HashingEmbedder(), token_counter_factory=lambda m: WordCounter(),
                         lm_factory=lm_factory or (lambda spec: DummyLM([{"program": "ans = 1"}] * 500)),
                         progress=False, log=lambda msg: None, **kw)
-    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     return metrics, rows
 
 

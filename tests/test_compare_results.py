@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.scoring.example_scores import results_diff as compare_results
+from knapsack_dspy.bench.scoring import results_diff as compare_results
 
 RUN = "tatqa|pot|seer|b2048|m4|selection-only|b7234d21"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.scoring.example_scores import paired_runs as compare_runs
+from knapsack_dspy.bench.scoring import paired_runs as compare_runs
 from knapsack_dspy.data.loader import load_examples
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -1,7 +1,6 @@
 """FinQA with documents end to end: evidence found from gold programs, splits by page, demos cut to their evidence,
 FinQA-DSL and Python program of thought through the bench (DummyLM), official scoring, case-based pools."""
 
-import json
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,6 +12,7 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.programs.run_program import without_eval_questions
 from knapsack_dspy.bench.reporting.rescoring import rescore_row
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.data import load_examples
@@ -157,7 +157,7 @@ def test_bench_answers_finqa_documents_with_dsl_and_python_programs(tmp_path, re
                              "model": "openai/dummy"})
     run_suite(suite, tmp_path, embedder=HashingEmbedder(), token_counter_factory=lambda model: WordCounter(),
               lm_factory=_oracle_lm(records), progress=False, log=lambda msg: None)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 2 * len(evalset)
     assert all(r["correct"] for r in rows), [(r["example_id"], r["answer"], r["gold"], r["error"]) for r in rows]
     by_pipeline = {r["spec"]["pipeline"]: r for r in rows}
@@ -181,7 +181,7 @@ def test_a_case_pool_leaves_out_the_questions_asked(tmp_path, records, monkeypat
     run_suite(suite, tmp_path, embedder=HashingEmbedder(), token_counter_factory=lambda model: WordCounter(),
               progress=False, log=logged.append, selection_only=True)
     assert "pool finqa_cases: 1 examples ask an eval question and are left out" in logged
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert rows and all(copy.id not in r["exemplar_ids"] and r["exemplar_ids"] for r in rows)
 
 

@@ -10,6 +10,7 @@ from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
 from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.modules.compile_hooks import (
     CompileHooks,
@@ -221,13 +222,13 @@ def _run(tmp_path, data, embedder, suite, monkeypatch, **kw):
 
 def test_bench_resumes_without_duplicates_and_reuses_programs(tmp_path, data, embedder, monkeypatch):
     metrics, f = _run(tmp_path, data, embedder, _suite(), monkeypatch, limit=3)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 6
     assert sum(len(lm.history) for lm in f.lms) == 6
     programs = sorted((tmp_path / "programs").glob("*.json"))
     # the second invocation continues: only the 5 missing examples per run are answered
     metrics, f2 = _run(tmp_path, data, embedder, _suite(), monkeypatch, limit=8)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 16
     assert len({(r["run"], r["example_id"]) for r in rows}) == 16
     assert sum(len(lm.history) for lm in f2.lms) == 10
@@ -277,7 +278,7 @@ def test_one_failing_example_is_recorded_and_the_run_goes_on(tmp_path, data, emb
 
     run_suite(_suite(selector="kate"), tmp_path, embedder=embedder, token_counter_factory=lambda m: WordCounter(),
               lm_factory=lambda spec: FlakyLM(), progress=False, log=lambda m: None, limit=4)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 4
     failed = [r for r in rows if r["error"] and "exploded" in r["error"]]
     assert len(failed) == 1 and failed[0]["correct"] is False
@@ -360,7 +361,7 @@ def test_bench_answers_the_named_questions_only(tmp_path, data, embedder, monkey
     _, tune = data
     wanted = [tune[5].id, tune[2].id]
     _run(tmp_path, data, embedder, _suite(selector="kate", example_ids=wanted), monkeypatch)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert [r["example_id"] for r in rows] == [tune[2].id, tune[5].id]  # in the split's order
     with pytest.raises(SuiteError, match=r"1 example_ids are not in tatqa dev_tune: no-such-question"):
         _run(tmp_path / "other", data, embedder, _suite(selector="kate", example_ids=[tune[0].id, "no-such-question"]),
@@ -390,7 +391,7 @@ def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, e
     f = OracleFactories(embedder)
     metrics = run_suite(_suite(selector="kate"), tmp_path, embedder=embedder, token_counter_factory=f.counter,
                         lm_factory=f.lm, progress=False, log=lambda msg: None)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == len(queries)
     wrong = [(r["example_id"], r["answer"], r["gold"], r.get("error")) for r in rows if not r["correct"]]
     assert not wrong
@@ -417,7 +418,7 @@ def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypat
     f = OracleFactories(embedder)
     run_suite(_suite(dataset="finqa", selector="kate", attributes=[]), tmp_path, embedder=embedder,
               token_counter_factory=f.counter, lm_factory=f.lm, progress=False, log=lambda msg: None)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == len(records) == 3
     assert all(r["correct"] and r["program_correct"] for r in rows), [
         (r["answer"], r["gold"], r["error"]) for r in rows]

@@ -22,7 +22,7 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.programs import run_program
 from knapsack_dspy.bench.results.provenance import ProvenanceMismatchError
-from knapsack_dspy.bench.results.store import ResultsFileError, ResultsStore, encode_row
+from knapsack_dspy.bench.results.store import ResultsFileError, ResultsStore, encode_row, load_rows
 from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.hostile_answers import (
@@ -91,7 +91,7 @@ def _run(out, suite, splits, server, monkeypatch, **kw):
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    return load_rows(out)
 
 
 _REPRESENTATIVE = (

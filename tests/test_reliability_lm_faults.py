@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
@@ -143,7 +144,7 @@ def _suite(path: Path, api_base: str, **extra) -> Path:
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    return load_rows(out)
 
 
 def test_bench_retries_transient_failures_on_resume_and_replaces_their_rows(env, capsys):

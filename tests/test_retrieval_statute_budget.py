@@ -13,6 +13,7 @@ import pytest
 from helpers import HashingEmbedder, WordCounter
 
 from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
@@ -135,7 +136,7 @@ def test_every_sara_prompt_is_within_the_budget_selection_only(tmp_path, corpus,
                              "statute_tokens": 700})
     run_suite(suite, tmp_path, embedder=HashingEmbedder(), token_counter_factory=lambda model: WordCounter(),
               selection_only=True, progress=False, log=lambda message: None)
-    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 256 and all(r["within_budget"] and r["prompt_tokens"] <= 1500 - 300 for r in rows)
     assert sum(len(r["exemplar_ids"]) == 2 for r in rows) > 200
     saved = next(p for p in (tmp_path / "programs").glob("*.json") if not p.name.endswith(".report.json"))

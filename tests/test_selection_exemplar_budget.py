@@ -10,6 +10,7 @@ from test_select_exemplars import compile_tiny, load_tiny, make_examples
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.reporting.plots import draw_plot
 from knapsack_dspy.bench.reporting.report_tables import report_tables
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.scoring.run_metrics import aggregate
 from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.selection import SelectionConfig, SelectionConfigError
@@ -98,7 +99,7 @@ def test_rows_report_and_plots_show_the_exemplar_budget(tmp_path, embedder, coun
                              "runs": [{"exemplar_budget": 100}, {"exemplar_budget": 200}]})
     metrics = run_suite(suite, tmp_path, embedder=embedder, token_counter_factory=lambda model: counter,
                         selection_only=True, progress=False, log=lambda message: None)
-    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 8 * 8 and all(isinstance(r["exemplar_tokens"], int) for r in rows)
     for row in rows:
         assert row["within_budget"] == (row["exemplar_tokens"] <= row["spec"]["exemplar_budget"])

@@ -2,7 +2,6 @@
 with tiktoken's cl100k_base) ``within_budget`` rests on an estimate, and the selection log, the compile report,
 bench rows, ``metrics.json`` and ``report.md`` say so."""
 
-import json
 import os
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
 from knapsack_dspy.bench.execution import runner
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
 from knapsack_dspy.modules.selection_context import selection_log
@@ -62,7 +62,7 @@ def test_bench_rows_metrics_and_the_report_mark_estimated_runs(tmp_path, monkeyp
     def bench(out, counter):
         metrics = runner.run_suite(suite, out, embedder=HashingEmbedder(), token_counter_factory=lambda m: counter,
                                    progress=False, log=lambda message: None)
-        rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+        rows = load_rows(out)
         return metrics, rows, (out / "report.md").read_text()
 
     metrics, rows, report = bench(tmp_path / "estimated", ApproximateCounter())

@@ -2,7 +2,7 @@
 
 ``compile_program`` compiles the run's pipeline with ``KnapsackFewShot`` (or, for the DSPy baselines, DSPy's own
 optimizer: ``bench/programs/baseline_runs.py``) and saves it under ``<results>/programs/``; a later run of the same
-suite, ``kdspy report`` (the results page's prompts) and ``kdspy rescore`` reload it from there.
+suite, ``kdspy report`` (the results page's prompts) and ``kdspy bench --rescore`` reload it from there.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 
 def load_split(spec: RunSpec, which: str, data_dir):
+    """The run's ``"pool"`` or ``"eval"`` examples: its file (``pool_path`` / ``eval_path``) or its split."""
     path = spec.pool_path if which == "pool" else spec.eval_path
     split = spec.pool_split if which == "pool" else spec.eval_split
     dataset = (spec.pool_dataset or spec.dataset) if which == "pool" else spec.dataset

@@ -44,7 +44,7 @@ UNRECORDED = "unrecorded"
 ENVIRONMENT_KEYS = ("code", "packages")
 RUN_KEYS = ("model", "model_sha256", "adapter", "seed")
 _PACKAGES = ("dspy", "litellm", "knapsack-dspy")
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(_commit.__file__).resolve().parents[1]  # the checkout that holds the package
 
 
 class ProvenanceMismatchError(ValueError):
