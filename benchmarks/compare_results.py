@@ -3,12 +3,12 @@
 
     python benchmarks/compare_results.py DIR_A DIR_B [--match spec] [--ignore FIELD ...] [--show 5] [--json]
 
-What is compared and what is skipped: ``knapsack_dspy/bench/results_diff.py``.
+What is compared and what is skipped: ``knapsack_dspy/bench/scoring/results_diff.py``.
 """
 
 import sys
 
-from knapsack_dspy.bench.results_diff import main
+from knapsack_dspy.bench.scoring.results_diff import main
 
 if __name__ == "__main__":
     sys.exit(main())

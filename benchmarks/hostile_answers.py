@@ -7,7 +7,7 @@ deep brackets, ...),
 Python programs for TAT-QA program of thought, and FinQA programs built from each question's own gold
 program (continued fractions and chains of 20-1000 steps, expressions that double per step, ...). The
 suite runs as ``kdspy bench`` in a subprocess with a wall-clock limit; then every stored row is scored
-again, timed (``bench.rescoring.rescore_row``, what ``--rescore`` does), and the script prints::
+again, timed (``bench.reporting.rescoring.rescore_row``, what ``--rescore`` does), and the script prints::
 
     hostile answers (distinct): 112 ... rows written: 133 of 133 ... exit code 0 ... internal errors: 0
     max row latency: ... s; max scoring time per row: ... s
@@ -90,9 +90,9 @@ def _rescore_times(out: Path, data_dir: Path) -> tuple[float, int]:
     """Max seconds to score one stored row again, and how many rows were scored."""
     from types import SimpleNamespace
 
-    from knapsack_dspy.bench.rescoring import rescore_row
-    from knapsack_dspy.bench.results_store import load_rows
-    from knapsack_dspy.bench.runner import load_split
+    from knapsack_dspy.bench.programs.run_program import load_split
+    from knapsack_dspy.bench.reporting.rescoring import rescore_row
+    from knapsack_dspy.bench.results.store import load_rows
 
     rows = load_rows(out)
     splits: dict = {}
@@ -150,7 +150,7 @@ def main() -> int:
             exit_code, stalled, done = None, True, None
         seconds = time.perf_counter() - started
         requests = server.completion_count()
-    from knapsack_dspy.bench.results_store import load_rows
+    from knapsack_dspy.bench.results.store import load_rows
 
     rows = load_rows(out)
     expected = sum(len(ids) for ids in runs.values())

@@ -37,7 +37,7 @@ CONFIGS = ("one", "slots", "processes")
 
 
 def _suite(args, limit: int):
-    from knapsack_dspy.bench.suite import suite_from_dict
+    from knapsack_dspy.bench.suites.suite import suite_from_dict
 
     return suite_from_dict({"name": "local_workers", "dataset": "tatqa", "pipeline": "pot", "selector": "kate",
                             "budget": args.budget, "max_exemplars": args.max_exemplars, "model": args.model,
@@ -49,8 +49,8 @@ def _one(args) -> dict:
     from scaleout_throughput import RowClock
 
     import knapsack_dspy  # noqa: F401 - environment defaults first
-    from knapsack_dspy.bench.results_store import load_rows
-    from knapsack_dspy.bench.runner import run_suite
+    from knapsack_dspy.bench.execution.runner import run_suite
+    from knapsack_dspy.bench.results.store import load_rows
     from knapsack_dspy.llm.cache import configure_cache
 
     configure_cache(enabled=False)

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
-from knapsack_dspy.bench.question_order import cache_friendly_order, shared_prefix_length
+from knapsack_dspy.bench.execution.question_order import cache_friendly_order, shared_prefix_length
 from knapsack_dspy.llm.latency_rates import latency_rates
 from knapsack_dspy.selection.exemplar_pool import make_selection
 from knapsack_dspy.selection.latency import LatencyModel

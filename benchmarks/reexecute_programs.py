@@ -15,8 +15,8 @@ import collections
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.bench.results_store import ResultsFileError, load_rows, rows_file
-from knapsack_dspy.bench.scoring import score_prediction
+from knapsack_dspy.bench.results.store import ResultsFileError, load_rows, rows_file
+from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program
 

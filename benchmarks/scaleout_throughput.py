@@ -60,7 +60,7 @@ def _stub(delay: float):
 
 
 def _suite(base_url: str, limit: int):
-    from knapsack_dspy.bench.suite import suite_from_dict
+    from knapsack_dspy.bench.suites.suite import suite_from_dict
 
     return suite_from_dict({"name": "scaleout", "dataset": "tatqa", "pipeline": "pot", "selector": "kate",
                             "budget": 2048, "max_exemplars": 4, "model": "openai/stub-model", "api_base": base_url,
@@ -71,7 +71,7 @@ class RowClock:
     """Records when each row is written (wraps ``ResultsStore.append`` for the script's lifetime)."""
 
     def __init__(self):
-        from knapsack_dspy.bench import results_store
+        from knapsack_dspy.bench.results import store as results_store
 
         self.times: list[float] = []
         self._lock = threading.Lock()
@@ -89,8 +89,8 @@ class RowClock:
 
 def timed_run(clock: RowClock, suite, out: Path, programs: Path, data_dir: str, workers: int,
                ray: str | None) -> dict:
-    from knapsack_dspy.bench.results_store import load_rows
-    from knapsack_dspy.bench.runner import run_suite
+    from knapsack_dspy.bench.execution.runner import run_suite
+    from knapsack_dspy.bench.results.store import load_rows
 
     if programs.exists():
         shutil.copytree(programs, out / "programs")

@@ -22,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-from knapsack_dspy.bench.results_store import ResultsFileError, load_rows
+from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
 from knapsack_dspy.metrics.paired import paired_comparison
 
 NEW = "case_coverage"

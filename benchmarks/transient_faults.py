@@ -42,7 +42,7 @@ def _queue_faults(server, count: int, hang_seconds: float) -> None:
 
 
 def _rows(out: Path) -> list:
-    from knapsack_dspy.bench.results_store import load_rows
+    from knapsack_dspy.bench.results.store import load_rows
 
     return load_rows(out)
 

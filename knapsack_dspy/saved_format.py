@@ -10,9 +10,9 @@ and give the reader a migration from the previous version (older files keep load
   (the program's layout); a version-1 ``SelectExemplars`` state's settings become a ``SelectionConfig`` in
   ``modules/select_exemplars._config_of_version_1`` (it needs the selection package, above this floor).
 - **results rows** (``predictions.jsonl``): ``RESULT_ROW_SCHEMA_VERSION``; rows of older versions are migrated on
-  read by ``bench/row_schema.MIGRATIONS`` (they need the row outcomes the bench declares).
+  read by ``bench/results/row_schema.MIGRATIONS`` (they need the row outcomes the bench declares).
 - **prompt fingerprints** in rows (``PROMPT_FORMAT_VERSION``): not migrated -- a prompt re-rendered by another
-  format cannot be checked against the row's fingerprint, and ``bench/prompt_rendering`` says so.
+  format cannot be checked against the row's fingerprint, and ``bench/results/prompt_rendering`` says so.
 - **the results page's data** (``PAGE_DATA_VERSION``): written whole each time, never read back.
 
 Nothing here imports the package (floor 0): the numbers and the dictionary-only migrations.
@@ -51,7 +51,7 @@ RESULT_ROW_SCHEMA_VERSION = 2
 #: 1: rows before fingerprints; 2: table layout, shared tables, literal programs, routing.
 PROMPT_FORMAT_VERSION = 2
 
-#: The results page's data (``bench/page_data.build_page_data``). 1: the first.
+#: The results page's data (``bench/reporting/page_data.build_page_data``). 1: the first.
 PAGE_DATA_VERSION = 1
 
 # Selection settings version-1 specs repeated (the SelectExemplars state holds them): dropped when loading.

@@ -8,7 +8,6 @@ picklable (classes at module level, no lambdas).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from helpers import HashingEmbedder, WordCounter
 
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.testing.openai_stub_server import chat_adapter_reply
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -38,7 +38,7 @@ def tatqa_splits(pool: int = 40, tune: int = 12) -> dict:
 def stub_suite(**fields):
     """A suite for the stub LM: KATE and Random, two exemplars, no attribute constraints, one solver (the stub
     writes programs), plus ``fields``."""
-    from knapsack_dspy.bench.suite import suite_from_dict
+    from knapsack_dspy.bench.suites.suite import suite_from_dict
 
     return suite_from_dict({"name": "scaleout", "selector": ["kate", "random"], "budget": 4000, "max_exemplars": 2,
                             "model": "openai/stub-model", "attributes": [], "route": "", **fields})
@@ -46,20 +46,21 @@ def stub_suite(**fields):
 
 def run_stub_suite(out, suite, splits: dict, base_url: str, embedder=None, **kw):
     """``run_suite`` of ``suite`` on ``splits`` with the stub LM at ``base_url`` and the cheap stand-ins."""
-    from knapsack_dspy.bench import runner
+    from knapsack_dspy.bench.execution import runner
+    from knapsack_dspy.bench.programs import run_program
 
     kw.setdefault("log", lambda message: None)
-    original, runner.load_split = runner.load_split, lambda spec, which, data_dir: splits[which]
+    original, run_program.load_split = run_program.load_split, lambda spec, which, data_dir: splits[which]
     try:
         return runner.run_suite(suite, out, embedder=embedder or HashingEmbedder(), token_counter_factory=word_counter,
                                 lm_factory=StubLM(base_url), progress=False, **kw)
     finally:
-        runner.load_split = original
+        run_program.load_split = original
 
 
 def rows_of(out: Path) -> dict:
     """The rows of ``out/predictions.jsonl`` by (run, example), checking that each pair is there once."""
-    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    rows = load_rows(out)
     keyed = {(r["run"], r["example_id"]): r for r in rows}
     assert len(keyed) == len(rows)  # each (run, example) once
     return keyed

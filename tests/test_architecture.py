@@ -215,3 +215,33 @@ def test_the_public_names_load_lazily_from_the_top():
             "      set(k.__all__) <= set(dir(k)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[] True True True"
+
+
+# DEVELOPERS.md, "Layers", bench: its subpackages in floors of their own, the same rule inside the package.
+BENCH_LAYERS = {"results": 0, "suites": 0, "scoring": 1, "programs": 2, "reporting": 3, "execution": 4}
+
+
+def _bench_group(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "bench" else None
+
+
+def test_every_bench_module_is_in_a_layered_subpackage():
+    loose = sorted(m for m in MODULES if m.startswith("knapsack_dspy.bench.") and _bench_group(m) is None
+                   and m.rsplit(".", 1)[-1] not in BENCH_LAYERS)
+    assert loose == []
+    assert {_bench_group(m) for m in MODULES if _bench_group(m)} == set(BENCH_LAYERS)
+
+
+def test_no_bench_import_goes_up_or_sideways():
+    wrong = []
+    for name, path in MODULES.items():
+        own = _bench_group(name)
+        if own is None:
+            continue
+        for target, line, _ in _imports(name, path):
+            other = _bench_group(target)
+            if other and other != own and BENCH_LAYERS[other] >= BENCH_LAYERS[own]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target} (bench.{own} is on floor "
+                             f"{BENCH_LAYERS[own]}, bench.{other} on {BENCH_LAYERS[other]})")
+    assert wrong == []

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench import paired_runs, results_diff, runner
-from knapsack_dspy.bench.exemplar_index import index_exemplars
-from knapsack_dspy.bench.rescoring import rescore_results
-from knapsack_dspy.bench.results_store import ResultsFileError, ResultsStore, load_rows, rows_file
+from knapsack_dspy.bench.programs import run_program
+from knapsack_dspy.bench.reporting.exemplar_index import index_exemplars
+from knapsack_dspy.bench.reporting.rescoring import rescore_results
+from knapsack_dspy.bench.results.store import ResultsFileError, ResultsStore, load_rows, rows_file
+from knapsack_dspy.bench.scoring import paired_runs, results_diff
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.data import load_examples
 
@@ -73,7 +74,7 @@ def test_report_on_rows_whose_spec_lacks_pool_dataset_after_gunzip(committed, ca
 
 def test_the_exemplar_index_reads_the_pool_of_a_spec_without_pool_dataset(small_data):
     rows = _rows(small_data)
-    index = index_exemplars(rows, Path("/nonexistent"), lambda split: runner.load_split(split, "pool", small_data))
+    index = index_exemplars(rows, Path("/nonexistent"), lambda split: run_program.load_split(split, "pool", small_data))
     assert not index.notes
     first = index.of_row[RUN, rows[0]["example_id"]]
     assert [index.exemplars[key]["source"].startswith("the pool") for key in first] == [True, True]

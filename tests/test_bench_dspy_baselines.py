@@ -1,8 +1,7 @@
-"""DSPy's own optimizers as bench baselines beside our selectors (``bench/dspy_baselines.py``): the same rows and
-budget accounting (their first prompts measured), selection-only runs for the LM-free ones, LM-compiled ones with
+"""DSPy's own optimizers as bench baselines beside our selectors (``bench/programs/dspy_baselines.py``): the same rows
+and budget accounting (their first prompts measured), selection-only runs for the LM-free ones, LM-compiled ones with
 a stand-in LM; and suites checked whole before anything runs."""
 
-import json
 import re
 
 import pytest
@@ -10,8 +9,9 @@ from dspy.utils import DummyLM
 from helpers import FieldFillingLM, HashingEmbedder, WordCounter
 from test_pipeline import data, pytestmark
 
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import SuiteError, suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES
 
@@ -27,14 +27,13 @@ def suite(**over):
 
 
 def run(tmp_path, data, monkeypatch, the_suite, lm_factory=None, **kw):
-    from knapsack_dspy.bench import runner
-
+    from knapsack_dspy.bench.programs import run_program
     pool, tune = data
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     metrics = run_suite(the_suite, tmp_path, embedder=HashingEmbedder(), token_counter_factory=lambda m: WordCounter(),
                         lm_factory=lm_factory or (lambda spec: DummyLM([{"program": "ans = 1"}] * 500)),
                         progress=False, log=lambda msg: None, **kw)
-    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     return metrics, rows
 
 

@@ -6,7 +6,7 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from knapsack_dspy.bench.lm_timing import LMTimer
+from knapsack_dspy.bench.execution.lm_timing import LMTimer
 
 
 class _SlowLM(DummyLM):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.mlflow_tracking import comparison_metrics, run_metrics_to_log, tracking_uri
+from knapsack_dspy.bench.reporting.mlflow_tracking import comparison_metrics, run_metrics_to_log, tracking_uri
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 

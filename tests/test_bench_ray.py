@@ -68,7 +68,7 @@ def test_ray_workers_write_the_rows_one_worker_writes(tmp_path, cluster, splits)
 def test_workers_killed_mid_run_lose_and_duplicate_nothing(tmp_path, cluster, splits, monkeypatch):
     """The actor answering one question dies (os._exit) the first time: the question goes to another actor. An
     example that kills every actor it meets gets an error row after MAX_ATTEMPTS; the run goes on."""
-    from knapsack_dspy.bench import ray_workers
+    from knapsack_dspy.bench.execution import ray_workers
 
     monkeypatch.setattr(ray_workers, "MAX_ATTEMPTS", 2)
     once, always = splits["eval"][5], splits["eval"][2]

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from knapsack_dspy.bench.plots import PLOT_FILES, draw_plot
-from knapsack_dspy.bench.report import write_report_files
-from knapsack_dspy.bench.run_metrics import aggregate
+from knapsack_dspy.bench.reporting.plots import PLOT_FILES, draw_plot
+from knapsack_dspy.bench.reporting.report import write_report_files
+from knapsack_dspy.bench.scoring.run_metrics import aggregate
 
 
 def _rows(selection_only=False, ms=(2, 4, 6), budgets=(1024, 2048), lm_seconds=True, route=False):

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
-from knapsack_dspy.bench.row_schema import SCHEMA_VERSION
-from knapsack_dspy.bench.scoring import score_prediction
+from knapsack_dspy.bench.reporting.rescoring import RescoreError, rescore_results
+from knapsack_dspy.bench.results.row_schema import SCHEMA_VERSION
+from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.data.loader import load_examples
 
@@ -138,7 +138,7 @@ def held_dir(tmp_path):
     out = tmp_path / "held"
     out.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from knapsack_dspy.bench.results_lock import results_lock\n"
+        [sys.executable, "-c", "import sys, time; from knapsack_dspy.bench.results.lock import results_lock\n"
          "with results_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)", str(out)],
         stdout=subprocess.PIPE, text=True)
     try:
@@ -150,7 +150,7 @@ def held_dir(tmp_path):
 
 
 def test_a_results_directory_has_one_writer_at_a_time(held_dir, examples):
-    from knapsack_dspy.bench.results_lock import ResultsBusyError
+    from knapsack_dspy.bench.results.lock import ResultsBusyError
 
     span = examples["span"]
     _write(held_dir / "predictions.jsonl", [_row(span, span["answer"], span["scale"])])
@@ -164,7 +164,7 @@ def test_the_lock_dies_with_its_holder(tmp_path, examples):
     import subprocess
     import sys
 
-    code = "import sys, os; from knapsack_dspy.bench.results_lock import results_lock\n" \
+    code = "import sys, os; from knapsack_dspy.bench.results.lock import results_lock\n" \
            "with results_lock(sys.argv[1]):\n    os._exit(9)"  # killed while holding it
     assert subprocess.run([sys.executable, "-c", code, str(tmp_path)]).returncode == 9
     span = examples["span"]
@@ -192,7 +192,7 @@ class _Select:
 
 
 def test_selection_quality_is_recomputed_from_the_saved_program(tmp_path, examples, monkeypatch):
-    from knapsack_dspy.bench import rescoring
+    from knapsack_dspy.bench.reporting import rescoring
 
     arithmetic = examples["arithmetic"]
     gold = arithmetic["derivation"] or arithmetic["program"]

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench import runner
-from knapsack_dspy.bench.comparisons import compare_selectors
-from knapsack_dspy.bench.html_report import render_page, write_page
-from knapsack_dspy.bench.page_data import build_page_data
-from knapsack_dspy.bench.report_tables import report_tables
-from knapsack_dspy.bench.results_page import ALL_QUESTIONS, write_results_page
-from knapsack_dspy.bench.run_metrics import aggregate
-from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.bench.execution import runner
+from knapsack_dspy.bench.reporting.html_page import render_page, write_page
+from knapsack_dspy.bench.reporting.page_data import build_page_data
+from knapsack_dspy.bench.reporting.report_tables import report_tables
+from knapsack_dspy.bench.reporting.results_page import ALL_QUESTIONS, write_results_page
+from knapsack_dspy.bench.scoring.comparisons import compare_selectors
+from knapsack_dspy.bench.scoring.run_metrics import aggregate
+from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
@@ -135,10 +135,11 @@ def splits():
 
 
 def _bench(out: Path, splits, monkeypatch, **fields) -> None:
+    from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.llm import make_lm
 
     pool, tune = splits
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     suite = suite_from_dict({"selector": ["seer", "kate"], "budget": 4000, "max_exemplars": 2,
                              "model": "openai/stub-model", "attributes": [], **fields})
     with StubOpenAIServer(reply=chat_adapter_reply(program='ans = 1\nscale = ""', answer="1")) as server:

@@ -6,8 +6,8 @@ import json
 
 import dspy
 
-from knapsack_dspy.bench.recorded_rows import chat_reply, recorded_replies
-from knapsack_dspy.bench.results_store import load_rows
+from knapsack_dspy.bench.results.recorded_rows import chat_reply, recorded_replies
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 

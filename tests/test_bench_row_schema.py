@@ -1,4 +1,4 @@
-"""The results-row schema (``bench/row_schema.py``): every field declared, the writer checked against it, older
+"""The results-row schema (``bench/results/row_schema.py``): every field declared, the writer checked against it, older
 rows migrated on read, newer ones refused in one line, and the rows of the committed results read through it."""
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench import example_runner, runner
-from knapsack_dspy.bench.prompt_record import PromptRecorder
-from knapsack_dspy.bench.results_store import ResultsFileError, ResultsStore, load_rows
-from knapsack_dspy.bench.row_outcomes import error_kind, redo_on_resume
-from knapsack_dspy.bench.row_schema import (
+from knapsack_dspy.bench.execution import example_runner, runner
+from knapsack_dspy.bench.results.prompt_record import PromptRecorder
+from knapsack_dspy.bench.results.row_outcomes import error_kind, redo_on_resume
+from knapsack_dspy.bench.results.row_schema import (
     ANSWER,
     SCHEMA_VERSION,
     UNRECORDED,
     ResultRow,
     RowSchemaError,
 )
-from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.bench.results.store import ResultsFileError, ResultsStore, load_rows
+from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,12 +149,13 @@ def test_the_prompt_recorder_keeps_each_calls_completion_in_the_order_of_its_fin
 
 @pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="data not found")
 def test_a_bench_row_records_what_the_lm_returned_for_each_prompt(tmp_path, monkeypatch):
+    from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.data import load_examples
     from knapsack_dspy.llm import make_lm
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]
     tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:3]
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     reply = chat_adapter_reply(reasoning="add them", program="ans = 1 + 2\nscale = ''")
     suite = suite_from_dict({"selector": "kate", "budget": 4000, "max_exemplars": 2, "attributes": [],
                              "model": "openai/stub-model", "limit": 3})

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.bench.scoring import correctness_metric, score_prediction
+from knapsack_dspy.bench.scoring.example_scores import correctness_metric, score_prediction
 from knapsack_dspy.data.loader import load_examples
 
 FIXTURE = Path(__file__).parent / "fixtures" / "metrics_tatqa_gold.json"
@@ -98,7 +98,7 @@ def test_sara_gold_answers_are_correct():
 
 
 def test_sara_rows_carry_the_authors_rule_and_the_report_shows_it(tmp_path):
-    from knapsack_dspy.bench.report import write_report
+    from knapsack_dspy.bench.reporting.report import write_report
 
     examples = load_examples("sara", path=Path(__file__).parent / "fixtures" / "data_sara_small.json")
     numerical = next(ex for ex in examples if ex["answer_type"] == "numerical")

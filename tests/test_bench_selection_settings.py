@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.results_store import load_rows
-from knapsack_dspy.bench.selection_settings import BENCH_DEFAULTS, config_values, with_selection_settings
-from knapsack_dspy.bench.suite import RunSpec, SuiteError, suite_from_dict
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.suites.selection_settings import BENCH_DEFAULTS, config_values, with_selection_settings
+from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.cli import compile as compile_cli
 from knapsack_dspy.cli.main import UserError
 from knapsack_dspy.selection.config import SelectionConfig

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from knapsack_dspy.bench.report import aggregate, write_report
-from knapsack_dspy.bench.results_store import ResultsStore
-from knapsack_dspy.bench.suite import SuiteError, load_suite, suite_from_dict
+from knapsack_dspy.bench.reporting.report import aggregate, write_report
+from knapsack_dspy.bench.results.store import ResultsStore
+from knapsack_dspy.bench.suites.suite import SuiteError, load_suite, suite_from_dict
 
 
 def test_store_appends_skips_duplicates_and_repairs_torn_line(tmp_path):
@@ -27,7 +27,7 @@ def test_store_appends_skips_duplicates_and_repairs_torn_line(tmp_path):
 
 
 def test_store_flushes_every_row_and_syncs_at_most_once_per_interval(tmp_path, monkeypatch):
-    from knapsack_dspy.bench import results_store
+    from knapsack_dspy.bench.results import store as results_store
 
     clock = [100.0]
     syncs = []

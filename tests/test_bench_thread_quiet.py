@@ -4,7 +4,7 @@ overlapping blocks in several threads (the bench's workers running DSPy's KNNFew
 import sys
 import threading
 
-from knapsack_dspy.bench.thread_quiet import quiet_in_this_thread
+from knapsack_dspy.bench.programs.thread_quiet import quiet_in_this_thread
 
 
 def test_overlapping_quiet_blocks_hide_only_their_own_threads_output(capsys):

@@ -21,14 +21,14 @@ from scaleout_helpers import (
     tatqa_splits,
 )
 
-from knapsack_dspy.bench import runner
-from knapsack_dspy.bench.dispatch import write_rows
-from knapsack_dspy.bench.local_workers import InlineWorkers, ThreadWorkers
-from knapsack_dspy.bench.prompt_record import messages_sha256
-from knapsack_dspy.bench.provenance import ProvenanceMismatchError
-from knapsack_dspy.bench.results_store import ResultsStore
-from knapsack_dspy.bench.run_job import RunJob, Task
-from knapsack_dspy.bench.suite import SuiteError
+from knapsack_dspy.bench.execution import runner
+from knapsack_dspy.bench.execution.dispatch import write_rows
+from knapsack_dspy.bench.execution.local_workers import InlineWorkers, ThreadWorkers
+from knapsack_dspy.bench.execution.run_job import RunJob, Task
+from knapsack_dspy.bench.results.prompt_record import messages_sha256
+from knapsack_dspy.bench.results.provenance import ProvenanceMismatchError
+from knapsack_dspy.bench.results.store import ResultsStore
+from knapsack_dspy.bench.suites.suite import SuiteError
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
 
 pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="data not found")
@@ -131,7 +131,7 @@ class _OtherOrigin(InlineWorkers):
 
 
 def test_the_driver_refuses_a_workers_row_of_another_origin(tmp_path, splits):
-    from knapsack_dspy.bench.run_job import spec_provenance
+    from knapsack_dspy.bench.execution.run_job import spec_provenance
     from knapsack_dspy.modules.pipeline import build_pipeline
     from knapsack_dspy.selection.config import SelectionConfig
     from knapsack_dspy.teleprompt import KnapsackFewShot

@@ -1,11 +1,12 @@
-"""bench/results_diff.py (benchmarks/compare_results.py): the behaviour check between two results directories."""
+"""bench/scoring/results_diff.py (benchmarks/compare_results.py): the behaviour check between two results
+directories."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench import results_diff as compare_results
+from knapsack_dspy.bench.scoring import results_diff as compare_results
 
 RUN = "tatqa|pot|seer|b2048|m4|selection-only|b7234d21"
 

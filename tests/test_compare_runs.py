@@ -1,5 +1,5 @@
-"""bench/paired_runs.py (benchmarks/compare_runs.py): paired comparisons of two results directories, optionally on
-split positions."""
+"""bench/scoring/paired_runs.py (benchmarks/compare_runs.py): paired comparisons of two results directories,
+optionally on split positions."""
 
 import json
 import os
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench import paired_runs as compare_runs
+from knapsack_dspy.bench.scoring import paired_runs as compare_runs
 from knapsack_dspy.data.loader import load_examples
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))

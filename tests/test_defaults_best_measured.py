@@ -4,7 +4,7 @@ line; the committed results keep their run keys (their suites state ``route = ""
 
 import pytest
 
-from knapsack_dspy.bench.suite import RunSpec, suite_from_dict
+from knapsack_dspy.bench.suites.suite import RunSpec, suite_from_dict
 from knapsack_dspy.cli import compile as compile_cli
 from knapsack_dspy.cli.main import build_parser
 from knapsack_dspy.modules.pipeline import build_pipeline, default_route

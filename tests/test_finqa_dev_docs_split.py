@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.runner import _chosen_examples
-from knapsack_dspy.bench.suite import RunSpec, SuiteError, suite_from_dict
+from knapsack_dspy.bench.execution.runner import _chosen_examples
+from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.config import ConfigError, data_dir
 from knapsack_dspy.data import DataError, load_examples
 from knapsack_dspy.data.document_parts import document_part
@@ -150,7 +150,7 @@ ORDER_DIGEST = "37cfcb953a1f0704af78dec849b66ce8681cad4e2026fddcdddea72e81e590be
 
 
 def test_the_finqa_suites_ask_the_tuning_questions_from_pools_without_them():
-    from knapsack_dspy.bench.suite import load_suite
+    from knapsack_dspy.bench.suites.suite import load_suite
 
     benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
     for name in ("finqa_tune.toml", "finqa_figure8.toml"):

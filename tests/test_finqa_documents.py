@@ -1,7 +1,6 @@
 """FinQA with documents end to end: evidence found from gold programs, splits by page, demos cut to their evidence,
 FinQA-DSL and Python program of thought through the bench (DummyLM), official scoring, case-based pools."""
 
-import json
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,10 +9,12 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench.rescoring import rescore_row
-from knapsack_dspy.bench.runner import run_suite, without_eval_questions
-from knapsack_dspy.bench.scoring import score_prediction
-from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.programs.run_program import without_eval_questions
+from knapsack_dspy.bench.reporting.rescoring import rescore_row
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.scoring.example_scores import score_prediction
+from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.data.document_parts import document_part
 from knapsack_dspy.data.gold_programs import synthesise_python_program
@@ -147,17 +148,16 @@ def _oracle_lm(records):
 
 
 def test_bench_answers_finqa_documents_with_dsl_and_python_programs(tmp_path, records, monkeypatch):
-    from knapsack_dspy.bench import runner
-
+    from knapsack_dspy.bench.programs import run_program
     pool = [ex for ex in records if document_part(ex.doc_id) == "pool"]
     evalset = [ex for ex in records if document_part(ex.doc_id) == "eval"]
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else evalset)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else evalset)
     suite = suite_from_dict({"name": "t", "dataset": "finqa", "pipeline": ["finqa_pot", "python_pot"],
                              "selector": "kate", "budget": 3000, "max_exemplars": 2, "attributes": [],
                              "model": "openai/dummy"})
     run_suite(suite, tmp_path, embedder=HashingEmbedder(), token_counter_factory=lambda model: WordCounter(),
               lm_factory=_oracle_lm(records), progress=False, log=lambda msg: None)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 2 * len(evalset)
     assert all(r["correct"] for r in rows), [(r["example_id"], r["answer"], r["gold"], r["error"]) for r in rows]
     by_pipeline = {r["spec"]["pipeline"]: r for r in rows}
@@ -168,21 +168,20 @@ def test_bench_answers_finqa_documents_with_dsl_and_python_programs(tmp_path, re
 
 
 def test_a_case_pool_leaves_out_the_questions_asked(tmp_path, records, monkeypatch):
-    from knapsack_dspy.bench import runner
-
+    from knapsack_dspy.bench.programs import run_program
     cases = list(load_examples("finqa_cases", path=CASES, split="train"))
     asked = records[:2]
     copy = cases[0].copy(id="finqa-train-asked", question=asked[0].question.upper() + "  ")  # other id and spelling
     pool = [copy, *cases]
     assert without_eval_questions(pool, asked) == cases
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else asked)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else asked)
     logged = []
     suite = suite_from_dict({"name": "t", "dataset": "finqa", "pool_dataset": "finqa_cases", "pipeline": "finqa_pot",
                              "selector": "kate", "budget": 3000, "max_exemplars": 2, "attributes": []})
     run_suite(suite, tmp_path, embedder=HashingEmbedder(), token_counter_factory=lambda model: WordCounter(),
               progress=False, log=logged.append, selection_only=True)
     assert "pool finqa_cases: 1 examples ask an eval question and are left out" in logged
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert rows and all(copy.id not in r["exemplar_ids"] and r["exemplar_ids"] for r in rows)
 
 
@@ -193,7 +192,7 @@ def test_pool_dataset_leaves_existing_run_keys_alone():
 
 
 def test_the_finqa_docs_suite_splits_pool_and_questions_by_page():
-    from knapsack_dspy.bench.suite import load_suite
+    from knapsack_dspy.bench.suites.suite import load_suite
 
     suite = load_suite(Path(__file__).resolve().parents[1] / "benchmarks" / "finqa_docs.toml")
     assert {(r.pool_dataset, r.pool_split, r.eval_split) for r in suite.runs} == {

@@ -9,8 +9,9 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.modules.compile_hooks import (
     CompileHooks,
     DemoFor,
@@ -209,10 +210,10 @@ class _Factories:
 
 
 def _run(tmp_path, data, embedder, suite, monkeypatch, **kw):
+    from knapsack_dspy.bench.programs import run_program
     pool, tune = data
-    from knapsack_dspy.bench import runner
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     f = _Factories(embedder)
     metrics = run_suite(suite, tmp_path, embedder=embedder, token_counter_factory=f.counter, lm_factory=f.lm,
                         progress=False, log=lambda msg: None, **kw)
@@ -221,13 +222,13 @@ def _run(tmp_path, data, embedder, suite, monkeypatch, **kw):
 
 def test_bench_resumes_without_duplicates_and_reuses_programs(tmp_path, data, embedder, monkeypatch):
     metrics, f = _run(tmp_path, data, embedder, _suite(), monkeypatch, limit=3)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 6
     assert sum(len(lm.history) for lm in f.lms) == 6
     programs = sorted((tmp_path / "programs").glob("*.json"))
     # the second invocation continues: only the 5 missing examples per run are answered
     metrics, f2 = _run(tmp_path, data, embedder, _suite(), monkeypatch, limit=8)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 16
     assert len({(r["run"], r["example_id"]) for r in rows}) == 16
     assert sum(len(lm.history) for lm in f2.lms) == 10
@@ -259,10 +260,10 @@ def test_bench_selection_only_reports_selection_quality(tmp_path, data, embedder
 
 
 def test_one_failing_example_is_recorded_and_the_run_goes_on(tmp_path, data, embedder, monkeypatch):
+    from knapsack_dspy.bench.programs import run_program
     pool, tune = data
-    from knapsack_dspy.bench import runner
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
 
     class FlakyLM(DummyLM):
         def __init__(self):
@@ -277,7 +278,7 @@ def test_one_failing_example_is_recorded_and_the_run_goes_on(tmp_path, data, emb
 
     run_suite(_suite(selector="kate"), tmp_path, embedder=embedder, token_counter_factory=lambda m: WordCounter(),
               lm_factory=lambda spec: FlakyLM(), progress=False, log=lambda m: None, limit=4)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 4
     failed = [r for r in rows if r["error"] and "exploded" in r["error"]]
     assert len(failed) == 1 and failed[0]["correct"] is False
@@ -355,12 +356,12 @@ def test_embeddings_are_prefetched_in_one_batch_then_served_from_the_cache(tmp_p
 
 
 def test_bench_answers_the_named_questions_only(tmp_path, data, embedder, monkeypatch):
-    from knapsack_dspy.bench.suite import SuiteError
+    from knapsack_dspy.bench.suites.suite import SuiteError
 
     _, tune = data
     wanted = [tune[5].id, tune[2].id]
     _run(tmp_path, data, embedder, _suite(selector="kate", example_ids=wanted), monkeypatch)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert [r["example_id"] for r in rows] == [tune[2].id, tune[5].id]  # in the split's order
     with pytest.raises(SuiteError, match=r"1 example_ids are not in tatqa dev_tune: no-such-question"):
         _run(tmp_path / "other", data, embedder, _suite(selector="kate", example_ids=[tune[0].id, "no-such-question"]),
@@ -384,13 +385,13 @@ def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, e
             self.lms.append(lm)
             return lm
 
-    from knapsack_dspy.bench import runner
+    from knapsack_dspy.bench.programs import run_program
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     f = OracleFactories(embedder)
     metrics = run_suite(_suite(selector="kate"), tmp_path, embedder=embedder, token_counter_factory=f.counter,
                         lm_factory=f.lm, progress=False, log=lambda msg: None)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == len(queries)
     wrong = [(r["example_id"], r["answer"], r["gold"], r.get("error")) for r in rows if not r["correct"]]
     assert not wrong
@@ -401,12 +402,12 @@ def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, e
 
 def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypatch):
     """FinQA program of thought (the DSL) through the bench: the gold program is execution- and program-correct."""
+    from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.data import load_examples
 
     records = list(load_examples("finqa", path=Path(__file__).parent / "fixtures" / "finqa_small.json"))
-    from knapsack_dspy.bench import runner
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: records)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: records)
 
     class OracleFactories(_Factories):
         def lm(self, spec):
@@ -417,7 +418,7 @@ def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypat
     f = OracleFactories(embedder)
     run_suite(_suite(dataset="finqa", selector="kate", attributes=[]), tmp_path, embedder=embedder,
               token_counter_factory=f.counter, lm_factory=f.lm, progress=False, log=lambda msg: None)
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == len(records) == 3
     assert all(r["correct"] and r["program_correct"] for r in rows), [
         (r["answer"], r["gold"], r["error"]) for r in rows]

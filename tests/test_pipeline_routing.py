@@ -165,7 +165,7 @@ def test_route_classifier_probabilities_are_a_distribution(routed):
 
 
 def test_the_bench_groups_questions_by_route_keeping_the_split_order(routed, data):
-    from knapsack_dspy.bench.question_order import cache_friendly_order
+    from knapsack_dspy.bench.execution.question_order import cache_friendly_order
 
     _, tune = data
     ordered = cache_friendly_order(routed, tune, key=lambda example: ())  # no shared demos: the split's order

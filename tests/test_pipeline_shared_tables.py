@@ -72,8 +72,8 @@ def test_sharing_can_be_turned_off():
 
 
 def test_rows_fingerprint_the_prompts_they_sent(program):
-    from knapsack_dspy.bench.example_runner import answer_example
-    from knapsack_dspy.bench.prompt_record import PROMPT_FORMAT_VERSION, messages_sha256
+    from knapsack_dspy.bench.execution.example_runner import answer_example
+    from knapsack_dspy.bench.results.prompt_record import PROMPT_FORMAT_VERSION, messages_sha256
     from knapsack_dspy.data import load_examples
 
     example = next(iter(load_examples("tatqa", split="dev_tune", data_dir=DATA)))

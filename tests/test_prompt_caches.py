@@ -13,7 +13,7 @@ from helpers import HashingEmbedder, WordCounter
 from test_reliability_lm_faults import _rows
 from test_select_exemplars import compile_tiny, make_examples
 
-from knapsack_dspy.bench.question_order import cache_friendly_order, greedy_prefix_chain, shared_prefix_length
+from knapsack_dspy.bench.execution.question_order import cache_friendly_order, greedy_prefix_chain, shared_prefix_length
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.cache import configure_cache

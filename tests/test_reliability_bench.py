@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench import runner
-from knapsack_dspy.bench.provenance import ProvenanceMismatchError
-from knapsack_dspy.bench.results_store import ResultsFileError, ResultsStore, encode_row
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.programs import run_program
+from knapsack_dspy.bench.results.provenance import ProvenanceMismatchError
+from knapsack_dspy.bench.results.store import ResultsFileError, ResultsStore, encode_row, load_rows
+from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.hostile_answers import (
     hostile_finqa,
@@ -71,7 +71,7 @@ def _suite(**fields):
 def _run(out, suite, splits, server, monkeypatch, **kw):
     from knapsack_dspy.llm import make_lm
 
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: splits[(spec.dataset, which)])
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: splits[(spec.dataset, which)])
     return run_suite(
         suite,
         out,
@@ -91,7 +91,7 @@ def _run(out, suite, splits, server, monkeypatch, **kw):
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    return load_rows(out)
 
 
 _REPRESENTATIVE = (
@@ -116,7 +116,7 @@ def test_every_hostile_answer_scores_and_serialises_without_an_exception(tatqa, 
     """All of them, straight through the bench's scorer and row encoder (no LM: fast)."""
     from types import SimpleNamespace
 
-    from knapsack_dspy.bench.scoring import score_prediction
+    from knapsack_dspy.bench.scoring.example_scores import score_prediction
     from knapsack_dspy.execution import execute_program
     from knapsack_dspy.modules.solvers.answer_parsing import parse_answer
 
@@ -186,10 +186,10 @@ def test_hostile_answers_through_a_run_cannot_crash_or_stall_it(tmp_path, tatqa,
     }
     assert all(r["program_correct"] is None for r in rows if r.get("program_check"))
     # the rows are re-scored identically: nothing in a score depends on time or machine load
-    from knapsack_dspy.bench.rescoring import rescore_results
+    from knapsack_dspy.bench.reporting.rescoring import rescore_results
 
     monkeypatch.setattr(
-        "knapsack_dspy.bench.rescoring.load_split",
+        "knapsack_dspy.bench.reporting.rescoring.load_split",
         lambda spec, which, data_dir: splits[(spec.dataset, which)],
     )
     counts = rescore_results(tmp_path / "out", log=lambda message: None)
@@ -226,7 +226,7 @@ def test_a_failure_anywhere_in_an_example_is_a_row_not_an_exception(tmp_path, ta
             raise MemoryError("scoring blew up")
         return {"correct": False}
 
-    monkeypatch.setattr("knapsack_dspy.bench.example_runner.score_prediction", exploding_scores)
+    monkeypatch.setattr("knapsack_dspy.bench.execution.example_runner.score_prediction", exploding_scores)
     suite = _suite(name="g", limit=3)
     with StubOpenAIServer(reply=stub_reply("ans = 1")) as server:
         _run(tmp_path, suite, {("tatqa", "pool"): pool, ("tatqa", "eval"): tune}, server, monkeypatch)
@@ -243,7 +243,7 @@ def test_an_interrupt_still_stops_the_run(tmp_path, tatqa, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("knapsack_dspy.bench.example_runner.score_prediction", interrupted)
+    monkeypatch.setattr("knapsack_dspy.bench.execution.example_runner.score_prediction", interrupted)
     suite = _suite(name="g", limit=3)
     with StubOpenAIServer(reply=stub_reply("ans = 1")) as server, pytest.raises(KeyboardInterrupt):
         _run(tmp_path, suite, {("tatqa", "pool"): pool, ("tatqa", "eval"): tune}, server, monkeypatch)
@@ -282,8 +282,8 @@ def test_rows_json_cannot_carry_are_written_escaped_and_say_so(tmp_path):
 
 
 def test_a_transient_row_is_replaced_in_place_and_the_file_holds_each_pair_once(tmp_path):
-    from knapsack_dspy.bench.row_outcomes import redo_on_resume
-    from knapsack_dspy.bench.row_schema import SCHEMA_VERSION
+    from knapsack_dspy.bench.results.row_outcomes import redo_on_resume
+    from knapsack_dspy.bench.results.row_schema import SCHEMA_VERSION
 
     path = tmp_path / "p.jsonl"
     rows = [
@@ -311,7 +311,7 @@ def test_a_transient_row_is_replaced_in_place_and_the_file_holds_each_pair_once(
 
 # -- provenance ----------------------------------------------------------------------------------------------
 def test_rows_record_provenance_and_a_directory_refuses_to_mix(tmp_path, tatqa, monkeypatch, capsys):
-    from knapsack_dspy.bench import provenance
+    from knapsack_dspy.bench.results import provenance
 
     pool, tune = tatqa
     splits = {("tatqa", "pool"): pool, ("tatqa", "eval"): tune}
@@ -454,14 +454,15 @@ _DRIVER = """
 import json, sys
 sys.path.insert(0, {tests!r})
 from helpers import HashingEmbedder, WordCounter
-from knapsack_dspy.bench import runner
-from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.bench.execution import runner
+from knapsack_dspy.bench.programs import run_program
+from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.llm import make_lm
 
 pool = list(load_examples("tatqa", split="dev_pool", data_dir={data!r}))[:40]
 tune = list(load_examples("tatqa", split="dev_tune", data_dir={data!r}))[:12]
-runner.load_split = lambda spec, which, data_dir: pool if which == "pool" else tune
+run_program.load_split = lambda spec, which, data_dir: pool if which == "pool" else tune
 suite = suite_from_dict({{"name": "kill", "selector": ["kate", "random"], "budget": 4000, "max_exemplars": 2,
                           "model": "openai/stub-model", "attributes": [], "num_retries": 0}})
 runner.run_suite(suite, sys.argv[1], embedder=HashingEmbedder(),
@@ -542,7 +543,7 @@ def test_a_git_archive_export_records_its_commit(tmp_path):
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from knapsack_dspy.bench.provenance import "
+        "import sys; sys.path.insert(0, sys.argv[1]); from knapsack_dspy.bench.results.provenance import "
         "code_provenance; print(code_provenance())"
     )
     out = subprocess.run(
@@ -559,7 +560,7 @@ def test_a_git_archive_export_records_its_commit(tmp_path):
 def test_rows_say_which_copied_numbers_were_replaced_by_their_cells():
     import dspy
 
-    from knapsack_dspy.bench.example_runner import _answer_details
+    from knapsack_dspy.bench.execution.example_runner import _answer_details
 
     fixed = dspy.Prediction(answer=1.0, scale_reason="r", cell_fixes=["a: 1 -> 2 (Revenue, 2019)"])
     assert _answer_details(fixed) == {"scale_reason": "r", "cell_fixes": ["a: 1 -> 2 (Revenue, 2019)"]}
@@ -567,7 +568,7 @@ def test_rows_say_which_copied_numbers_were_replaced_by_their_cells():
 
 
 def test_a_selection_only_run_beside_lm_runs_of_the_same_code_is_no_conflict():
-    from knapsack_dspy.bench.provenance import provenance_conflict, run_provenance
+    from knapsack_dspy.bench.results.provenance import provenance_conflict, run_provenance
 
     lm = run_provenance("local/qwen2.5-coder-0.5b-instruct", adapter="ChatAdapter", seed=0)
     selection_only = run_provenance(None, adapter="ChatAdapter", seed=0)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
@@ -143,7 +144,7 @@ def _suite(path: Path, api_base: str, **extra) -> Path:
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    return load_rows(out)
 
 
 def test_bench_retries_transient_failures_on_resume_and_replaces_their_rows(env, capsys):
@@ -190,8 +191,8 @@ def test_bench_retries_other_errors_only_when_told(env, capsys):
 
 
 def test_timeout_and_retries_are_set_per_suite_and_per_command(env, monkeypatch):
-    from knapsack_dspy.bench import run_job, runner
-    from knapsack_dspy.bench.suite import load_suite
+    from knapsack_dspy.bench.execution import run_job, runner
+    from knapsack_dspy.bench.suites.suite import load_suite
 
     seen = []
     monkeypatch.setattr(

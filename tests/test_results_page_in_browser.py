@@ -10,7 +10,7 @@ import tempfile
 import pytest
 from test_bench_results_page import KATE, SEER, page_data
 
-from knapsack_dspy.bench.html_report import write_page
+from knapsack_dspy.bench.reporting.html_page import write_page
 
 pytestmark = pytest.mark.slow
 

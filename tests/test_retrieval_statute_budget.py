@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import RunSpec, SuiteError, suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.modules.statute_retriever import StatuteRetriever
 from knapsack_dspy.retrieval.citations import extract_citations
@@ -124,18 +125,18 @@ def test_suites_check_the_statute_budget():
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_sara_prompt_is_within_the_budget_selection_only(tmp_path, corpus, strategy, monkeypatch):
-    from knapsack_dspy.bench import runner
+    from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.data import load_examples
 
     cases = load_examples("sara", split="train", data_dir=DATA_DIR)
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: cases)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: cases)
     suite = suite_from_dict({"name": "t", "dataset": "sara", "pool_split": "train", "eval_split": "train",
                              "pipeline": "cot", "retrieval": strategy, "selector": "kate_within_budget",
                              "max_exemplars": 2, "attributes": [], "budget": 1500, "reserve_output_tokens": 300,
                              "statute_tokens": 700})
     run_suite(suite, tmp_path, embedder=HashingEmbedder(), token_counter_factory=lambda model: WordCounter(),
               selection_only=True, progress=False, log=lambda message: None)
-    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 256 and all(r["within_budget"] and r["prompt_tokens"] <= 1500 - 300 for r in rows)
     assert sum(len(r["exemplar_ids"]) == 2 for r in rows) > 200
     saved = next(p for p in (tmp_path / "programs").glob("*.json") if not p.name.endswith(".report.json"))
@@ -159,7 +160,7 @@ def test_compiled_programs_without_a_budget_are_unchanged(corpus, tmp_path):
 
 
 def test_the_table_3_suite_keeps_every_prompt_and_answer_within_the_context():
-    from knapsack_dspy.bench.suite import load_suite
+    from knapsack_dspy.bench.suites.suite import load_suite
     from knapsack_dspy.llm.local_models import DEFAULT_N_CTX
     from knapsack_dspy.selection.selectors.registry import selector_class
 

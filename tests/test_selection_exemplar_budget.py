@@ -7,11 +7,12 @@ import pytest
 from helpers import HashingEmbedder, WordCounter
 from test_select_exemplars import compile_tiny, load_tiny, make_examples
 
-from knapsack_dspy.bench.plots import draw_plot
-from knapsack_dspy.bench.report_tables import report_tables
-from knapsack_dspy.bench.run_metrics import aggregate
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import RunSpec, SuiteError, suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.reporting.plots import draw_plot
+from knapsack_dspy.bench.reporting.report_tables import report_tables
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.scoring.run_metrics import aggregate
+from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.selection import SelectionConfig, SelectionConfigError
 
 
@@ -89,17 +90,16 @@ def test_suites_set_it_and_check_it():
 
 
 def test_rows_report_and_plots_show_the_exemplar_budget(tmp_path, embedder, counter, monkeypatch):
-    from knapsack_dspy.bench import runner
-
+    from knapsack_dspy.bench.programs import run_program
     pool, questions = make_examples(60), make_examples(8, seed=2, prefix="q")
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else questions)
-    monkeypatch.setattr(runner, "_student", lambda spec, embedder=None, token_counter=None: _tiny_student(spec))
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else questions)
+    monkeypatch.setattr(run_program, "_student", lambda spec, embedder=None, token_counter=None: _tiny_student(spec))
     suite = suite_from_dict({"name": "fig8", "selector": ["seer", "kate"], "max_exemplars": [1, 3],
                              "budget": 1500, "reserve_output_tokens": 50, "attributes": [],
                              "runs": [{"exemplar_budget": 100}, {"exemplar_budget": 200}]})
     metrics = run_suite(suite, tmp_path, embedder=embedder, token_counter_factory=lambda model: counter,
                         selection_only=True, progress=False, log=lambda message: None)
-    rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert len(rows) == 8 * 8 and all(isinstance(r["exemplar_tokens"], int) for r in rows)
     for row in rows:
         assert row["within_budget"] == (row["exemplar_tokens"] <= row["spec"]["exemplar_budget"])

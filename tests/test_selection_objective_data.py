@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.runner import load_split, without_eval_questions
-from knapsack_dspy.bench.suite import load_suite
+from knapsack_dspy.bench.programs.run_program import load_split, without_eval_questions
+from knapsack_dspy.bench.suites.suite import load_suite
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 

@@ -162,7 +162,7 @@ def _counter():
 
 
 def test_suites_take_demo_order_and_latency_budget_and_old_run_keys_stay():
-    from knapsack_dspy.bench.suite import SuiteError, suite_from_dict
+    from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 
     plain = suite_from_dict({"selector": "seer"}).runs[0]
     assert plain.key == suite_from_dict({"selector": "seer", "demo_order": "similarity"}).runs[0].key

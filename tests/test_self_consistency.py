@@ -4,7 +4,6 @@ keeps them apart), executed, majority vote; its settings in pipelines and suites
 from __future__ import annotations
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (offline env defaults before dspy / litellm are imported)
-import json
 import types
 from pathlib import Path
 
@@ -13,8 +12,9 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench.runner import run_suite
-from knapsack_dspy.bench.suite import SuiteError, suite_from_dict
+from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.llm.lm_factory import make_lm
@@ -134,10 +134,9 @@ def test_pipelines_and_suites_carry_the_setting(tmp_path):
 
 
 def test_the_bench_records_the_votes_and_reports_what_samples_cost(tmp_path, monkeypatch):
-    from knapsack_dspy.bench import runner
-
+    from knapsack_dspy.bench.programs import run_program
     records = list(load_examples("finqa", path=FINQA_DOCS))
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: records[:4] if which == "pool"
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: records[:4] if which == "pool"
                         else records[4:])
     previous = dspy.cache
     configure_cache(enabled=False)
@@ -153,7 +152,7 @@ def test_the_bench_records_the_votes_and_reports_what_samples_cost(tmp_path, mon
             assert server.completion_count() == 3 * 2
     finally:
         dspy.cache = previous
-    rows = [json.loads(x) for x in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = load_rows(tmp_path)
     assert [r["sample_answers"] for r in rows] == [[0.25] * 3] * 2 and [r["votes"] for r in rows] == [3, 3]
     assert [r["lm_calls"] for r in rows] == [3, 3] and all(r["prompt_tokens_used"] > 0 for r in rows)
     assert rows[0]["correct"] and not rows[1]["correct"]  # DDD's answer is 0.25, EEE's "yes"

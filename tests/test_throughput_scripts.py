@@ -37,7 +37,7 @@ def test_cell_names_round_trip_and_unknown_directories_are_ignored():
 
 
 def test_the_cells_suites_are_the_issues_comparison():
-    from knapsack_dspy.bench.suite import suite_from_dict, tomllib
+    from knapsack_dspy.bench.suites.suite import suite_from_dict, tomllib
 
     text = throughput.suite_text(throughput.Cell("after", "seer-canonical", "quiet"), throughput.MODEL)
     (run,) = suite_from_dict(tomllib.loads(text)).runs
@@ -152,7 +152,7 @@ def test_speed_ups_compare_the_questions_both_cells_answered_and_em_is_also_pair
 
 
 def test_latency_budget_modes_run_their_budget_and_compare_with_both_baselines(tmp_path):
-    from knapsack_dspy.bench.suite import suite_from_dict, tomllib
+    from knapsack_dspy.bench.suites.suite import suite_from_dict, tomllib
 
     cell = throughput.Cell("after", "hybrid-latency12.5", "busy")
     assert throughput.parse_cell(cell.name) == cell

@@ -2,7 +2,6 @@
 with tiktoken's cl100k_base) ``within_budget`` rests on an estimate, and the selection log, the compile report,
 bench rows, ``metrics.json`` and ``report.md`` say so."""
 
-import json
 import os
 from pathlib import Path
 
@@ -11,8 +10,9 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.bench import runner
-from knapsack_dspy.bench.suite import suite_from_dict
+from knapsack_dspy.bench.execution import runner
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
 from knapsack_dspy.modules.selection_context import selection_log
 from knapsack_dspy.teleprompt import KnapsackFewShot
@@ -50,18 +50,19 @@ def test_the_selection_log_and_the_compile_report_say_when_counts_are_estimates(
 
 @pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
 def test_bench_rows_metrics_and_the_report_mark_estimated_runs(tmp_path, monkeypatch):
+    from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.data import load_examples
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]
     tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:3]
-    monkeypatch.setattr(runner, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     suite = suite_from_dict({"name": "t", "selector": ["kate", "seer"], "budget": 4000, "max_exemplars": 2,
                              "model": "anthropic/claude-haiku-4-5", "attributes": [], "selection_only": True})
 
     def bench(out, counter):
         metrics = runner.run_suite(suite, out, embedder=HashingEmbedder(), token_counter_factory=lambda m: counter,
                                    progress=False, log=lambda message: None)
-        rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+        rows = load_rows(out)
         return metrics, rows, (out / "report.md").read_text()
 
     metrics, rows, report = bench(tmp_path / "estimated", ApproximateCounter())

@@ -21,7 +21,7 @@ import time
 import dspy
 import numpy as np
 
-from knapsack_dspy.bench.scoring import score_prediction
+from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.data.answer_scale import decide_scale
 from knapsack_dspy.data.rendering import render_paragraphs

@@ -22,8 +22,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.bench.results_store import load_rows
-from knapsack_dspy.bench.scoring import score_prediction
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.data.answer_scale import decide_scale
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
-from knapsack_dspy.bench.runner import load_split
+from knapsack_dspy.bench.programs.run_program import load_split
 from knapsack_dspy.testing.json_result import print_and_save
 from knapsack_dspy.testing.prompt_capture import BASE_SPEC
 

@@ -26,7 +26,7 @@ import sys
 import time
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
-from knapsack_dspy.bench.question_order import cache_friendly_order
+from knapsack_dspy.bench.execution.question_order import cache_friendly_order
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.llm.local_server import get_local_server
 from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text

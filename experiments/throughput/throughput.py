@@ -192,7 +192,7 @@ def baseline_tree(path: Path) -> Path:
 
 def rows_of(directory: Path) -> list:
     """The cell's rows (``ResultRow``), none before its first run."""
-    from knapsack_dspy.bench.results_store import load_rows
+    from knapsack_dspy.bench.results.store import load_rows
 
     return load_rows(directory) if (directory / "predictions.jsonl").exists() else []
 

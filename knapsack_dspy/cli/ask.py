@@ -156,7 +156,7 @@ def answer(program, inputs: dict) -> dict:
 
     import dspy
 
-    from knapsack_dspy.bench.lm_timing import LMTimer
+    from knapsack_dspy.bench.execution.lm_timing import LMTimer
 
     timer = LMTimer()
     started = time.perf_counter()

@@ -106,7 +106,7 @@ def register(subparsers) -> None:
 def _run_default(name: str) -> SettingDefault:
     """A suite run's default of ``name`` (``RunSpec``: the selection settings' are ``SelectionConfig``'s)."""
     def read():
-        from knapsack_dspy.bench.suite import RunSpec
+        from knapsack_dspy.bench.suites.suite import RunSpec
 
         return getattr(RunSpec(), name)
 
@@ -114,7 +114,7 @@ def _run_default(name: str) -> SettingDefault:
 
 
 def run(args) -> int:
-    from knapsack_dspy.bench.suite import SuiteError, load_suite, suite_from_dict
+    from knapsack_dspy.bench.suites.suite import SuiteError, load_suite, suite_from_dict
 
     data_dir = resolve_data_dir(args)
     if args.workers is not None and args.workers < 1:
@@ -167,8 +167,8 @@ def _reusing(args):
         return nullcontext()
     if args.ray is not None:
         raise UserError("--reuse answers in this process: it cannot be combined with --ray")
-    from knapsack_dspy.bench.recorded_rows import recorded_replies
-    from knapsack_dspy.bench.results_store import ResultsFileError
+    from knapsack_dspy.bench.results.recorded_rows import recorded_replies
+    from knapsack_dspy.bench.results.store import ResultsFileError
     from knapsack_dspy.llm.recorded_replies import replaying
 
     try:
@@ -194,7 +194,7 @@ def _check_lm_setup(args, suite) -> None:
 
 
 def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
-    from knapsack_dspy.bench.runner import run_suite
+    from knapsack_dspy.bench.execution.runner import run_suite
 
     if args.rescore:
         code = _rescore(out, suite.name, data_dir)
@@ -221,7 +221,7 @@ def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
 
 
 def _rescore(out: Path, suite_name: str, data_dir) -> int:
-    from knapsack_dspy.bench.rescoring import RescoreError, rescore_results
+    from knapsack_dspy.bench.reporting.rescoring import RescoreError, rescore_results
 
     try:
         counts = rescore_results(out, data_dir=data_dir, suite_name=suite_name)
@@ -234,9 +234,9 @@ def _log_to_mlflow(args, suite, out: Path, data_dir) -> None:
     """Write the per-question page, then log the suite, its runs and the results into the active MLflow run."""
     import json
 
-    from knapsack_dspy.bench.mlflow_tracking import log_bench_results
-    from knapsack_dspy.bench.results_page import write_results_page
-    from knapsack_dspy.bench.runner import saved_program_path
+    from knapsack_dspy.bench.programs.run_program import saved_program_path
+    from knapsack_dspy.bench.reporting.mlflow_tracking import log_bench_results
+    from knapsack_dspy.bench.reporting.results_page import write_results_page
 
     outcome = write_results_page(out, data_dir=data_dir, log=lambda message: None)
     programs, reports = {}, {}
@@ -255,7 +255,7 @@ def _log_to_mlflow(args, suite, out: Path, data_dir) -> None:
 
 
 def _print_results(out: Path, runs: int) -> int:
-    from knapsack_dspy.bench.results_store import rows_file
+    from knapsack_dspy.bench.results.store import rows_file
 
     print((out / "report.md").read_text())
     print(f"results: {out}/ ({rows_file(out).name}, metrics.json, report.md, plots); {runs} runs")

@@ -57,7 +57,12 @@ def mlflow_session(args, default_dir, experiment: str, run_name: str, tags: dict
         raise UserError("--mlflow-traces traces into MLflow: give --mlflow too")
     if args.mlflow is None:
         return contextlib.nullcontext()
-    from knapsack_dspy.bench.mlflow_tracking import MlflowUnavailableError, require_mlflow, tracked_run, tracking_uri
+    from knapsack_dspy.bench.reporting.mlflow_tracking import (
+        MlflowUnavailableError,
+        require_mlflow,
+        tracked_run,
+        tracking_uri,
+    )
 
     try:
         require_mlflow()

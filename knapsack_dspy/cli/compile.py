@@ -182,7 +182,7 @@ def run(args) -> int:
     if uses_lm:
         import dspy
 
-        from knapsack_dspy.bench.scoring import correctness_metric
+        from knapsack_dspy.bench.scoring.example_scores import correctness_metric
         from knapsack_dspy.cli.common import build_lm
 
         dspy.configure(lm=build_lm(args))
@@ -201,7 +201,7 @@ def run(args) -> int:
         save_program(program, out)
         report = program.compile_report
         if tracking is not None:
-            from knapsack_dspy.bench.mlflow_tracking import log_compile
+            from knapsack_dspy.bench.reporting.mlflow_tracking import log_compile
 
             options = {k: v for k, v in vars(args).items() if k not in ("func", "command", "mlflow_traces")
                        and v is not None}

@@ -19,7 +19,7 @@ from knapsack_dspy.cli.common import add_data_options, resolve_data_dir, setup_c
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:  # the package loads inside run() (fast --help)
-    from knapsack_dspy.bench.row_schema import ResultRow
+    from knapsack_dspy.bench.results.row_schema import ResultRow
 
 #: The configuration the demo runs: the best measured one (README, "Answer quality"); the selector is the
 #: package default (``SelectionConfig``).
@@ -45,9 +45,9 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from knapsack_dspy import config
-    from knapsack_dspy.bench.results_store import load_rows
-    from knapsack_dspy.bench.runner import run_suite
-    from knapsack_dspy.bench.suite import suite_from_dict
+    from knapsack_dspy.bench.execution.runner import run_suite
+    from knapsack_dspy.bench.results.store import load_rows
+    from knapsack_dspy.bench.suites.suite import suite_from_dict
     from knapsack_dspy.cli.main import UserError
     from knapsack_dspy.data import load_examples
     from knapsack_dspy.selection import SelectionConfig

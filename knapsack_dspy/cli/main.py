@@ -34,15 +34,15 @@ def _user_facing_errors() -> tuple[type[BaseException], ...]:
 
     errors: list[type[BaseException]] = [UserError, ConfigError]
     for module, name in (("knapsack_dspy.data.errors", "DataError"), ("knapsack_dspy.llm.errors", "LLMError"),
-                         ("knapsack_dspy.bench.suite", "SuiteError"),
+                         ("knapsack_dspy.bench.suites.suite", "SuiteError"),
                          ("knapsack_dspy.teleprompt.knapsack_few_shot", "CompileError"),
                          ("knapsack_dspy.selection.config", "SelectionConfigError"),
                          ("knapsack_dspy.metrics.errors", "ScoringInputError"),
-                         ("knapsack_dspy.bench.results_store", "ResultsFileError"),
-                         ("knapsack_dspy.bench.results_lock", "ResultsBusyError"),
-                         ("knapsack_dspy.bench.provenance", "ProvenanceMismatchError"),
-                         ("knapsack_dspy.bench.ray_workers", "RayWorkerError"),
-                         ("knapsack_dspy.bench.mlflow_tracking", "MlflowUnavailableError"),
+                         ("knapsack_dspy.bench.results.store", "ResultsFileError"),
+                         ("knapsack_dspy.bench.results.lock", "ResultsBusyError"),
+                         ("knapsack_dspy.bench.results.provenance", "ProvenanceMismatchError"),
+                         ("knapsack_dspy.bench.execution.ray_workers", "RayWorkerError"),
+                         ("knapsack_dspy.bench.reporting.mlflow_tracking", "MlflowUnavailableError"),
                          ("mlflow.exceptions", "MlflowException")):  # a store MLflow cannot open or write
         error = getattr(sys.modules.get(module), name, None)
         if error is not None:

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from knapsack_dspy.bench.results_page import ALL_QUESTIONS, ResultsPageError, write_results_page
+    from knapsack_dspy.bench.reporting.results_page import ALL_QUESTIONS, ResultsPageError, write_results_page
 
     out = Path(args.results)
     if not out.is_dir():

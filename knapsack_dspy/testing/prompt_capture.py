@@ -16,8 +16,8 @@ from pathlib import Path
 
 import dspy
 
-from knapsack_dspy.bench.runner import compile_program, load_split, validation_slice
-from knapsack_dspy.bench.suite import RunSpec
+from knapsack_dspy.bench.programs.run_program import compile_program, load_split, validation_slice
+from knapsack_dspy.bench.suites.suite import RunSpec
 from knapsack_dspy.llm.local_server import get_local_server
 from knapsack_dspy.llm.token_counter import get_token_counter
 
