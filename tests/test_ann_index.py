@@ -9,6 +9,7 @@ from knapsack_dspy.selection import ann_index
 from knapsack_dspy.selection.ann_index import IVFIndex, exact_top_k
 from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
 from knapsack_dspy.selection.selectors.base import CandidateValues, candidates
+from knapsack_dspy.selection.selectors.case_coverage import CaseCoverageSelector
 from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 N, DIM, K = 20_000, 48, 200
@@ -80,6 +81,48 @@ def test_seer_on_prefiltered_candidates_keeps_the_exact_objective(synthetic, mon
         ratios.append(objective[list(approx.indices)].sum() / objective[list(exact.indices)].sum())
         assert approx.within_budget
     assert np.mean(ratios) >= 0.99 and np.percentile(ratios, 5) >= 0.95, ratios
+
+
+class WholeColumn(np.ndarray):
+    """A pool column that fails any computation over the whole of it (a per-query pass over the pool); indexing
+    it gives a plain array of the rows asked for."""
+
+    def __getitem__(self, key):
+        return np.asarray(np.ndarray.__getitem__(self.view(np.ndarray), key))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise AssertionError(f"{ufunc.__name__}.{method} over a whole pool column during a query")
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise AssertionError(f"np.{func.__name__} over a whole pool column during a query")
+
+
+def guard_columns(pool: ExemplarPool) -> None:
+    for name in ("embeddings", "costs", "groups", "doc_ids"):
+        setattr(pool, name, getattr(pool, name).view(WholeColumn))
+    pool.attributes = {name: values.view(WholeColumn) for name, values in pool.attributes.items()}
+
+
+@pytest.mark.parametrize("selector", [KnapsackSelector(max_exemplars=4), CaseCoverageSelector(max_exemplars=4)],
+                         ids=["seer", "case_coverage"])
+def test_a_query_on_an_indexed_pool_reads_only_its_candidates(synthetic, monkeypatch, selector):
+    """Selection time independent of the pool's size: past the first query (a selector's own per-pool caches),
+    a query on an indexed pool computes nothing over a whole pool column (no mask, no scan, no copy), and
+    selects what it selects on the unguarded pool."""
+    pool, queries, index = synthetic
+    monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
+    plain, guarded = make_pool(pool, index), make_pool(pool, index)
+    attributes = {"modality": plain.attributes["modality"],
+                  "answer_type": np.where(np.arange(len(pool)) % 3 == 0, "span", "arithmetic")}
+    plain.attributes = guarded.attributes = attributes
+    selector.fit(plain)
+    requests = [SelectionRequest(q, capacity=600, target_attributes={"modality": "table"},
+                                 exclude_ids=frozenset({f"e{k}"}), doc_id=f"doc{k * 11}")
+                for k, q in enumerate(queries[:6])]
+    selector.select(guarded, requests[0])
+    guard_columns(guarded)
+    for request in requests[1:]:
+        assert selector.select(guarded, request) == selector.select(plain, request)
 
 
 def test_a_small_pool_is_searched_exactly_even_with_an_index(synthetic):
