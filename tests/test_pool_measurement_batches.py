@@ -15,6 +15,7 @@ from knapsack_dspy import embeddings as embeddings_module
 from knapsack_dspy import text_holes
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.embeddings import TextEmbedder
+from knapsack_dspy.llm import token_counter
 from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import LiteLLMTokenCounter, LocalTokenCounter
@@ -115,13 +116,13 @@ def test_a_tokenizer_in_process_is_used_only_while_it_counts_as_the_server(tmp_p
     server = StubServer()
     counter = stub_counter(tmp_path, server, monkeypatch)
     counter._bpe = ByteCounts()
-    ascii_batch = conversations(20)
+    ascii_batch = conversations(10)
     expected = [stub_counter(tmp_path / "one", StubServer(), monkeypatch)._count_messages(m) for m in ascii_batch]
     assert counter.count_messages_batch(ascii_batch) == expected
-    assert counter._bpe and server.tokenized == 20  # every prompt of the first batch checked (fewer than 64)
-    assert counter.count_messages_batch(conversations(30)[20:]) == [
-        stub_counter(tmp_path / "two", StubServer(), monkeypatch)._count_messages(m) for m in conversations(30)[20:]]
-    assert server.tokenized == 23  # then three prompts of a batch
+    assert counter._bpe and server.tokenized == 10  # every prompt of the first batch checked (fewer than 16)
+    assert counter.count_messages_batch(conversations(30)[10:]) == [
+        stub_counter(tmp_path / "two", StubServer(), monkeypatch)._count_messages(m) for m in conversations(30)[10:]]
+    assert server.tokenized == 10 + token_counter.BPE_CHECKS  # then a few prompts of a batch
     accented = [[{"role": "user", "content": f"caf\u00e9 {i}"}] for i in range(5)]
     expected = [stub_counter(tmp_path / "three", StubServer(), monkeypatch)._count_messages(m) for m in accented]
     assert counter.count_messages_batch(accented) == expected  # it counted differently: the server counts
