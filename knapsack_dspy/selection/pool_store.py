@@ -28,8 +28,9 @@ readable by anything. The records are read one at a time, by offset.
 
 **The hash** is the sha256 of the store format, the embedder's identity (``TextEmbedder.model_id``), the prompt
 format (the token model, the signature's fields, the adapter) and the sha256 of every file (the records, and the
-costs, embeddings and index measured and built from them): the same pool measured and embedded the same way has
-the same hash, wherever it is built; measured another way, it is another store.
+costs, embeddings and index measured and built from them): the same pool measured and embedded the same way (and
+indexed with the same backend: faiss's file differs from numpy's) has the same hash, wherever it is built; measured
+another way, it is another store.
 
 **Where stores are looked for** (:func:`find_store`): the directories of :func:`store_search_dirs` (a program
 loaded from a file: the ``pools/`` folder beside it), then :func:`default_store_root` (``<project
