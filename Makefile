@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
-EXTRAS ?= local-small,dev,mlflow,ray,serve
+EXTRAS ?= local-small,dev,mlflow,ray,serve,ann
 KDSPY_DATA_DIR ?= $(abspath ../shared/data)
 export KDSPY_DATA_DIR
 

@@ -25,7 +25,9 @@ a capacity of ``--capacity`` tokens (default 2,700: a 4,096 budget less a ~1,000
 reserve), and excludes its own document's exemplars.
 
 **Measured**, per pool size: the exact candidate retrieval (today's path: one similarity per exemplar,
-``--exact-max`` largest size it runs at), the index's retrieval (pools of at least ``--ann-min`` exemplars),
+``--exact-max`` largest size it runs at), the index's retrieval (pools of at least ``--ann-min`` exemplars; the
+backend: faiss's IVF when faiss is installed, else numpy's, ``--ann-backend`` to choose; every row and the
+report name it),
 recall@k of the index's candidates against exact search (k = SEER's default ``knn_k``, 200), SEER's whole
 per-query selection (``KnapsackSelector.select``: retrieval + ILP) on the path the pool uses, and the
 objective (summed similarity of the chosen exemplars) of selections on the index's candidates over selections
@@ -35,7 +37,12 @@ pool, the embedder's load excluded: a stub stands in) warm (store in the page ca
 pages dropped with ``posix_fadvise(DONTNEED)`` first); and the peak resident memory (``peak_rss_mb``:
 the process that loads the store and answers the queries, one per size; ``build_peak_rss_mb``: the driver's,
 which generated the pools and built their stores). Once per run: token costs of ``--cost-demos`` real
-demos one at a time and batched (fresh counters, counts compared), and embedding throughput with 1 and 2 local
+demos one at a time (the adapter formats each demo, the counter counts each prompt: for a local model two server
+requests) and batched (``PromptCostModel.demo_costs``: demos from the signature's template, a local model's
+prompts from its chat template's skeleton, tokenized by its BPE in process and checked against the server on a
+sample; the report says which path counted), fresh counters with empty disk caches, the in-process tokenizer's
+one-time load (reading the GGUF's vocabulary) outside the time, counts compared; and embedding throughput with 1
+and 2 local
 worker processes and in a local Ray cluster (``--embed-texts`` texts, ``--ray-cpus``; the model's load reported
 apart, each worker loading its own).
 """
@@ -58,7 +65,7 @@ import numpy as np
 from knapsack_dspy.selection import ann_index, pool_store
 from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
 from knapsack_dspy.selection.pool_store import PoolRecord, write_store
-from knapsack_dspy.selection.selectors.base import candidates
+from knapsack_dspy.selection.selectors.base import candidate_search, candidates
 from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 K = 200  # SEER's default knn_k
@@ -109,6 +116,7 @@ def measured_costs(real, counter_model: str, limit: int) -> dict:
     """Token costs of the real demos one at a time and batched (fresh counters: nothing memoised)."""
     import diskcache
 
+    from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
     from knapsack_dspy.llm.token_counter import get_token_counter
     from knapsack_dspy.modules.compiled_programs import predictor_at
     from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
@@ -122,6 +130,8 @@ def measured_costs(real, counter_model: str, limit: int) -> dict:
         counter = type(get_token_counter(counter_model))(counter_model)  # a fresh counter: an empty memo
         if hasattr(counter, "_disk"):  # a local model's counts on disk: a directory of this run's own
             counter._disk_cache = diskcache.Cache(tempfile.mkdtemp(prefix="counts-"))
+            server = counter._get_server()  # loaded outside the time, and the BPE's vocabulary read (once per file)
+            bpe_encoding(server.model_path)
         model = PromptCostModel(signature, counter, adapter)
         model.demo_cost(demos[0])  # the tokenizer / server loaded outside the time
         sample = demos[1: 1 + limit]
@@ -131,6 +141,8 @@ def measured_costs(real, counter_model: str, limit: int) -> dict:
         seconds = time.perf_counter() - start
         out[how] = {"demos": len(sample), "seconds": round(seconds, 3),
                     "per_second": round(len(sample) / seconds, 1) if seconds else None}
+        if how == "batched":
+            out[how]["path"] = batched_path(model)
     out["identical"] = counts["one_at_a_time"] == counts["batched"]
     out["speedup"] = (round(out["batched"]["per_second"] / out["one_at_a_time"]["per_second"], 2)
                       if out["one_at_a_time"]["per_second"] else None)
@@ -138,6 +150,19 @@ def measured_costs(real, counter_model: str, limit: int) -> dict:
     full = PromptCostModel(signature, get_token_counter(counter_model), adapter)
     real["costs"] = np.asarray(full.demo_costs(demos), dtype=float)
     return out
+
+
+def batched_path(model) -> str:
+    """How the batched costs were counted (what ``demo_costs`` used)."""
+    template = model._template is not None and model._template.active
+    formatting = "demos from the signature's template" if template else "demos formatted by the adapter"
+    counter = model.counter
+    if not hasattr(counter, "_disk"):
+        return f"{formatting}; {type(counter).__name__} per prompt"
+    chat = "chat-template skeleton" if any(t is not None for t in counter._templates.values()) else "server templates"
+    tokens = ("the model's BPE in process (tiktoken), checked against the server on "
+              f"{counter._bpe_checked} prompts" if counter._bpe else "server /tokenize requests")
+    return f"{formatting}; prompts from the {chat}; tokens by {tokens}"
 
 
 def _embed_worker(texts):
@@ -190,6 +215,14 @@ def embedding_throughput(texts: list[str], ray_cpus: int = 0) -> dict:
     return out
 
 
+def ann_backend(args) -> str:
+    """The index's backend, as the report states it."""
+    if args.ann_backend == "faiss":
+        return f"faiss {ann_index.faiss_module().__version__} (IndexIVFFlat, inner product)"
+    why = "chosen" if ann_index.faiss_module() is not None else f"faiss not installed: {ann_index.INSTALL_HINT}"
+    return f"numpy ({why})"
+
+
 # -- synthetic pools ------------------------------------------------------------------------------------
 def synthetic(real, n: int, noise: float, seed: int):
     """A pool of ``n`` from the real one by the rule of the module docstring: (embeddings, source index)."""
@@ -234,7 +267,8 @@ def build_store(real, root: Path, embeddings, source, args):
     store = write_store(root, records, embeddings, real["costs"][source], embedder=real["embedder"].model_id,
                         prompt_format=json.dumps({"benchmark": "pool_scale", "counter": args.counter}),
                         index=len(records) >= ann_index.ANN_MIN_POOL,
-                        index_options={"nlist": args.nlist} if args.nlist else None)
+                        index_options={"backend": args.ann_backend, "target_recall": args.target_recall,
+                                       **({"nlist": args.nlist} if args.nlist else {})})
     return store, time.perf_counter() - start
 
 
@@ -287,7 +321,8 @@ def serve_phase(job: dict) -> dict:
     row = state_and_load(store, job["embedder"], job["counter"])
     index = store.index()
     if index is not None:
-        row["index"] = {"nlist": index.nlist, "nprobe": index.nprobe, "calibration": index.calibration}
+        row["index"] = {"backend": index.backend, "nlist": index.nlist, "nprobe": index.nprobe,
+                        "calibration": index.calibration}
     common = dict(ids=store.ids.tolist(), embeddings=store.embeddings, costs=store.costs,
                   attributes=store.attributes, doc_ids=store.doc_ids)
     exact_pool = ExemplarPool(**common)
@@ -322,7 +357,8 @@ def serve_phase(job: dict) -> dict:
     for key, values in times.items():
         if values:
             row[key] = {"median": round(median(values), 3), "p95": round(pct(values, 95), 3)}
-    row["path"] = "ann" if ann_pool is not None else "exact"
+    row["path"] = f"ann ({index.backend})" if ann_pool is not None else "exact"
+    row["candidate_search"] = candidate_search(seer, ann_pool or exact_pool)
     if recalls:
         row["recall_at_k"] = {"k": K, "mean": round(float(np.mean(recalls)), 4), "min": round(min(recalls), 4)}
         row["objective_ratio"] = {"mean": round(float(np.mean(ratios)), 4), "p5": round(pct(ratios, 5), 4)}
@@ -355,13 +391,15 @@ def run_size(real, n: int, args, root: Path) -> dict:
 def markdown(result: dict) -> str:
     lines = ["# Pool scale", "", f"Machine: {result['machine']}; queries: {result['queries']}; "
              f"synthetic rule: {result['rule']}", "",
+             f"Nearest-neighbour index backend: {result['ann_backend']}; nprobe calibrated for recall@200 >= "
+             f"{result['target_recall']} on pool vectors", "",
              "| pool | path | NN sim p5 / median / p95 | exact retrieval ms | index retrieval ms | selection ms "
              "(x smallest) | recall@200 | objective mean / p5 | state bytes | load warm / cold s | "
              "serving peak RSS MB |",
              "|---:|---|---|---:|---:|---:|---:|---|---:|---|---:|"]
     base = result["sizes"][0].get("selection_ms", {}).get("median")
     real_nn = result["real_pool_nn_similarity"]
-    lines.insert(4, f"Real TAT-QA pool NN similarity: p5 {real_nn['p5']}, median {real_nn['median']}, "
+    lines.insert(6, f"Real TAT-QA pool NN similarity: p5 {real_nn['p5']}, median {real_nn['median']}, "
                     f"p95 {real_nn['p95']}\n")
     for row in result["sizes"]:
         nn = row["nn_similarity"]
@@ -374,11 +412,13 @@ def markdown(result: dict) -> str:
                      f"{row.get('ann_retrieval_ms', {}).get('median', '')} | {sel}{ratio} | {rec} | "
                      f"{obj.get('mean', '')} / {obj.get('p5', '')} | {row['state_bytes']:,} | "
                      f"{row['load_warm_s']} / {row['load_cold_s']} | {row['peak_rss_mb']} |")
+    lines += ["", "Candidates per size (SEER's knn_k):"] + [f"- {row['size']:,}: {row['candidate_search']}"
+                                                           for row in result["sizes"]]
     costs = result.get("token_costs")
     if costs:
         lines += ["", f"Token costs ({costs['counter']}): one at a time {costs['one_at_a_time']['per_second']}/s, "
                       f"batched {costs['batched']['per_second']}/s ({costs['speedup']}x), identical: "
-                      f"{costs['identical']}"]
+                      f"{costs['identical']}", "", f"Batched path: {costs['batched'].get('path', '')}"]
     emb = result.get("embedding")
     if emb:
         lines += ["", f"Embedding ({emb['texts']} texts): 1 worker {emb['1_workers']['per_second']}/s, 2 workers "
@@ -398,6 +438,11 @@ def main(argv=None) -> int:
     parser.add_argument("--exact-max", type=int, default=1_000_000, help="largest pool the exact path runs at")
     parser.add_argument("--ann-min", type=int, default=None,
                         help=f"index pools from this size (default ANN_MIN_POOL = {ann_index.ANN_MIN_POOL})")
+    parser.add_argument("--ann-backend", choices=ann_index.BACKENDS, default=None,
+                        help="the index's backend (default: faiss when installed, else numpy)")
+    parser.add_argument("--target-recall", type=float, default=ann_index.TARGET_RECALL,
+                        help="the recall@200 on pool vectors nprobe is calibrated for (default %(default)s, the "
+                             "package's)")
     parser.add_argument("--nlist", type=int, default=None,
                         help="the index's cells (default: ann_index's rule, 4 sqrt(n))")
     parser.add_argument("--counter", default="local/qwen2.5-coder-1.5b-instruct",
@@ -412,12 +457,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.ann_min is not None:
         ann_index.ANN_MIN_POOL = args.ann_min
+    args.ann_backend = args.ann_backend or ann_index.default_backend()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     root = Path(args.store_dir or tempfile.mkdtemp(prefix="pool_scale-"))
     real = real_pool(args)
     result = {"machine": f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}", "queries": len(real["queries"]),
               "rule": "w e_a + (1 - w) e_b + sigma g, normalised (module docstring)", "noise": args.noise,
-              "capacity": args.capacity, "ann_min_pool": ann_index.ANN_MIN_POOL,
+              "capacity": args.capacity, "ann_min_pool": ann_index.ANN_MIN_POOL, "ann_backend": ann_backend(args),
+              "target_recall": args.target_recall,
               "inline_pool_limit": pool_store.INLINE_POOL_LIMIT,
               "real_pool_nn_similarity": nn_similarity(real["embeddings"], args.seed)}
     print(f"real pool: {len(real['demos'])} demos; {len(real['queries'])} queries", file=sys.stderr)

@@ -7,7 +7,9 @@ decides), so it is applied by the function that loads it, just before:
 - ``GOMP_SPINCOUNT=1000`` with ``OMP_WAIT_POLICY=ACTIVE`` (:func:`apply_openmp_wait_defaults`), before the first
   load of a runtime that brings OpenMP's ``libgomp.so.1`` in through our code: the embedded model's runtime
   xllamacpp (``llm/local_server.py``) and torch when our embedder loads sentence-transformers
-  (``embeddings.py``). Both share the one ``libgomp``, which reads the variables once, when it loads. OpenMP
+  (``embeddings.py``). Both share the one ``libgomp``, which reads the variables once, when it loads. The
+  ``faiss-cpu`` wheel (the ``ann`` extra, ``selection/ann_index.py``) brings a ``libgomp`` of its own: the same
+  defaults are applied before it loads. OpenMP
   threads then spin ~1,000 iterations (~10 us) at a barrier, then sleep. With OpenMP's default waits (a ~3 ms
   spin) the model's threads kept spinning whenever other work took the cores, and on a 2-core machine decoding
   collapsed from ~6-10 to ~1-3 tokens/s; waits that sleep at once (``PASSIVE``) fixed that but cost a third of

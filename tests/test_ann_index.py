@@ -1,17 +1,26 @@
-"""The approximate nearest-neighbour prefilter of a large pool: its recall against exact search, measured on a
-synthetic pool (clustered unit vectors: neither uniform noise nor near-duplicates), and SEER's selections on its
-candidates against exact candidates (issue 25)."""
+"""The approximate nearest-neighbour prefilter of a large pool, with each backend (faiss's IVF when installed, the
+numpy IVF): its recall against exact search, measured on a synthetic pool (clustered unit vectors: neither uniform
+noise nor near-duplicates), the index saved and loaded (alone and in a pool store) giving the same candidates, and
+SEER's selections on its candidates against exact candidates (issue 25). The faiss tests skip without faiss
+(``make test`` installs the ``ann`` extra, so CI runs them)."""
+
+import warnings
 
 import numpy as np
 import pytest
 
 from knapsack_dspy.selection import ann_index
-from knapsack_dspy.selection.ann_index import IVFIndex, exact_top_k
+from knapsack_dspy.selection.ann_index import FaissIVFIndex, IVFIndex, build_index, exact_top_k, load_index
 from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
+from knapsack_dspy.selection.pool_store import PoolRecord, write_store
 from knapsack_dspy.selection.selectors.base import CandidateValues, candidates
+from knapsack_dspy.selection.selectors.case_coverage import CaseCoverageSelector
 from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 N, DIM, K = 20_000, 48, 200
+HAS_FAISS = ann_index.faiss_module() is not None
+needs_faiss = pytest.mark.skipif(not HAS_FAISS, reason=f"faiss is not installed ({ann_index.INSTALL_HINT})")
+BACKEND_PARAMS = [pytest.param("faiss", marks=needs_faiss), "numpy"]
 
 
 def clustered(n: int, rng: np.random.Generator, centres: np.ndarray) -> np.ndarray:
@@ -22,12 +31,22 @@ def clustered(n: int, rng: np.random.Generator, centres: np.ndarray) -> np.ndarr
 
 
 @pytest.fixture(scope="module")
-def synthetic():
+def data():
     rng = np.random.default_rng(7)
     centres = rng.normal(size=(300, DIM)) / np.sqrt(DIM)
-    pool = clustered(N, rng, centres)
-    queries = clustered(200, rng, centres)  # not pool members
-    return pool, queries, IVFIndex.build(pool, seed=0)
+    return clustered(N, rng, centres), clustered(200, rng, centres)  # the queries are not pool members
+
+
+_built: dict = {}
+
+
+@pytest.fixture(scope="module", params=BACKEND_PARAMS)
+def synthetic(request, data):
+    """(pool, queries, index) with each backend (an index built once per backend)."""
+    pool, queries = data
+    if request.param not in _built:
+        _built[request.param] = build_index(pool, backend=request.param, seed=0)
+    return pool, queries, _built[request.param]
 
 
 def test_recall_at_k_against_exact_search_is_at_least_095(synthetic):
@@ -48,9 +67,60 @@ def test_recall_at_k_against_exact_search_is_at_least_095(synthetic):
 def test_the_index_round_trips_through_files(tmp_path, synthetic):
     _pool, queries, index = synthetic
     index.save(tmp_path)
-    loaded = IVFIndex.load(tmp_path)
+    loaded = load_index(tmp_path)
+    assert type(loaded) is type(index) and loaded.backend == index.backend
     assert loaded.nprobe == index.nprobe and loaded.calibration == index.calibration
-    assert np.array_equal(loaded.search(queries[0], K), index.search(queries[0], K))
+    for q in queries[:20]:
+        assert np.array_equal(loaded.search(q, 2 * K), index.search(q, 2 * K))
+
+
+@needs_faiss
+def test_both_backends_search_the_same_cells_and_find_the_same_candidates(data):
+    pool, queries = data
+    faiss_index, numpy_index = build_index(pool, backend="faiss"), build_index(pool, backend="numpy")
+    assert np.array_equal(faiss_index.centroids, numpy_index.centroids)
+    assert faiss_index.calibration == numpy_index.calibration
+    for q in queries[:20]:
+        assert set(faiss_index.search(q, 2 * K).tolist()) == set(numpy_index.search(q, 2 * K).tolist())
+
+
+def store_records(n: int) -> list[PoolRecord]:
+    return [PoolRecord(f"e{i}", {"question": f"q{i}"}, f"doc{i // 6}", f"q{i}") for i in range(n)]
+
+
+@needs_faiss
+def test_a_store_built_with_faiss_loads_it_memory_mapped_and_without_faiss_searches_its_cells(tmp_path, data,
+                                                                                          monkeypatch):
+    pool, queries = data
+    monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)  # the synthetic pool counts as large
+    store = write_store(tmp_path, store_records(len(pool)), pool, np.full(len(pool), 100.0), embedder="e",
+                        prompt_format="p", index=True)
+    assert store.manifest["index_backend"] == "faiss" and (store.path / ann_index.FAISS_FILE).is_file()
+    with_faiss = store.index()
+    assert isinstance(with_faiss, FaissIVFIndex)
+    assert "faiss backend" in ann_index.describe(with_faiss, len(store))
+    expected = [with_faiss.search(q, 2 * K) for q in queries[:20]]
+    monkeypatch.setattr(ann_index, "faiss_module", lambda: None)  # a machine without faiss
+    with pytest.warns(ann_index.FaissMissingWarning, match="pip install"):
+        without = store.index()
+    assert isinstance(without, IVFIndex) and without.nprobe == with_faiss.nprobe
+    assert "built with faiss, which is not installed here" in ann_index.describe(without, len(store))
+    for q, found in zip(queries[:20], expected, strict=True):
+        assert set(without.search(q, 2 * K).tolist()) == set(found.tolist())
+
+
+def test_without_faiss_a_new_index_is_built_with_numpy(tmp_path, data, monkeypatch):
+    pool, _queries = data
+    monkeypatch.setattr(ann_index, "faiss_module", lambda: None)
+    assert ann_index.default_backend() == "numpy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store = write_store(tmp_path, store_records(2_000), pool[:2_000], np.full(2_000, 100.0), embedder="e",
+                            prompt_format="p", index=True)
+    assert store.manifest["index_backend"] == "numpy" and isinstance(store.index(), IVFIndex)
+    assert not (store.path / ann_index.FAISS_FILE).exists()
+    with pytest.raises(ImportError, match="knapsack-dspy\\[ann\\]"):
+        build_index(pool[:2_000], backend="faiss")
 
 
 def make_pool(pool: np.ndarray, index=None) -> ExemplarPool:
@@ -80,6 +150,48 @@ def test_seer_on_prefiltered_candidates_keeps_the_exact_objective(synthetic, mon
         ratios.append(objective[list(approx.indices)].sum() / objective[list(exact.indices)].sum())
         assert approx.within_budget
     assert np.mean(ratios) >= 0.99 and np.percentile(ratios, 5) >= 0.95, ratios
+
+
+class WholeColumn(np.ndarray):
+    """A pool column that fails any computation over the whole of it (a per-query pass over the pool); indexing
+    it gives a plain array of the rows asked for."""
+
+    def __getitem__(self, key):
+        return np.asarray(np.ndarray.__getitem__(self.view(np.ndarray), key))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise AssertionError(f"{ufunc.__name__}.{method} over a whole pool column during a query")
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise AssertionError(f"np.{func.__name__} over a whole pool column during a query")
+
+
+def guard_columns(pool: ExemplarPool) -> None:
+    for name in ("embeddings", "costs", "groups", "doc_ids"):
+        setattr(pool, name, getattr(pool, name).view(WholeColumn))
+    pool.attributes = {name: values.view(WholeColumn) for name, values in pool.attributes.items()}
+
+
+@pytest.mark.parametrize("selector", [KnapsackSelector(max_exemplars=4), CaseCoverageSelector(max_exemplars=4)],
+                         ids=["seer", "case_coverage"])
+def test_a_query_on_an_indexed_pool_reads_only_its_candidates(synthetic, monkeypatch, selector):
+    """Selection time independent of the pool's size: past the first query (a selector's own per-pool caches),
+    a query on an indexed pool computes nothing over a whole pool column (no mask, no scan, no copy), and
+    selects what it selects on the unguarded pool."""
+    pool, queries, index = synthetic
+    monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
+    plain, guarded = make_pool(pool, index), make_pool(pool, index)
+    attributes = {"modality": plain.attributes["modality"],
+                  "answer_type": np.where(np.arange(len(pool)) % 3 == 0, "span", "arithmetic")}
+    plain.attributes = guarded.attributes = attributes
+    selector.fit(plain)
+    requests = [SelectionRequest(q, capacity=600, target_attributes={"modality": "table"},
+                                 exclude_ids=frozenset({f"e{k}"}), doc_id=f"doc{k * 11}")
+                for k, q in enumerate(queries[:6])]
+    selector.select(guarded, requests[0])
+    guard_columns(guarded)
+    for request in requests[1:]:
+        assert selector.select(guarded, request) == selector.select(plain, request)
 
 
 def test_a_small_pool_is_searched_exactly_even_with_an_index(synthetic):

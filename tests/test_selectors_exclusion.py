@@ -50,3 +50,12 @@ def test_an_empty_document_id_excludes_nothing(name):
     request = SelectionRequest(embedding=pool.embeddings[0], capacity=1000.0, doc_id="", key="q",
                                target_attributes={"modality": "table", "answer_type": "span"})
     assert len(selector.select(pool, request).indices) == 4
+
+
+def test_a_documents_rows_are_the_rows_holding_its_id():
+    doc_ids = [f"d{(i * 7) % 5}" for i in range(30)]  # documents interleaved in the pool
+    pool = make_pool(doc_ids=doc_ids)
+    for doc in [*sorted(set(doc_ids)), "d9", ""]:
+        expected = [i for i, d in enumerate(doc_ids) if d == doc]
+        assert pool.rows_of_doc(doc).tolist() == expected
+    assert make_pool(doc_ids=None).rows_of_doc("d0").tolist() == [0, 1, 2]

@@ -211,6 +211,8 @@ def run(args) -> int:
               f"pool {part['pool_size']}, budget {part['budget']} tokens ({part['token_model']})"
               + (f", exemplars within {part['exemplar_budget']} tokens" if part.get("exemplar_budget") else ""))
         print(f"chosen config: {json.dumps(part['chosen'])}")
+        if part.get("candidate_search"):
+            print(f"candidates: {part['candidate_search']}")
         for attr, acc in part.get("attribute_accuracy", {}).items():
             print(f"attribute {attr}: {acc['source']} accuracy {100 * acc['accuracy']:.1f}% "
                   f"on {acc['n']} validation questions")

@@ -209,11 +209,27 @@ class LocalServer:
         """Token ids of ``text`` (special tokens such as ``<|im_start|>`` are parsed as the server does)."""
         return list(self._post("/tokenize", {"content": text})["tokens"])
 
+    def token_counts(self, texts: list[str]) -> list[int]:
+        """How many tokens :meth:`tokenize` gives each of ``texts``, in one request: llama.cpp's ``/tokenize``
+        tokenizes each string of a list on its own and passes numbers through, so a ``-1`` between the strings
+        (never a token id) marks where one ends."""
+        if not texts:
+            return []
+        content: list[Any] = []
+        for k, text in enumerate(texts):
+            content += [_TEXT_END, text] if k else [text]
+        tokens = self._post("/tokenize", {"content": content})["tokens"]
+        ends = [-1] + [k for k, token in enumerate(tokens) if token == _TEXT_END] + [len(tokens)]
+        if len(ends) != len(texts) + 1:
+            raise LocalModelError(f"local server tokenized {len(texts)} texts into {len(ends) - 1} parts")
+        return [ends[k + 1] - ends[k] - 1 for k in range(len(texts))]
+
     def apply_template(self, messages: list[dict[str, Any]]) -> str:
         """The exact prompt the chat template builds from ``messages`` (ready for generation)."""
         return str(self._post("/apply-template", {"messages": text_messages(messages)})["prompt"])
 
 
+_TEXT_END = -1  # between two texts of one /tokenize request (tokenize_many)
 _servers: dict[tuple[str, str], LocalServer] = {}
 _servers_lock = threading.Lock()
 

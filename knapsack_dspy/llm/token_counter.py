@@ -6,7 +6,11 @@
   then ``/tokenize``), so a count covers the exact chat template (Qwen's adds a default system message when
   there is none, and ``<|im_start|>assistant`` for the reply). It equals the server's ``usage.prompt_tokens``.
   Models with the same tokenizer (``LocalModelSpec.tokenizer``) are counted by the smallest of them that is
-  installed: the 0.5B counts for the 1.5B, which compile then never loads.
+  installed: the 0.5B counts for the 1.5B, which compile then never loads. A batch (``count_messages_batch``,
+  a pool's costs) gets the same counts without a request per prompt: the prompts are built from the chat
+  template's skeleton (``text_holes``: probed once per sequence of roles, one prompt per batch compared with the
+  server's) and tokenized by the model's own BPE in process (``bpe_tokenizer``: tiktoken, its counts compared
+  with the server's on a sample of every batch), else by the server in a few ``/tokenize`` requests.
 - API models: ``LiteLLMTokenCounter`` uses ``litellm.token_counter`` (tiktoken files bundled with LiteLLM:
   no network), with OpenAI's chat overhead (3 tokens per message, 3 for the reply). OpenAI models LiteLLM
   knows get their own encoding (``o200k_base`` for gpt-4o*, ...); ``.exact`` is True for them.
@@ -34,8 +38,10 @@ from typing import Any
 
 import diskcache
 
-from knapsack_dspy import config
+from knapsack_dspy import config, text_holes
 from knapsack_dspy.llm import local_server
+from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
+from knapsack_dspy.llm.cpu_load import usable_cores
 from knapsack_dspy.llm.errors import LLMConfigError, LLMError
 from knapsack_dspy.llm.litellm_provider import litellm_provider
 from knapsack_dspy.llm.local_models import is_local_model, local_context_window, local_model_spec, same_tokenizer
@@ -46,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_SIZE = 65536
 COUNT_THREADS = 4  # concurrent count requests to a local model's server (HTTP: the GIL is released while waiting)
+TOKENIZE_CHARS = 1_000_000  # characters of prompts tokenized in one request (a batch of ~500 demos: a few)
+BPE_FIRST_CHECKS = 16  # prompts of the first batch the in-process tokenizer's counts are compared on
+BPE_CHECKS = 2  # ... and of every later batch (each ~3 ms of the server's CPU for a TAT-QA demo)
 # Providers whose models LiteLLM counts with their exact tiktoken encoding when it knows the model name.
 _TIKTOKEN_PROVIDERS = ("openai", "azure", "text-completion-openai")
 
@@ -77,7 +86,7 @@ class TokenCounter:
 
     def count_messages_batch(self, batch: Sequence[list[dict]]) -> list[int]:
         """``[count_messages(m) for m in batch]``, the same counts, with the ones not yet known counted together
-        (``_count_messages_batch``: a local model's server is asked concurrently)."""
+        (``_count_messages_batch``: a local model's server tokenizes them in a few requests)."""
         keys = [_messages_key(messages) for messages in batch]
         counts: list[int | None] = [self._cache.get(key) for key in keys]
         todo: dict[str, int] = {}
@@ -85,7 +94,7 @@ class TokenCounter:
             if count is None:
                 todo.setdefault(key, i)
         if todo:
-            fresh = self._count_messages_batch([list(batch[i]) for i in todo.values()])
+            fresh = self._count_messages_batch([list(batch[i]) for i in todo.values()], list(todo))
             known = {}
             for key, count in zip(todo, fresh, strict=True):
                 known[key] = int(count)
@@ -93,7 +102,8 @@ class TokenCounter:
             counts = [known[key] if count is None else count for key, count in zip(keys, counts, strict=True)]
         return [int(c) for c in counts]
 
-    def _count_messages_batch(self, batch: list[list[dict]]) -> list[int]:
+    def _count_messages_batch(self, batch: list[list[dict]], keys: list[str]) -> list[int]:
+        """The counts of ``batch`` (``keys``: each conversation's ``_messages_key``)."""
         return [int(self._count_messages(messages)) for messages in batch]
 
     def count_text(self, text: str) -> int:
@@ -164,6 +174,9 @@ class LocalTokenCounter(TokenCounter):
         super().__init__(model, local_context_window(model), cache_size)
         self._cache_dir = cache_dir
         self._server = None
+        self._templates: dict[tuple[str, ...], text_holes.Template | None] = {}  # per sequence of roles
+        self._bpe: Any = None  # the tokenizer in process (bpe_tokenizer), False: none or switched off
+        self._bpe_checked = 0  # prompts it counted as the server did
 
     def counting_model(self) -> str:
         """The model whose server counts: the smallest catalogue model with the same tokenizer whose weights are
@@ -205,24 +218,120 @@ class LocalTokenCounter(TokenCounter):
     def _count_text(self, text: str) -> int:
         return len(self._get_server().tokenize(text)) if text else 0
 
-    def _count_messages_batch(self, batch: list[list[dict]]) -> list[int]:
-        """The counts on disk, then the others asked of the server by :data:`COUNT_THREADS` requests at a time
-        (each the same template + tokenize as one at a time: the same counts)."""
-        keys = [hashlib.sha256(_messages_key(messages).encode()).hexdigest() for messages in batch]
+    def _count_messages_batch(self, batch: list[list[dict]], keys: list[str]) -> list[int]:
+        """The counts on disk, then the others: their prompts built from the chat template's skeleton
+        (:meth:`_prompt_texts`) and tokenized by the server in a few requests (``LocalServer.token_counts``:
+        :data:`COUNT_THREADS` at once, up to :data:`TOKENIZE_CHARS` characters each) -- the same prompts and token
+        ids as one at a time, so the same counts."""
+        keys = [hashlib.sha256(key.encode()).hexdigest() for key in keys]
         disk = self._disk()
         counts = [disk.get(key) for key in keys]
         missing = [i for i, count in enumerate(counts) if count is None]
         if missing:
             server = self._get_server()
-
-            def count(i: int) -> int:
-                return len(server.tokenize(server.apply_template(batch[i])))
-
-            with ThreadPoolExecutor(COUNT_THREADS) as pool:
-                for i, value in zip(missing, pool.map(count, missing), strict=True):
+            texts = self._prompt_texts(server, [batch[i] for i in missing])
+            fresh = self._bpe_counts(server, texts)
+            if fresh is None:
+                fresh = self._server_counts(server, texts)
+            with disk.transact():  # one write to the disk cache for the batch
+                for i, value in zip(missing, fresh, strict=True):
                     counts[i] = value
                     disk.set(keys[i], value)
         return [int(c) for c in counts]
+
+    @staticmethod
+    def _server_counts(server, texts: list[str]) -> list[int]:
+        """The server's token counts of ``texts``: :data:`COUNT_THREADS` requests at a time, up to
+        :data:`TOKENIZE_CHARS` characters each."""
+        parts = _request_parts([len(t) for t in texts], COUNT_THREADS, TOKENIZE_CHARS)
+        with ThreadPoolExecutor(COUNT_THREADS) as pool:
+            return [count for part in pool.map(lambda p: server.token_counts(texts[p[0]:p[1]]), parts)
+                    for count in part]
+
+    def _bpe_counts(self, server, texts: list[str]) -> list[int] | None:
+        """The token counts of ``texts`` by the model's tokenizer in process (``bpe_tokenizer``), checked against
+        the server's on :data:`BPE_FIRST_CHECKS` of the first batch and :data:`BPE_CHECKS` of every later one;
+        ``None`` when there is no such tokenizer or it has ever counted differently (then the server counts)."""
+        if self._bpe is None:
+            path = getattr(server, "model_path", None)
+            self._bpe = (bpe_encoding(path) if path is not None else None) or False
+            self._bpe_checked = 0
+        if self._bpe is False or not texts:
+            return None
+        encode = self._bpe.encode  # releases the GIL: one thread per part of the batch
+        parts = _request_parts([len(t) for t in texts], min(COUNT_THREADS, usable_cores()), sum(map(len, texts)))
+        with ThreadPoolExecutor(len(parts)) as pool:
+            counts = [count for part in pool.map(
+                lambda p: [len(encode(t, allowed_special="all")) for t in texts[p[0]:p[1]]], parts) for count in part]
+        wanted = BPE_FIRST_CHECKS if not self._bpe_checked else BPE_CHECKS
+        sample = sorted({round(k * (len(texts) - 1) / max(1, wanted - 1)) for k in range(wanted)})
+        expected = server.token_counts([texts[i] for i in sample])
+        if [counts[i] for i in sample] != expected:
+            logger.warning("%s: the in-process tokenizer counted a prompt differently from the model server; the "
+                           "server counts from now on", self.model)
+            self._bpe = False
+            return None
+        self._bpe_checked += len(sample)
+        return counts
+
+    def _prompt_texts(self, server, batch: list[list[dict]]) -> list[str]:
+        """The server's prompt for each conversation of ``batch`` (``apply_template``), built without asking it:
+        per sequence of roles, the template is probed once with marker contents (``text_holes.probe``, trimmed
+        or escaped contents refused) and each conversation's contents are put in. The first conversation of
+        each sequence in a batch is also asked of the server and compared: a template that treats some
+        contents apart (it looks for a tag in them) stops being used, with a warning, and the server builds
+        every prompt."""
+        conversations = [local_server.text_messages(messages) for messages in batch]
+        texts: list[str | None] = [None] * len(batch)
+        checked: set[tuple[str, ...]] = set()
+        for i, messages in enumerate(conversations):
+            roles = tuple(m["role"] for m in messages)
+            template = self._chat_template(server, roles)
+            if template is None:
+                continue
+            text = text_holes.fill(template, [m["content"] for m in messages])[0]
+            if roles not in checked:
+                checked.add(roles)
+                if text != server.apply_template(messages):
+                    logger.warning("%s: the chat template treats some message contents apart; its prompts are "
+                                   "built by the server one at a time", self.model)
+                    self._templates[roles] = None
+                    continue
+            texts[i] = text
+        todo = [i for i, text in enumerate(texts) if text is None]
+        if todo:
+            with ThreadPoolExecutor(COUNT_THREADS) as pool:
+                for i, text in zip(todo, pool.map(lambda k: server.apply_template(conversations[k]), todo),
+                                   strict=True):
+                    texts[i] = text
+        return [str(t) for t in texts]
+
+    def _chat_template(self, server, roles: tuple[str, ...]) -> text_holes.Template | None:
+        """The chat template's prompt for a conversation of ``roles``, each content a hole (``None``: the
+        template does not put contents in verbatim)."""
+        templates = self._templates
+        if roles not in templates:
+            templates[roles] = text_holes.probe(
+                lambda contents: [server.apply_template([{"role": role, "content": content}
+                                                         for role, content in zip(roles, contents, strict=True)])],
+                len(roles), edges=True)
+        return templates[roles]
+
+
+def _request_parts(sizes: list[int], parts: int, most: int) -> list[tuple[int, int]]:
+    """``[start, end)`` ranges cutting texts of ``sizes`` characters into at least ``parts`` pieces of similar size
+    (fewer when there are fewer texts), none above ``most`` characters unless it is a single text."""
+    total = sum(sizes)
+    target = min(most, max(1, -(-total // max(1, parts))))
+    out, start, size = [], 0, 0
+    for end, length in enumerate(sizes):
+        if end > start and size + length > target:
+            out.append((start, end))
+            start, size = end, 0
+        size += length
+    if start < len(sizes):
+        out.append((start, len(sizes)))
+    return out
 
 
 def _model_info(model: str) -> dict | None:

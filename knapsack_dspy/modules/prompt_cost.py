@@ -17,6 +17,7 @@ import dspy
 
 from knapsack_dspy.memo import BoundedMemo
 from knapsack_dspy.modules.demo_order import in_given_order
+from knapsack_dspy.modules.demo_templates import DemoTemplate
 
 
 class TokenCounter(Protocol):
@@ -68,6 +69,7 @@ class PromptCostModel:
         self._adapter_key = (type(self.adapter).__qualname__,
                              json.dumps(vars(self.adapter), sort_keys=True, default=repr))  # its settings
         self._anchor_tokens = counter.count_messages(list(_ANCHOR))
+        self._template: DemoTemplate | None = None  # formats many demos at once (demo_costs), made when first needed
 
     @property
     def adapter_key(self) -> str:
@@ -93,9 +95,16 @@ class PromptCostModel:
         key = self._memo_key("demo", dict(demo))
         return self._count_demo(demo) if key is None else _counts.get_or_compute(key, lambda: self._count_demo(demo))
 
-    def _anchored_demo(self, demo: Mapping) -> list[dict]:
-        """The anchor message followed by ``demo``'s messages: what is counted (less the anchor's tokens)."""
-        messages = self._demo_messages(demo)
+    def _anchored_demo(self, demo: Mapping, templated: bool = False) -> list[dict]:
+        """The anchor message followed by ``demo``'s messages: what is counted (less the anchor's tokens).
+        ``templated``: formatted by the signature's :class:`DemoTemplate` (the same messages, without the adapter's
+        per-field work when it applies)."""
+        if templated:
+            if self._template is None:
+                self._template = DemoTemplate(self.adapter, self.signature)
+            messages = self._template.messages(demo)
+        else:
+            messages = self._demo_messages(demo)
         if not messages:
             raise ValueError(f"demo has none of the fields of {self.signature.__name__}: {sorted(dict(demo))}")
         return list(_ANCHOR) + messages
@@ -105,8 +114,9 @@ class PromptCostModel:
 
     def demo_costs(self, demos: Sequence[Mapping], *, batch_size: int = 512, progress: bool = False) -> list[int]:
         """``[demo_cost(d) for d in demos]`` (the same counts), measured in batches: the demos not yet known are
-        formatted and handed to the counter together (``count_messages_batch``: a local model's server counts
-        several at once). ``progress``: a progress bar."""
+        formatted from the signature's demo template (``demo_templates``: the adapter's messages without its
+        per-field work) and handed to the counter together (``count_messages_batch``: a local model's server
+        tokenizes a batch in one request). ``progress``: a progress bar."""
         out: list[int] = []
         bar = None
         if progress:
@@ -119,7 +129,7 @@ class PromptCostModel:
             costs: list[int | None] = [None if key is None else _counts.get(key) for key in keys]
             todo = [i for i, cost in enumerate(costs) if cost is None]
             if todo:
-                counted = _count_batch(self.counter, [self._anchored_demo(chunk[i]) for i in todo])
+                counted = _count_batch(self.counter, [self._anchored_demo(chunk[i], templated=True) for i in todo])
                 for i, count in zip(todo, counted, strict=True):
                     costs[i] = int(count - self._anchor_tokens)
                     if keys[i] is not None:

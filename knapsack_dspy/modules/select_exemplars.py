@@ -48,7 +48,7 @@ from knapsack_dspy.selection.exemplar_pool import (
 )
 from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.pool_store import PoolRecord, PoolStore, default_store_root, find_store, write_store
-from knapsack_dspy.selection.selectors.base import within_new_tokens
+from knapsack_dspy.selection.selectors.base import candidate_search, within_new_tokens
 from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
 
 _UNPICKLED = ("_lock", "_pool_obj", "_selector_obj", "_canonical", "_input_index")  # rebuilt lazily
@@ -344,6 +344,13 @@ class SelectExemplars(dspy.Module, Parameter):
             self.config = self.config.with_settings(selector=FixedSetSelector.name, selector_params={})
             self.selector_state = {"fixed_ids": list(ids)}
             self._selector_obj = None
+    def candidate_search(self) -> str:
+        """How a query's candidates are found in this pool: the nearest-neighbour index's backend, cells and
+        calibrated recall, or exact search (``selectors.base.candidate_search``; the compile report's
+        ``candidate_search``)."""
+        with self._lock:
+            return candidate_search(self._selector(), self._pool(), has_values=self.value is not None)
+
     def latency_model(self) -> LatencyModel | None:
         """How long a call is predicted to take (``SelectionConfig.latency_rates``, else the measured rates of
         the model the pool was compiled for; None when neither is known)."""

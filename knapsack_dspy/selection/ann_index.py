@@ -1,28 +1,51 @@
-"""An approximate nearest-neighbour index for the candidate prefilter of a large pool (numpy only).
+"""An approximate nearest-neighbour index for the candidate prefilter of a large pool: faiss's IVF when faiss is
+installed, the same IVF in numpy otherwise.
 
 SEER's selector solves its knapsack over the ``knn_k`` exemplars nearest the query. Exactly, that is one
 similarity per pool exemplar per query (``n x d`` multiply-adds, all of the pool's embeddings read). A pool of at
 least :data:`ANN_MIN_POOL` exemplars gets this index instead, an *inverted file* (IVF): k-means splits the pool
 into ``nlist ~ 4 sqrt(n)`` cells (~250 vectors each at 10^6); a query scores the cell centroids, then only the
-exemplars of its ``nprobe`` nearest cells (each cell's vectors are stored contiguously, so a probe is one slice
-and one matrix-vector product), and the prefilter keeps the ``knn_k`` best of those by exact similarity.
+exemplars of its ``nprobe`` nearest cells, and the prefilter keeps the ``knn_k`` best of those by exact similarity.
 
 ``nprobe`` is calibrated when the index is built: the smallest number of cells whose recall@k against exact
 search, on a sample of pool vectors used as queries (each excluding itself), reaches :data:`TARGET_RECALL`
 (``calibration`` in the saved index records what was measured). A smaller pool is searched exactly (recall 1).
 
-Why not faiss / hnswlib: ``faiss-cpu`` is a binary wheel on PyPI and ``hnswlib`` a source package (compiled at
-install), and the base install must work without a compiled extension; an IVF over numpy arrays memory-maps from
-the pool store like the embeddings (nothing to deserialise when a program loads). ``benchmarks/pool_scale.py``
-measures its recall and speed against exact search.
+**Backends** (:data:`BACKENDS`; :func:`default_backend`). The cells are the same for both: spherical k-means in
+numpy, seeded, so a pool gets the same cells, the same calibration and the same store hash wherever it is built
+(faiss's own k-means is multi-threaded and not bit-for-bit reproducible). What differs is the search:
+
+- ``"faiss"`` -- used when ``faiss`` imports (the ``ann`` extra: ``pip install 'knapsack-dspy[ann]'``, the
+  ``faiss-cpu`` wheel): a ``faiss.IndexIVFFlat`` with the inner product holds the cells' vectors; a probe is a
+  SIMD scan in C++ and the top k a heap, with no Python per cell. It is written with ``faiss.write_index``
+  (``ivf.faiss``) and read memory-mapped (``IO_FLAG_MMAP``): nothing is copied when a program loads, and the
+  pages are shared by every process on the machine.
+- ``"numpy"`` -- each cell's vectors stored contiguously (``ivf.vectors.npy``, memory-mapped); a probe is one slice
+  and one matrix-vector product, a Python loop over the probed cells (measured at 10^5 exemplars, 748 of 1,265
+  cells probed: 25 ms a query against exact search's 12 ms, ``benchmarks/results/pool_scale``).
+
+A store whose index was built with faiss and is opened where faiss is not installed is searched by numpy over the
+same cells (``ivf.order.npy`` names each cell's exemplars, whose vectors are read from the pool's embeddings): the
+same candidates, more slowly, and a warning says so once. :func:`describe` is the one-line account of the
+backend in use (the compile report, ``benchmarks/pool_scale.py``).
+
+Why faiss is optional, not a dependency: the base install works without a compiled extension (``faiss-cpu`` is a
+binary wheel per platform and Python), and the real suites' pools (at most 13,215 exemplars) are searched exactly
+anyway. ``hnswlib`` (a source package compiled at install) is not used. ``benchmarks/pool_scale.py`` measures both
+backends' recall and speed against exact search.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from knapsack_dspy._env import apply_openmp_wait_defaults
 
 #: Pools of at least this many exemplars get the index (and the prefilter uses it); smaller pools: exact search.
 ANN_MIN_POOL = 50_000
@@ -30,6 +53,31 @@ TARGET_RECALL = 0.99  # on pool vectors; queries that are not pool members come 
 CALIBRATION_K = 200  # SEER's default knn_k
 _TRAIN_PER_CELL = 30  # k-means trains on at most this many vectors per cell (a sample of the pool)
 CELLS_PER_SQRT_N = 4  # nlist = 4 sqrt(n): cells of ~sqrt(n) / 4 vectors (250 at 10^6), so a probe reads little
+BACKENDS = ("faiss", "numpy")
+FAISS_FILE = "ivf.faiss"
+META_FILE = "ivf.json"
+INSTALL_HINT = "pip install 'knapsack-dspy[ann]'"
+
+
+class FaissMissingWarning(UserWarning):
+    """A pool store's index was built with faiss, which is not installed here: searched with numpy instead."""
+
+
+def faiss_module():
+    """The ``faiss`` module, or ``None`` when it is not installed."""
+    if importlib.util.find_spec("faiss") is None:
+        return None
+    apply_openmp_wait_defaults()  # faiss-cpu brings its own libgomp, which reads its waits when it loads
+    try:
+        import faiss  # the optional ann extra: a compiled wheel, loaded only when an index is built or opened
+    except ImportError:
+        return None
+    return faiss
+
+
+def default_backend() -> str:
+    """``"faiss"`` when faiss is installed, else ``"numpy"`` (the backend a new index is built with)."""
+    return "faiss" if faiss_module() is not None else "numpy"
 
 
 def _kmeans(vectors: np.ndarray, nlist: int, rng: np.random.Generator, iterations: int = 10) -> np.ndarray:
@@ -68,46 +116,54 @@ def exact_top_k(embeddings: np.ndarray, query: np.ndarray, k: int, exclude: int 
     return np.argpartition(-sims, k - 1)[:k]
 
 
-class IVFIndex:
-    """An inverted-file index over unit vectors (see the module docstring). ``order``: pool indices grouped by
-    cell; ``offsets[c]:offsets[c + 1]``: cell ``c``'s part of ``order`` and of ``vectors`` (the same rows of the
-    pool's embeddings, stored in cell order)."""
+def ivf_cells(embeddings: np.ndarray, *, nlist: int | None = None, seed: int = 0):
+    """The cells of an IVF over ``embeddings``: ``(centroids, order, offsets, rng)`` -- ``order`` lists the pool
+    indices cell by cell, ``offsets[c]:offsets[c + 1]`` is cell ``c``'s part of it; ``rng`` continues the seeded
+    draws (the calibration's queries)."""
+    n = len(embeddings)
+    if n == 0:
+        raise ValueError("cannot index an empty pool")
+    rng = np.random.default_rng(seed)
+    nlist = int(nlist or max(1, min(n // 8 or 1, round(CELLS_PER_SQRT_N * np.sqrt(n)))))
+    sample = embeddings[np.sort(rng.choice(n, min(n, nlist * _TRAIN_PER_CELL), replace=False))]
+    centroids = _kmeans(sample, nlist, rng)
+    assign = _nearest_cell(embeddings, centroids)
+    order = np.argsort(assign, kind="stable").astype(np.int64)
+    offsets = np.zeros(nlist + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(np.bincount(assign, minlength=nlist))
+    return centroids, order, offsets, rng
 
-    def __init__(self, centroids: np.ndarray, order: np.ndarray, offsets: np.ndarray, vectors: np.ndarray,
-                 nprobe: int, calibration: dict | None = None):
+
+class _Gathered:
+    """A cell-ordered view of the pool's embeddings without a copy: ``[start:end]`` reads the rows
+    ``order[start:end]`` (the numpy search of a store whose cells' vectors are in its faiss file)."""
+
+    def __init__(self, embeddings: np.ndarray, order: np.ndarray):
+        self.embeddings, self.order = embeddings, order
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        return np.asarray(self.embeddings[np.asarray(self.order[key])], dtype=np.float32)
+
+
+class _IVF:
+    """What both backends share: the cells' centroids, ``nprobe`` and its calibration."""
+
+    backend = ""
+
+    def __init__(self, centroids: np.ndarray, nprobe: int, calibration: dict | None = None):
         self.centroids = centroids
-        self.order = order
-        self.offsets = offsets
-        self.vectors = vectors
         self.nprobe = int(nprobe)
         self.calibration = dict(calibration or {})
-
-    def __len__(self) -> int:
-        return len(self.order)
+        self.built_with = self.backend  # the backend the saved index was built with (faiss, searched by numpy)
 
     @property
     def nlist(self) -> int:
         return len(self.centroids)
 
-    @classmethod
-    def build(cls, embeddings: np.ndarray, *, nlist: int | None = None, seed: int = 0,
-              target_recall: float = TARGET_RECALL, k: int = CALIBRATION_K, sample_queries: int = 64) -> IVFIndex:
-        """Train the cells on a sample, assign every vector, calibrate ``nprobe`` (see the module docstring)."""
-        embeddings = np.asarray(embeddings, dtype=np.float32)
-        n = len(embeddings)
-        if n == 0:
-            raise ValueError("cannot index an empty pool")
-        rng = np.random.default_rng(seed)
-        nlist = int(nlist or max(1, min(n // 8 or 1, round(CELLS_PER_SQRT_N * np.sqrt(n)))))
-        sample = embeddings[np.sort(rng.choice(n, min(n, nlist * _TRAIN_PER_CELL), replace=False))]
-        centroids = _kmeans(sample, nlist, rng)
-        assign = _nearest_cell(embeddings, centroids)
-        order = np.argsort(assign, kind="stable").astype(np.int64)
-        offsets = np.zeros(nlist + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum(np.bincount(assign, minlength=nlist))
-        index = cls(centroids, order, offsets, embeddings[order], nprobe=nlist)
-        index.calibrate(embeddings, rng, target_recall, k, sample_queries)
-        return index
+    def search(self, query: np.ndarray, k: int, nprobe: int | None = None) -> np.ndarray:
+        """Pool indices of (about) the ``k`` nearest vectors to ``query``, most similar first (fewer when the
+        probed cells hold fewer)."""
+        raise NotImplementedError
 
     def calibrate(self, embeddings: np.ndarray, rng: np.random.Generator, target_recall: float, k: int,
                   sample_queries: int) -> None:
@@ -142,9 +198,38 @@ class IVFIndex:
             hits += len(truth & set(found.tolist()) - {int(q)})
         return hits / (k * len(queries))
 
+    def _meta(self) -> dict:
+        return {"backend": self.backend, "nprobe": self.nprobe, "calibration": self.calibration}
+
+
+class IVFIndex(_IVF):
+    """The numpy backend (see the module docstring). ``order``: pool indices grouped by cell;
+    ``offsets[c]:offsets[c + 1]``: cell ``c``'s part of ``order`` and of ``vectors`` (the same rows of the pool's
+    embeddings, in cell order: an array, or read from the embeddings by ``order``)."""
+
+    backend = "numpy"
+
+    def __init__(self, centroids: np.ndarray, order: np.ndarray, offsets: np.ndarray, vectors: Any,
+                 nprobe: int, calibration: dict | None = None):
+        super().__init__(centroids, nprobe, calibration)
+        self.order = order
+        self.offsets = offsets
+        self.vectors = vectors
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    @classmethod
+    def build(cls, embeddings: np.ndarray, *, nlist: int | None = None, seed: int = 0,
+              target_recall: float = TARGET_RECALL, k: int = CALIBRATION_K, sample_queries: int = 64) -> IVFIndex:
+        """Train the cells on a sample, assign every vector, calibrate ``nprobe`` (see the module docstring)."""
+        embeddings = np.asarray(embeddings, dtype=np.float32)
+        centroids, order, offsets, rng = ivf_cells(embeddings, nlist=nlist, seed=seed)
+        index = cls(centroids, order, offsets, embeddings[order], nprobe=len(centroids))
+        index.calibrate(embeddings, rng, target_recall, k, sample_queries)
+        return index
+
     def search(self, query: np.ndarray, k: int, nprobe: int | None = None) -> np.ndarray:
-        """Pool indices of (about) the ``k`` nearest vectors to ``query``, most similar first (fewer when the
-        probed cells hold fewer)."""
         query = np.asarray(query, dtype=np.float32)
         nprobe = min(self.nlist, int(nprobe or self.nprobe))
         cell_sims = self.centroids @ query
@@ -167,20 +252,167 @@ class IVFIndex:
     # -- files (beside a pool store's) --------------------------------------------------------------
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
-        np.save(directory / "ivf.centroids.npy", self.centroids)
-        np.save(directory / "ivf.order.npy", self.order)
-        np.save(directory / "ivf.offsets.npy", self.offsets)
+        _save_cells(directory, self.centroids, self.order, self.offsets)
         np.save(directory / "ivf.vectors.npy", self.vectors)
-        (directory / "ivf.json").write_text(json.dumps({"nprobe": self.nprobe, "calibration": self.calibration},
-                                                       sort_keys=True))
+        (directory / META_FILE).write_text(json.dumps(self._meta(), sort_keys=True))
 
     @classmethod
-    def load(cls, directory: str | Path) -> IVFIndex:
+    def load(cls, directory: str | Path, embeddings: np.ndarray | None = None) -> IVFIndex:
+        """The numpy index saved in ``directory``; a faiss index's cells searched with numpy when its vectors are
+        not saved for numpy (then read from ``embeddings``, the pool's)."""
         directory = Path(directory)
-        meta = json.loads((directory / "ivf.json").read_text())
-        return cls(np.load(directory / "ivf.centroids.npy"), np.load(directory / "ivf.order.npy", mmap_mode="r"),
-                   np.load(directory / "ivf.offsets.npy"), np.load(directory / "ivf.vectors.npy", mmap_mode="r"),
-                   meta["nprobe"], meta.get("calibration"))
+        meta = json.loads((directory / META_FILE).read_text())
+        order = np.load(directory / "ivf.order.npy", mmap_mode="r")
+        if (directory / "ivf.vectors.npy").is_file():
+            vectors = np.load(directory / "ivf.vectors.npy", mmap_mode="r")
+        elif embeddings is not None:
+            vectors = _Gathered(embeddings, order)
+        else:
+            raise ValueError(f"{directory} holds no vectors for the numpy search: give the pool's embeddings")
+        index = cls(np.load(directory / "ivf.centroids.npy"), order, np.load(directory / "ivf.offsets.npy"),
+                    vectors, meta["nprobe"], meta.get("calibration"))
+        index.built_with = meta.get("backend", "numpy")
+        return index
 
 
-__all__ = ["ANN_MIN_POOL", "CALIBRATION_K", "TARGET_RECALL", "IVFIndex", "exact_top_k"]
+class FaissIVFIndex(_IVF):
+    """The faiss backend (see the module docstring): ``index`` is a ``faiss.IndexIVFFlat`` (inner product) whose
+    lists hold the cells' pool indices and vectors."""
+
+    backend = "faiss"
+
+    def __init__(self, centroids: np.ndarray, index: Any, nprobe: int, calibration: dict | None = None):
+        super().__init__(centroids, nprobe, calibration)
+        self.index = index
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    @classmethod
+    def build(cls, embeddings: np.ndarray, *, nlist: int | None = None, seed: int = 0,
+              target_recall: float = TARGET_RECALL, k: int = CALIBRATION_K,
+              sample_queries: int = 64) -> FaissIVFIndex:
+        """The cells of :func:`ivf_cells` in a ``faiss.IndexIVFFlat``, ``nprobe`` calibrated as numpy's."""
+        faiss = _require_faiss()
+        embeddings = np.asarray(embeddings, dtype=np.float32)
+        centroids, order, offsets, rng = ivf_cells(embeddings, nlist=nlist, seed=seed)
+        dim = embeddings.shape[1]
+        quantizer = faiss.IndexFlatIP(dim)
+        quantizer.add(centroids)
+        index = faiss.IndexIVFFlat(quantizer, dim, len(centroids), faiss.METRIC_INNER_PRODUCT)
+        index.own_fields = True  # the index frees its quantizer
+        quantizer.this.disown()
+        index.is_trained = True  # the centroids are the cells (faiss's own training is not used)
+        lists = index.invlists
+        for cell in range(len(centroids)):  # each cell's members as numpy assigned them (no reassignment)
+            start, end = int(offsets[cell]), int(offsets[cell + 1])
+            if end > start:
+                ids = np.ascontiguousarray(order[start:end], dtype=np.int64)
+                codes = np.ascontiguousarray(embeddings[ids], dtype=np.float32)
+                lists.add_entries(cell, end - start, faiss.swig_ptr(ids), faiss.swig_ptr(codes.view(np.uint8)))
+        index.ntotal = len(embeddings)
+        built = cls(centroids, index, nprobe=len(centroids))
+        built._cells = (order, offsets)
+        built.calibrate(embeddings, rng, target_recall, k, sample_queries)
+        return built
+
+    def search(self, query: np.ndarray, k: int, nprobe: int | None = None) -> np.ndarray:
+        query = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
+        faiss = _require_faiss()
+        params = faiss.SearchParametersIVF(nprobe=min(self.nlist, int(nprobe or self.nprobe)))
+        _, labels = self.index.search(query, int(k), params=params)
+        found = labels[0]
+        return np.asarray(found[found >= 0], dtype=np.int64)
+
+    # -- files (beside a pool store's) --------------------------------------------------------------
+    def save(self, directory: str | Path) -> None:
+        """``ivf.faiss`` (``faiss.write_index``), the cells for a numpy search where faiss is missing, and the
+        calibration."""
+        directory = Path(directory)
+        faiss = _require_faiss()
+        order, offsets = self._cells_arrays()
+        _save_cells(directory, self.centroids, order, offsets)
+        faiss.write_index(self.index, str(directory / FAISS_FILE))
+        (directory / META_FILE).write_text(json.dumps(self._meta(), sort_keys=True))
+
+    def _cells_arrays(self):
+        cells = self.__dict__.get("_cells")
+        if cells is None:  # read back from the faiss lists (an index loaded from files)
+            faiss = _require_faiss()
+            lists = self.index.invlists
+            parts, sizes = [], []
+            for cell in range(self.nlist):
+                size = lists.list_size(cell)
+                sizes.append(size)
+                if size:
+                    parts.append(faiss.rev_swig_ptr(lists.get_ids(cell), size).copy())
+            order = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+            offsets = np.zeros(self.nlist + 1, dtype=np.int64)
+            offsets[1:] = np.cumsum(sizes)
+            cells = self._cells = (order, offsets)
+        return cells
+
+    @classmethod
+    def load(cls, directory: str | Path) -> FaissIVFIndex:
+        """The faiss index saved in ``directory``, its lists memory-mapped."""
+        directory = Path(directory)
+        faiss = _require_faiss()
+        meta = json.loads((directory / META_FILE).read_text())
+        index = faiss.read_index(str(directory / FAISS_FILE), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+        return cls(np.load(directory / "ivf.centroids.npy"), index, meta["nprobe"], meta.get("calibration"))
+
+
+def _require_faiss():
+    faiss = faiss_module()
+    if faiss is None:
+        raise ImportError(f"the faiss backend needs faiss ({INSTALL_HINT})")
+    return faiss
+
+
+def _save_cells(directory: Path, centroids: np.ndarray, order: np.ndarray, offsets: np.ndarray) -> None:
+    np.save(directory / "ivf.centroids.npy", centroids)
+    np.save(directory / "ivf.order.npy", np.asarray(order, dtype=np.int64))
+    np.save(directory / "ivf.offsets.npy", np.asarray(offsets, dtype=np.int64))
+
+
+def build_index(embeddings: np.ndarray, *, backend: str | None = None, **options) -> _IVF:
+    """An IVF index of ``embeddings`` with ``backend`` (default :func:`default_backend`); ``options``: ``nlist``,
+    ``seed``, ``target_recall``, ``k``, ``sample_queries``."""
+    backend = backend or default_backend()
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown nearest-neighbour backend {backend!r}; known: {', '.join(BACKENDS)}")
+    return (FaissIVFIndex if backend == "faiss" else IVFIndex).build(embeddings, **options)
+
+
+def load_index(directory: str | Path, embeddings: np.ndarray | None = None) -> _IVF:
+    """The index saved in ``directory`` with the backend it was built with; a faiss index where faiss is not
+    installed: its cells searched with numpy over ``embeddings`` (the same candidates; a
+    :class:`FaissMissingWarning`)."""
+    directory = Path(directory)
+    backend = json.loads((directory / META_FILE).read_text()).get("backend", "numpy")
+    if backend == "faiss":
+        if faiss_module() is not None:
+            return FaissIVFIndex.load(directory)
+        warnings.warn(f"the pool store's nearest-neighbour index in {directory} was built with faiss, which is not "
+                      f"installed: searching its cells with numpy, more slowly ({INSTALL_HINT})", FaissMissingWarning,
+                      stacklevel=2)
+    return IVFIndex.load(directory, embeddings)
+
+
+def describe(index: _IVF | None, pool_size: int | None = None) -> str:
+    """One line on how candidates are searched: the backend, the cells probed and the calibrated recall, or exact
+    search (no index, or a pool below :data:`ANN_MIN_POOL`)."""
+    if pool_size is not None and pool_size < ANN_MIN_POOL:
+        return f"exact search (a pool of {pool_size:,}; an index from {ANN_MIN_POOL:,} exemplars)"
+    if index is None:
+        return "exact search (no index)"
+    cal = index.calibration
+    recall = f", recall@{cal['k']} {cal['recall']} on pool vectors" if cal.get("k") else ""
+    fallback = (f" (built with {index.built_with}, which is not installed here)"
+                if index.built_with != index.backend else "")
+    return f"IVF index, {index.backend} backend{fallback}: {index.nprobe} of {index.nlist} cells probed{recall}"
+
+
+__all__ = ["ANN_MIN_POOL", "BACKENDS", "CALIBRATION_K", "TARGET_RECALL", "FaissIVFIndex", "FaissMissingWarning",
+           "IVFIndex", "build_index", "default_backend", "describe", "exact_top_k", "faiss_module", "ivf_cells",
+           "load_index"]

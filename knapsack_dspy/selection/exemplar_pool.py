@@ -75,6 +75,9 @@ class ExemplarPool:
         if self.group_costs.ndim != 1 or not np.isfinite(self.group_costs).all() or (self.group_costs < 0).any():
             raise ValueError("group_costs must be finite non-negative numbers, one per group")
         self._index = {i: k for k, i in enumerate(self.ids)}
+        # read per query by selectors and prompt order: computed once here, not a pass over the pool per query
+        self._has_groups = bool(n and (self.groups >= 0).any())
+        self._doc_rows = None  # (documents, rows in document order, bounds): built when first needed
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -90,7 +93,24 @@ class ExemplarPool:
 
     @property
     def has_groups(self) -> bool:
-        return bool((self.groups >= 0).any())
+        return self._has_groups
+
+    def rows_of_doc(self, doc_id: str) -> np.ndarray:
+        """The pool indices of the exemplars from document ``doc_id`` (ascending; empty when none or when the
+        pool has no document ids). The first call indexes the documents (one sort); later calls are a binary
+        search."""
+        if self.doc_ids is None:
+            return np.zeros(0, dtype=np.int64)
+        if self._doc_rows is None:
+            docs, inverse = np.unique(np.asarray(self.doc_ids), return_inverse=True)
+            order = np.argsort(inverse, kind="stable")
+            bounds = np.searchsorted(inverse[order], np.arange(len(docs) + 1))
+            self._doc_rows = (docs, order.astype(np.int64), bounds)
+        docs, order, bounds = self._doc_rows
+        k = int(np.searchsorted(docs, doc_id))
+        if k < len(docs) and docs[k] == doc_id:
+            return order[bounds[k]:bounds[k + 1]]
+        return np.zeros(0, dtype=np.int64)
 
     def cost_of(self, indices, paid_groups=()) -> float:
         """Tokens the exemplars ``indices`` add to a prompt: their own costs plus each group's shared cost once
@@ -187,7 +207,7 @@ def eligible_mask(pool: ExemplarPool, request: SelectionRequest) -> np.ndarray:
         for i in pool.index_of([x for x in request.exclude_ids if x in pool._index]):
             mask[i] = False
     if request.doc_id and pool.doc_ids is not None:  # "" or None: no document known, nothing to exclude
-        mask &= pool.doc_ids != str(request.doc_id)
+        mask[pool.rows_of_doc(str(request.doc_id))] = False
     return mask
 
 

@@ -16,8 +16,9 @@ A store directory ``<root>/<hash>/`` holds (all written once, never changed; a n
 - ``embeddings.npy`` (``n x d`` float32 unit rows) and ``costs.npy`` (float64 tokens each exemplar adds),
   ``group_costs.npy`` — memory-mapped: the pages are read when touched and shared by every process on the
   machine (the page cache), so a load costs no parse and no copy;
-- an approximate nearest-neighbour index (``ivf.*.npy``, :mod:`knapsack_dspy.selection.ann_index`) when the pool
-  has at least :data:`~knapsack_dspy.selection.ann_index.ANN_MIN_POOL` exemplars;
+- an approximate nearest-neighbour index (``ivf.json``, ``ivf.*.npy`` and, built with faiss, ``ivf.faiss``;
+  :mod:`knapsack_dspy.selection.ann_index`) when the pool has at least
+  :data:`~knapsack_dspy.selection.ann_index.ANN_MIN_POOL` exemplars;
 - ``manifest.json`` — the format, the hash, the size and dimension, the embedder's identity, the prompt format,
   and each file's byte size and sha256.
 
@@ -27,8 +28,9 @@ readable by anything. The records are read one at a time, by offset.
 
 **The hash** is the sha256 of the store format, the embedder's identity (``TextEmbedder.model_id``), the prompt
 format (the token model, the signature's fields, the adapter) and the sha256 of every file (the records, and the
-costs, embeddings and index measured and built from them): the same pool measured and embedded the same way has
-the same hash, wherever it is built; measured another way, it is another store.
+costs, embeddings and index measured and built from them): the same pool measured and embedded the same way (and
+indexed with the same backend: faiss's file differs from numpy's) has the same hash, wherever it is built; measured
+another way, it is another store.
 
 **Where stores are looked for** (:func:`find_store`): the directories of :func:`store_search_dirs` (a program
 loaded from a file: the ``pools/`` folder beside it), then :func:`default_store_root` (``<project
@@ -252,8 +254,9 @@ class PoolStore:
                 yield json.loads(line)
 
     def index(self):
-        """The approximate nearest-neighbour index saved with the store, or ``None``."""
-        return ann_index.IVFIndex.load(self.path) if self.manifest.get("index") else None
+        """The approximate nearest-neighbour index saved with the store (its backend's, or numpy's over the same
+        cells where faiss is missing: ``ann_index.load_index``), or ``None``."""
+        return ann_index.load_index(self.path, self.embeddings) if self.manifest.get("index") else None
 
     def verify(self, full: bool = True) -> None:
         """Check the store against its manifest (every byte when ``full``); :class:`PoolStoreError` when not."""
@@ -338,8 +341,8 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
                 index_options: Mapping[str, Any] | None = None) -> PoolStore:
     """Write a store of ``records`` (with their ``embeddings`` and token ``costs``) under ``root`` and open it; a
     store of the same content already there is opened instead. ``index``: build the nearest-neighbour index
-    (default: when the pool has at least ``ANN_MIN_POOL`` exemplars; ``index_options``: ``IVFIndex.build``'s
-    keywords, e.g. ``nlist``)."""
+    (default: when the pool has at least ``ANN_MIN_POOL`` exemplars; ``index_options``: ``ann_index.build_index``'s
+    keywords, e.g. ``nlist``, ``backend``: faiss when installed, else numpy)."""
     root = Path(root)
     n = len(records)
     embeddings = np.asarray(embeddings, dtype=np.float32)
@@ -374,8 +377,11 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
         np.save(tmp / "embeddings.npy", embeddings)
         np.save(tmp / "costs.npy", costs)
         built = (n >= ann_index.ANN_MIN_POOL) if index is None else bool(index)
+        backend = None
         if built:
-            ann_index.IVFIndex.build(embeddings, **dict(index_options or {})).save(tmp)
+            ivf = ann_index.build_index(embeddings, **dict(index_options or {}))
+            ivf.save(tmp)
+            backend = ivf.backend
         files = {}
         for path in sorted(tmp.iterdir()):
             files[path.name] = {"bytes": path.stat().st_size, "sha256": _sha256_file(path),
@@ -387,7 +393,8 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
             return open_store(final, hash_)
         manifest = {"kind": "knapsack-dspy pool store", "format": STORE_FORMAT, "hash": hash_, "size": n,
                     "dim": int(embeddings.shape[1]) if n else 0, "embedder": embedder,
-                    "prompt_format": prompt_format, "attributes": names, "index": built, "inputs_digests": has_digests,
+                    "prompt_format": prompt_format, "attributes": names, "index": built, "index_backend": backend,
+                    "inputs_digests": has_digests,
                     "files": files}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         try:

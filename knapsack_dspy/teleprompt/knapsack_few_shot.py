@@ -409,6 +409,7 @@ class KnapsackFewShot(Teleprompter):
                                                   -ranked.index(i)))
         select.load_state(snapshots[chosen_index])
         report["chosen"] = dict(configs[chosen_index][0])
+        report["candidate_search"] = select.candidate_search()
         if select.config.latency_budget is not None and select.latency_model() is None:
             raise CompileError(f"predictor {name!r}: latency_budget={select.config.latency_budget:g} s but no latency "
                                f"rates are known for {model}: give SelectionConfig(latency_rates=...)")

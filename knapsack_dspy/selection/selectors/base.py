@@ -208,14 +208,35 @@ def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k:
     return found, CandidateValues(found, values)
 
 
+def uses_index(pool: ExemplarPool, knn_k: int | None, has_values: bool = False) -> bool:
+    """Whether :func:`candidates` asks the pool's nearest-neighbour index for the ``knn_k`` nearest: a pool of at
+    least ``ANN_MIN_POOL`` exemplars with an index, no value function, and ``knn_k`` no more than the k its
+    ``nprobe`` was calibrated for (its recall is measured for that k only)."""
+    if knn_k is None or has_values or pool.index is None or len(pool) < ann_index.ANN_MIN_POOL:
+        return False
+    return knn_k <= int((getattr(pool.index, "calibration", None) or {}).get("k") or 0)
+
+
+def candidate_search(selector: ExemplarSelector, pool: ExemplarPool, has_values: bool = False) -> str:
+    """One line on how ``selector`` finds a query's candidates in ``pool`` (the compile report): the index's
+    backend, cells and calibrated recall (``ann_index.describe``), or exact search."""
+    knn_k = getattr(selector, "knn_k", None)
+    if knn_k is None:
+        return f"every eligible exemplar of {len(pool):,} (the selector has no candidate count): exact search"
+    if uses_index(pool, knn_k, has_values):
+        return f"the {knn_k} nearest by the " + ann_index.describe(pool.index, len(pool))
+    if pool.index is not None and len(pool) >= ann_index.ANN_MIN_POOL:
+        why = ("a value function scores every exemplar" if has_values else
+               f"the index is calibrated for the {pool.index.calibration.get('k')} nearest")
+        return f"the {knn_k} nearest by exact search ({why})"
+    return f"the {knn_k} nearest by " + ann_index.describe(pool.index, len(pool))
+
+
 def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None):
-    """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest: exactly, or, in a
-    pool of at least ``ANN_MIN_POOL`` exemplars with a nearest-neighbour index (and no value function), by the
-    index (the similarities then cover the candidates only: :class:`CandidateValues`) -- when ``knn_k`` is no more
-    than the k its ``nprobe`` was calibrated for (its recall is measured for that k only); otherwise exactly."""
-    calibrated_k = int((getattr(pool.index, "calibration", None) or {}).get("k") or 0) if pool.index else 0
-    if (knn_k is not None and request.values is None and pool.index is not None
-            and len(pool) >= ann_index.ANN_MIN_POOL and knn_k <= calibrated_k):
+    """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest: exactly, or, when
+    :func:`uses_index`, by the pool's nearest-neighbour index (the similarities then cover the candidates only:
+    :class:`CandidateValues`); when the index cannot answer (too many of its hits excluded), exactly."""
+    if uses_index(pool, knn_k, request.values is not None):
         found = approximate_candidates(pool, request, knn_k)
         if found is not None:
             return found
@@ -246,5 +267,5 @@ def greedy_fill(order, pool: ExemplarPool, capacity: float, limit: int, paid_gro
 
 __all__ = ["ATTRIBUTE_SOURCES", "FIT_ON", "FIT_ON_SCORING_FUNCTION", "FIT_ON_VALIDATION_QUERIES", "MODES",
            "CandidateValues", "ExemplarSelector", "NotFittedError", "RankingSelector", "approximate_candidates",
-           "candidates", "eligible", "greedy_fill", "make_selection", "query_values", "request_rng",
-           "within_new_tokens"]
+           "candidate_search", "candidates", "eligible", "greedy_fill", "make_selection", "query_values", "request_rng",
+           "uses_index", "within_new_tokens"]
