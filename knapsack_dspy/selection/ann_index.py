@@ -33,9 +33,9 @@ exact candidates' objective at the 5th percentile, and a missed cheap exemplar c
 the budget): at 2 x 10^5 a calibration to 0.95 or 0.96 gave recall 0.975 / 0.983 but that 5th percentile 0.89 /
 0.95; 0.97 gave recall >= 0.98 and the 5th percentile >= 0.98 at every size measured. The former target, a mean
 of 0.99 on pool vectors, read 56-63 % of the pool at 10^4 - 10^5 and 32 % at 2 x 10^5; this one reads 42 / 31 /
-23 / 5.5 % at 10^4 / 5 x 10^4 / 10^5 / 2 x 10^5. ``CELLS_PER_SQRT_N`` = 4: 8 reads about as much at 10^5 and more
-from 2 x 10^5 on, 16 and 32 more still (more centroids than they save in members), and k-means costs grow with
-the square of the cells. A pool below :data:`ANN_MIN_POOL` is searched exactly (recall 1).
+23 / 5.5 % at 10^4 / 5 x 10^4 / 10^5 / 2 x 10^5 (~2.5 % at 10^6 if the cells a query needs stay as at 2 x 10^5).
+``CELLS_PER_SQRT_N`` = 4: 8 reads about as much (5.2 % at 2 x 10^5) for four times the k-means work, 16 and 32
+read more (more centroids than they save in members). A pool below :data:`ANN_MIN_POOL` is searched exactly.
 
 **Backends** (:data:`BACKENDS`; :func:`default_backend`). The cells are the same for both: spherical k-means in
 numpy, seeded, so a pool gets the same cells, the same calibration and the same store hash wherever it is built
