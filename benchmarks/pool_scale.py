@@ -19,16 +19,22 @@ real questions, not on them: the report gives the nearest-neighbour similarity d
 (1,000 sampled exemplars each, against the whole pool) beside the real pool's, so a pool of near-duplicates,
 which makes every prefilter look perfect, shows.
 
-**Queries**: the first ``--queries`` questions of TAT-QA ``dev`` (not in any pool), embedded beforehand: the
-query's embedding is excluded from every time below. Each query aims at its gold modality (SEER's template) with
-a capacity of ``--capacity`` tokens (default 2,700: a 4,096 budget less a ~1,000-token query and the output
-reserve), and excludes its own document's exemplars.
+**Queries** (``--queries-from``): ``dev_tune`` (default), the first ``--queries`` TAT-QA questions no pool holds,
+from documents no pool question is about: ``dev_tune`` without its questions 101-200 (the final evaluation's
+unseen ones), 404 in all; or ``dev``, the first ``--queries`` of TAT-QA ``dev``, which holds ``dev_pool``: 676 of
+its first 1,000 are the real pool's questions, the vectors the synthetic exemplars are mixed from, so each is the
+hub of exemplars spread toward random others (a harder query for the index than a new question, and with
+near-copies among its candidates). Embedded beforehand: the query's embedding is excluded from every time below.
+Each query aims at its gold modality (SEER's template) with a capacity of ``--capacity`` tokens (default 2,700: a
+4,096 budget less a ~1,000-token query and the output reserve), and excludes its own document's exemplars.
 
 **Measured**, per pool size: the exact candidate retrieval (today's path: one similarity per exemplar,
 ``--exact-max`` largest size it runs at), the index's retrieval (pools of at least ``--ann-min`` exemplars; the
 backend: faiss's IVF when faiss is installed, else numpy's, ``--ann-backend`` to choose; every row and the
 report name it),
-recall@k of the index's candidates against exact search (k = SEER's default ``knn_k``, 200), SEER's whole
+the vectors a query's retrieval reads (``vectors_scanned``, machine-independent: exact search every exemplar,
+the index every centroid and its probed cells' members, ``ann_index.vectors_scanned``; mean and share of the
+pool), recall@k of the index's candidates against exact search (k = SEER's default ``knn_k``, 200), SEER's whole
 per-query selection (``KnapsackSelector.select``: retrieval + ILP) on the path the pool uses, and the
 objective (summed similarity of the chosen exemplars) of selections on the index's candidates over selections
 on exact candidates (mean, 5th percentile); the index's build time; the program's state size (JSON; a store
@@ -98,7 +104,7 @@ def real_pool(args):
     from knapsack_dspy.modules.select_exemplars import query_text
 
     examples = list(load_examples("tatqa", split="dev_pool"))
-    queries = list(load_examples("tatqa", split="dev"))[: args.queries]
+    queries = query_examples(args.queries_from)[: args.queries]
     student = build_pipeline("tatqa", "pot", route=None, model=args.counter)
     name = student.demo_predictor_name
     demos = [dict(student.demo_for(name, ex)) for ex in examples]
@@ -110,6 +116,14 @@ def real_pool(args):
     query_embeddings = embedder.encode(query_texts)
     return {"examples": examples, "demos": demos, "texts": texts, "embeddings": embeddings, "student": student,
             "name": name, "queries": queries, "query_embeddings": query_embeddings, "embedder": embedder}
+
+
+def query_examples(split: str) -> list:
+    """The queries (module docstring): ``dev_tune`` without its questions 101-200, or TAT-QA ``dev`` in order."""
+    from knapsack_dspy.data import load_examples
+
+    examples = list(load_examples("tatqa", split=split))
+    return examples if split == "dev" else examples[:100] + examples[200:]
 
 
 def measured_costs(real, counter_model: str, limit: int) -> dict:
@@ -329,7 +343,7 @@ def serve_phase(job: dict) -> dict:
     ann_pool = ExemplarPool(**common, index=index) if index is not None else None
     seer = KnapsackSelector()
     times = {"exact_retrieval_ms": [], "ann_retrieval_ms": [], "selection_ms": [], "exact_selection_ms": []}
-    recalls, ratios = [], []
+    recalls, ratios, scanned = [], [], []
     run_exact = n <= job["exact_max"]
     for q, (modality, embedding) in enumerate(zip(job["modalities"], job["embeddings"], strict=True)):
         request = SelectionRequest(embedding, capacity=job["capacity"], target_attributes={"modality": modality},
@@ -346,6 +360,7 @@ def serve_phase(job: dict) -> dict:
             start = time.perf_counter()
             ann_idx, _ = candidates(ann_pool, request, K)
             times["ann_retrieval_ms"].append(ms(time.perf_counter() - start))
+            scanned.append(index.vectors_scanned(embedding))
         start = time.perf_counter()
         chosen = seer.select(pool, request)
         times["selection_ms"].append(ms(time.perf_counter() - start))
@@ -358,6 +373,8 @@ def serve_phase(job: dict) -> dict:
         if values:
             row[key] = {"median": round(median(values), 3), "p95": round(pct(values, 95), 3)}
     row["path"] = f"ann ({index.backend})" if ann_pool is not None else "exact"
+    mean_scanned = float(np.mean(scanned)) if scanned else float(n)  # exact search reads every exemplar
+    row["vectors_scanned"] = {"mean": round(mean_scanned, 1), "share": round(mean_scanned / n, 4)}
     row["candidate_search"] = candidate_search(seer, ann_pool or exact_pool)
     if recalls:
         row["recall_at_k"] = {"k": K, "mean": round(float(np.mean(recalls)), 4), "min": round(min(recalls), 4)}
@@ -389,14 +406,16 @@ def run_size(real, n: int, args, root: Path) -> dict:
 
 
 def markdown(result: dict) -> str:
-    lines = ["# Pool scale", "", f"Machine: {result['machine']}; queries: {result['queries']}; "
+    lines = ["# Pool scale", "", f"Machine: {result['machine']}; queries: {result['queries']} "
+             f"({result.get('queries_from', 'dev')}); "
              f"synthetic rule: {result['rule']}", "",
              f"Nearest-neighbour index backend: {result['ann_backend']}; nprobe calibrated for recall@200 >= "
-             f"{result['target_recall']} on pool vectors", "",
-             "| pool | path | NN sim p5 / median / p95 | exact retrieval ms | index retrieval ms | selection ms "
-             "(x smallest) | recall@200 | objective mean / p5 | state bytes | load warm / cold s | "
-             "serving peak RSS MB |",
-             "|---:|---|---|---:|---:|---:|---:|---|---:|---|---:|"]
+             f"{result['target_recall']} at 95 % confidence on pool vectors and midpoints of two, without their "
+             "documents", "",
+             "| pool | path | NN sim p5 / median / p95 | exact retrieval ms | index retrieval ms | vectors scanned "
+             "/ query (share) | selection ms (x smallest) | recall@200 | objective mean / p5 | state bytes | "
+             "load warm / cold s | serving peak RSS MB |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|"]
     base = result["sizes"][0].get("selection_ms", {}).get("median")
     real_nn = result["real_pool_nn_similarity"]
     lines.insert(6, f"Real TAT-QA pool NN similarity: p5 {real_nn['p5']}, median {real_nn['median']}, "
@@ -407,9 +426,11 @@ def markdown(result: dict) -> str:
         ratio = f" ({sel / base:.2f}x)" if sel and base else ""
         rec = row.get("recall_at_k", {}).get("mean", "")
         obj = row.get("objective_ratio", {})
+        scan = row.get("vectors_scanned", {})
+        scan = f"{scan['mean']:,.0f} ({scan['share']:.1%})" if scan else ""
         lines.append(f"| {row['size']:,} | {row['path']} | {nn['p5']} / {nn['median']} / {nn['p95']} | "
                      f"{row.get('exact_retrieval_ms', {}).get('median', '')} | "
-                     f"{row.get('ann_retrieval_ms', {}).get('median', '')} | {sel}{ratio} | {rec} | "
+                     f"{row.get('ann_retrieval_ms', {}).get('median', '')} | {scan} | {sel}{ratio} | {rec} | "
                      f"{obj.get('mean', '')} / {obj.get('p5', '')} | {row['state_bytes']:,} | "
                      f"{row['load_warm_s']} / {row['load_cold_s']} | {row['peak_rss_mb']} |")
     lines += ["", "Candidates per size (SEER's knn_k):"] + [f"- {row['size']:,}: {row['candidate_search']}"
@@ -432,6 +453,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--queries-from", choices=("dev_tune", "dev"), default="dev_tune",
+                        help="TAT-QA questions no pool holds (dev_tune without 101-200: 404), or dev (holds the "
+                             "pool's questions)")
     parser.add_argument("--noise", type=float, default=0.35)
     parser.add_argument("--capacity", type=float, default=2700.0)
     parser.add_argument("--seed", type=int, default=0)
@@ -441,10 +465,10 @@ def main(argv=None) -> int:
     parser.add_argument("--ann-backend", choices=ann_index.BACKENDS, default=None,
                         help="the index's backend (default: faiss when installed, else numpy)")
     parser.add_argument("--target-recall", type=float, default=ann_index.TARGET_RECALL,
-                        help="the recall@200 on pool vectors nprobe is calibrated for (default %(default)s, the "
-                             "package's)")
+                        help="the recall@200 on pool vectors nprobe is calibrated for, at 95 %% confidence "
+                             "(default %(default)s, the package's)")
     parser.add_argument("--nlist", type=int, default=None,
-                        help="the index's cells (default: ann_index's rule, 4 sqrt(n))")
+                        help="the index's cells (default: ann_index's rule, CELLS_PER_SQRT_N sqrt(n))")
     parser.add_argument("--counter", default="local/qwen2.5-coder-1.5b-instruct",
                         help="the model whose tokenizer measures the demos (a local model: its 0.5B twin counts)")
     parser.add_argument("--cost-demos", type=int, default=1000, help="demos timed one at a time and batched")
@@ -462,6 +486,7 @@ def main(argv=None) -> int:
     root = Path(args.store_dir or tempfile.mkdtemp(prefix="pool_scale-"))
     real = real_pool(args)
     result = {"machine": f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}", "queries": len(real["queries"]),
+              "queries_from": args.queries_from,
               "rule": "w e_a + (1 - w) e_b + sigma g, normalised (module docstring)", "noise": args.noise,
               "capacity": args.capacity, "ann_min_pool": ann_index.ANN_MIN_POOL, "ann_backend": ann_backend(args),
               "target_recall": args.target_recall,

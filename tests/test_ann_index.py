@@ -4,6 +4,7 @@ noise nor near-duplicates), the index saved and loaded (alone and in a pool stor
 SEER's selections on its candidates against exact candidates (issue 25). The faiss tests skip without faiss
 (``make test`` installs the ``ann`` extra, so CI runs them)."""
 
+import json
 import warnings
 
 import numpy as np
@@ -61,7 +62,100 @@ def test_recall_at_k_against_exact_search_is_at_least_095(synthetic):
         recalls.append(len(exact & set(found.tolist())) / K)
     assert np.mean(recalls) >= 0.95, np.mean(recalls)
     assert index.nprobe < index.nlist  # it does not scan everything
-    assert index.calibration["recall"] >= ann_index.TARGET_RECALL
+    cal = index.calibration
+    assert cal["method"] == ann_index.CALIBRATION_METHOD and cal["target_recall"] == ann_index.TARGET_RECALL == 0.97
+    assert cal["recall"] >= cal["recall_lower_bound"] >= ann_index.TARGET_RECALL
+
+
+def test_the_calibration_measures_a_search_s_recall_for_every_nprobe_without_searching(data):
+    """``recall_curves`` counts, per query, the true neighbours in its p nearest cells: what a search of those
+    cells returns (for both backends), so nprobe is read off the curves, not found by searching. The
+    calibration's queries: pool vectors and midpoints of two, each without the documents it was made of."""
+    pool, _queries = data
+    docs = np.arange(len(pool)) // 6
+    centroids, order, offsets, _rng = ann_index.ivf_cells(pool)
+    queries, owners, kinds = ann_index.calibration_queries(pool, np.random.default_rng(5), 40)
+    assert (kinds == 0).sum() == (kinds == 1).sum() == 20
+    assert np.array_equal(queries[kinds == 0], pool[owners[kinds == 0, 0]])
+    made = pool[owners[kinds == 1, 0]] + pool[owners[kinds == 1, 1]]
+    assert np.allclose(queries[kinds == 1], made / np.linalg.norm(made, axis=1, keepdims=True), atol=1e-6)
+    truths = ann_index.pool_neighbours(pool, queries, owners, K, docs)
+    for query, own, truth in zip(queries, owners, truths, strict=True):  # exact search, own documents left out
+        sims = np.where(np.isin(docs, docs[own]), -np.inf, pool @ query)
+        assert set(truth.tolist()) == set(np.argsort(-sims)[:K].tolist())
+    curves = ann_index.recall_curves(centroids, ann_index.cell_assignment(order, offsets), queries, truths)
+    index = IVFIndex(centroids, order, offsets, pool[order], nprobe=1)
+    for nprobe in (1, 4, 16, 64):
+        searched = [len(set(index.search(query, 2 * K, nprobe=nprobe).tolist()) & set(truth.tolist())) / K
+                    for query, truth in zip(queries, truths, strict=True)]
+        assert np.allclose(curves[:, nprobe - 1], searched)
+    assert np.all(np.diff(curves, axis=1) >= 0) and np.allclose(curves[:, -1], 1.0)
+
+
+def lower_bounds(pool, centroids, order, offsets, queries, owners, docs):
+    curves = ann_index.recall_curves(centroids, ann_index.cell_assignment(order, offsets), queries,
+                                     ann_index.pool_neighbours(pool, queries, owners, K, docs))
+    return curves.mean(axis=0) - ann_index.CONFIDENCE_Z * curves.std(axis=0, ddof=1) / np.sqrt(len(curves))
+
+
+def test_nprobe_is_the_fewest_cells_whose_lower_confidence_bound_reaches_the_target_on_both_kinds(data):
+    pool, _queries = data
+    docs = np.arange(len(pool)) // 6
+    centroids, order, offsets, _rng = ann_index.ivf_cells(pool)
+    nprobe, cal = ann_index.calibrate_nprobe(pool, centroids, order, offsets, np.random.default_rng(3),
+                                             doc_ids=docs, sample_queries=600)
+    queries, owners, kinds = ann_index.calibration_queries(pool, np.random.default_rng(3), 600)  # the same draw
+    fewest = {}
+    for kind, name in enumerate(ann_index.CALIBRATION_KINDS):
+        bound = lower_bounds(pool, centroids, order, offsets, queries[kinds == kind], owners[kinds == kind], docs)
+        fewest[name] = int(np.flatnonzero(bound >= 0.97)[0]) + 1
+        assert bound[fewest[name] - 1] >= 0.97 > bound[fewest[name] - 2]  # one cell fewer does not reach it
+        assert cal["kinds"][name]["nprobe"] == fewest[name] and cal["kinds"][name]["queries"] == 300
+        assert cal["kinds"][name]["recall_lower_bound"] == round(float(bound[nprobe - 1]), 4)
+    assert nprobe == max(fewest.values()) == cal["nprobe"]  # the harder kind decides
+    assert cal["recall_lower_bound"] == min(m["recall_lower_bound"] for m in cal["kinds"].values()) >= 0.97
+    assert cal["queries"] == 600 and cal["documents_excluded"]
+    sizes = np.diff(offsets)  # the share of the pool a query reads: every centroid, the probed cells' members
+    read = [len(centroids) + sizes[np.argsort(-(centroids @ q))[:nprobe]].sum() for q in queries]
+    assert cal["scanned_share"] == pytest.approx(np.mean(read) / len(pool), abs=1e-4)
+    eager, _ = ann_index.calibrate_nprobe(pool, centroids, order, offsets, np.random.default_rng(3),
+                                          doc_ids=docs, sample_queries=600, target_recall=0.99, z=0.0)
+    assert eager > nprobe  # the former target (a mean of 0.99) reads more of the pool
+
+
+def test_midpoints_calibrate_a_pool_of_tight_groups_for_queries_between_them():
+    """A pool whose vectors come in tight groups bigger than k (near-duplicates of a few hundred questions, as a
+    synthetic pool grown far from its real one): a pool vector finds its k nearest in its own group, one or two
+    cells; a query between groups needs many more. Pool vectors alone calibrate too few cells for such
+    queries; the midpoints of two pool vectors are such queries."""
+    rng = np.random.default_rng(11)
+    k, groups, per_group = 20, 300, 40
+    centres = rng.normal(size=(groups, DIM))
+    pool = centres.repeat(per_group, axis=0) + rng.normal(scale=0.25, size=(groups * per_group, DIM))
+    pool = (pool / np.linalg.norm(pool, axis=1, keepdims=True)).astype(np.float32)
+    between = centres[rng.integers(groups, size=200)] + centres[rng.integers(groups, size=200)]  # unseen queries
+    between = (between / np.linalg.norm(between, axis=1, keepdims=True)).astype(np.float32)
+    centroids, order, offsets, _rng = ann_index.ivf_cells(pool)
+    nprobe, cal = ann_index.calibrate_nprobe(pool, centroids, order, offsets, np.random.default_rng(0), k=k)
+    alone = cal["kinds"]["pool vectors"]["nprobe"]
+    assert cal["kinds"]["midpoints"]["nprobe"] == nprobe > alone
+
+    def recall(cells):
+        index = IVFIndex(centroids, order, offsets, pool[order], nprobe=cells)
+        return np.mean([len(set(exact_top_k(pool, q, k).tolist()) & set(index.search(q, k).tolist())) / k
+                        for q in between])
+
+    assert recall(nprobe) >= 0.95 > recall(alone)
+
+
+def test_vectors_scanned_counts_the_centroids_and_the_probed_cells(synthetic):
+    pool, queries, index = synthetic
+    sizes = index.cell_sizes()
+    assert sizes.sum() == len(pool) and len(sizes) == index.nlist
+    for q in queries[:5]:
+        probed = np.argsort(-(index.centroids @ q))[:index.nprobe]
+        assert index.vectors_scanned(q) == index.nlist + sizes[probed].sum() < len(pool)
+        assert index.vectors_scanned(q, nprobe=index.nlist) == index.nlist + len(pool)
 
 
 def test_the_index_round_trips_through_files(tmp_path, synthetic):
@@ -72,6 +166,25 @@ def test_the_index_round_trips_through_files(tmp_path, synthetic):
     assert loaded.nprobe == index.nprobe and loaded.calibration == index.calibration
     for q in queries[:20]:
         assert np.array_equal(loaded.search(q, 2 * K), index.search(q, 2 * K))
+
+
+def test_an_index_saved_before_the_calibration_recorded_its_method_loads(tmp_path, synthetic, monkeypatch):
+    """An older store's ``ivf.json``: nprobe calibrated to recall 0.99 on pool vectors, no method recorded."""
+    pool, queries, index = synthetic
+    index.save(tmp_path)
+    meta = json.loads((tmp_path / ann_index.META_FILE).read_text())
+    meta["nprobe"] = 150
+    meta["calibration"] = {"k": K, "queries": 64, "target_recall": 0.99, "recall": 0.9902, "nprobe": 150,
+                           "nlist": index.nlist}
+    (tmp_path / ann_index.META_FILE).write_text(json.dumps(meta))
+    old = load_index(tmp_path, pool)
+    assert old.nprobe == 150 and old.calibration == meta["calibration"]
+    assert ann_index.describe(old, ann_index.ANN_MIN_POOL).endswith(
+        f"150 of {index.nlist} cells probed, recall@200 0.9902 on pool vectors")
+    monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
+    idx, _ = candidates(make_pool(pool, old), SelectionRequest(queries[0], capacity=600), K)
+    assert idx.size == K  # answered by the index
+    assert "on pool vectors and midpoints (lower bound " in ann_index.describe(index, len(pool))  # a new index
 
 
 @needs_faiss
@@ -118,6 +231,7 @@ def test_without_faiss_a_new_index_is_built_with_numpy(tmp_path, data, monkeypat
         store = write_store(tmp_path, store_records(2_000), pool[:2_000], np.full(2_000, 100.0), embedder="e",
                             prompt_format="p", index=True)
     assert store.manifest["index_backend"] == "numpy" and isinstance(store.index(), IVFIndex)
+    assert store.index().calibration["documents_excluded"]  # the records' documents: each query leaves its own out
     assert not (store.path / ann_index.FAISS_FILE).exists()
     with pytest.raises(ImportError, match="knapsack-dspy\\[ann\\]"):
         build_index(pool[:2_000], backend="faiss")

@@ -341,8 +341,9 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
                 index_options: Mapping[str, Any] | None = None) -> PoolStore:
     """Write a store of ``records`` (with their ``embeddings`` and token ``costs``) under ``root`` and open it; a
     store of the same content already there is opened instead. ``index``: build the nearest-neighbour index
-    (default: when the pool has at least ``ANN_MIN_POOL`` exemplars; ``index_options``: ``ann_index.build_index``'s
-    keywords, e.g. ``nlist``, ``backend``: faiss when installed, else numpy)."""
+    (default: when the pool has at least ``ANN_MIN_POOL`` exemplars; its calibration's queries exclude their own
+    documents, the records' ``doc_id``; ``index_options``: ``ann_index.build_index``'s keywords, e.g. ``nlist``,
+    ``backend``: faiss when installed, else numpy)."""
     root = Path(root)
     n = len(records)
     embeddings = np.asarray(embeddings, dtype=np.float32)
@@ -379,7 +380,9 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
         built = (n >= ann_index.ANN_MIN_POOL) if index is None else bool(index)
         backend = None
         if built:
-            ivf = ann_index.build_index(embeddings, **dict(index_options or {}))
+            doc_ids = [r.doc_id for r in records]  # the calibration's queries exclude their own documents
+            options = {"doc_ids": np.asarray(doc_ids, dtype=str) if any(doc_ids) else None, **(index_options or {})}
+            ivf = ann_index.build_index(embeddings, **options)
             ivf.save(tmp)
             backend = ivf.backend
         files = {}
