@@ -47,7 +47,6 @@ def _progress(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, unit="ex", dynamic_ncols=True) if enabled else None
 
 
-
 def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | None = None,
               seed: int | None = None, selection_only: bool | None = None, progress: bool = True,
               embedder=None, token_counter_factory: Callable | None = None, lm_factory: Callable | None = None,
@@ -216,5 +215,3 @@ def _chosen_examples(evalset, spec: RunSpec) -> list:
             raise SuiteError(f"{len(missing)} example_ids are not in {spec.dataset} {where}: "
                              f"{', '.join(sorted(missing)[:5])}{' ...' if len(missing) > 5 else ''}")
     return examples[: spec.limit] if spec.limit else examples
-
-
