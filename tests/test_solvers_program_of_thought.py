@@ -136,6 +136,14 @@ def test_finqa_dsl_programs():
     assert lm.history[1]["messages"][0] == lm.history[0]["messages"][0]  # the writer's FinQA instructions
 
 
+def test_nested_finqa_calls_run_as_flat_steps_without_a_repair_call():
+    lm = configure([{"program": "divide(subtract(1200.5, 1000.0), 1000.0)"},
+                    {"program": "unused"}])
+    pred = ProgramOfThoughtAnswerer(language="finqa", retry=True)(question="q", table=TABLE)
+    assert pred.program == "subtract(1200.5, 1000.0), divide(#0, 1000.0)"
+    assert pred.answer == pytest.approx(0.2005) and pred.attempts == 1 and len(lm.history) == 1
+
+
 def test_demos_are_passed_per_call_and_never_stored(pool):
     solver = ProgramOfThoughtAnswerer()
     demo_a, demo_b = solver.as_demo(pool[0]), solver.as_demo(pool[5])
@@ -277,6 +285,7 @@ def test_threads_each_send_their_own_demos(pool):
     ("ans = 3\nscale = \"\"", "python", "ans = 3\nscale = \"\""),
     ("Program: subtract(5, 3),\n divide(#0, 3)", "finqa", "subtract(5, 3), divide(#0, 3)"),
     ("`add(1, 2)`", "finqa", "add(1, 2)"),
+    ("Program: divide(add(1, 2, 3),\n 3)", "finqa", "add(1, 2), add(#0, 3), divide(#1, 3)"),
     (None, "python", ""),
 ])
 def test_program_text_is_cleaned(reply, language, program):

@@ -28,6 +28,7 @@ from dspy.utils.exceptions import AdapterParseError
 from knapsack_dspy.data.answer_scale import decide_scale
 from knapsack_dspy.data.program_style import PROGRAM_STYLES, read_cited_cells
 from knapsack_dspy.execution import execute_program
+from knapsack_dspy.execution.finqa_flattening import flatten_program
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.modules.selection_context import selection_log
 from knapsack_dspy.modules.solvers.answer_vote import majority_vote
@@ -61,14 +62,15 @@ MAX_SHOWN_PROGRAM = 4000  # characters of a failed program shown back to the LM
 
 def clean_program_text(text, language: str = "python") -> str:
     """The program inside an LM reply: the first fenced block if any, a ``Program:`` label dropped;
-    for the FinQA DSL the whole reply joined to one line."""
+    for the FinQA DSL the whole reply joined to one line, and nested or many-argument calls written out as the
+    DSL's steps (``execution.finqa_flattening.flatten_program``: the same computation)."""
     body = "" if text is None else str(text)
     fenced = _FENCE.search(body)
     if fenced:
         body = fenced.group(1)
     body = body.strip()
     if language == "finqa":
-        body = _LABEL.sub("", " ".join(body.split())).strip().strip("`\"'").strip()
+        body = flatten_program(_LABEL.sub("", " ".join(body.split())).strip().strip("`\"'").strip())
     elif not fenced:
         body = _LABEL.sub("", body, count=1) if _LABEL.match(body.split("\n", 1)[0]) else body
     return body
