@@ -19,12 +19,14 @@ real questions, not on them: the report gives the nearest-neighbour similarity d
 (1,000 sampled exemplars each, against the whole pool) beside the real pool's, so a pool of near-duplicates,
 which makes every prefilter look perfect, shows.
 
-**Queries** (``--queries-from``): ``dev_tune`` (default), the first ``--queries`` TAT-QA questions no pool holds,
-from documents no pool question is about: ``dev_tune`` without its questions 101-200 (the final evaluation's
-unseen ones), 404 in all; or ``dev``, the first ``--queries`` of TAT-QA ``dev``, which holds ``dev_pool``: 676 of
-its first 1,000 are the real pool's questions, the vectors the synthetic exemplars are mixed from, so each is the
-hub of exemplars spread toward random others (a harder query for the index than a new question, and with
-near-copies among its candidates). Embedded beforehand: the query's embedding is excluded from every time below.
+**Queries** (``--queries-from``): ``unseen`` (default), the first ``--queries`` of the financial questions no pool
+holds: TAT-QA's 404 from documents no pool question is about (``dev_tune`` without its questions 101-200, the final
+evaluation's unseen ones), then FinQA's train cases in order (the same domain, other reports, no document in any
+pool; a question's modality from its gold evidence) -- 404 + 596 at 1,000; ``dev_tune``, those 404 alone; or
+``dev``, the first ``--queries`` of TAT-QA ``dev``, which holds ``dev_pool``: 676 of its first 1,000 are the real
+pool's questions, the vectors the synthetic exemplars are mixed from, so each is the hub of exemplars spread toward
+random others (a harder query for the index than a new question, and with near-copies among its candidates).
+Embedded beforehand: the query's embedding is excluded from every time below.
 Each query aims at its gold modality (SEER's template) with a capacity of ``--capacity`` tokens (default 2,700: a
 4,096 budget less a ~1,000-token query and the output reserve), and excludes its own document's exemplars.
 
@@ -35,27 +37,34 @@ report name it),
 the vectors a query's retrieval reads (``vectors_scanned``, machine-independent: exact search every exemplar,
 the index every centroid and its probed cells' members, ``ann_index.vectors_scanned``; mean and share of the
 pool), recall@k of the index's candidates against exact search (k = SEER's default ``knn_k``, 200), SEER's whole
-per-query selection (``KnapsackSelector.select``: retrieval + ILP) on the path the pool uses, and the
+per-query selection (``KnapsackSelector.select``: retrieval + ILP) on the path the pool uses, the same for the
+selection-objective issue's selector (``case_coverage``, its kind classifier fitted once on the real pool: a
+synthetic exemplar takes its program template and answer type from a real one; its first query, which reads the
+pool's kind labels once, untimed), and the
 objective (summed similarity of the chosen exemplars) of selections on the index's candidates over selections
 on exact candidates (mean, 5th percentile); the index's build time; the program's state size (JSON; a store
 reference past ``INLINE_POOL_LIMIT``); loading that state and its pool (``SelectExemplars.load_state`` + the
 pool, the embedder's load excluded: a stub stands in) warm (store in the page cache) and cold (the store's
 pages dropped with ``posix_fadvise(DONTNEED)`` first); and the peak resident memory (``peak_rss_mb``:
-the process that loads the store and answers the queries, one per size; ``build_peak_rss_mb``: the driver's,
-which generated the pools and built their stores). Once per run: token costs of ``--cost-demos`` real
-demos one at a time (the adapter formats each demo, the counter counts each prompt: for a local model two server
-requests) and batched (``PromptCostModel.demo_costs``: demos from the signature's template, a local model's
-prompts from its chat template's skeleton, tokenized by its BPE in process and checked against the server on a
-sample; the report says which path counted), fresh counters with empty disk caches, the in-process tokenizer's
-one-time load (reading the GGUF's vocabulary) outside the time, counts compared; and embedding throughput with 1
-and 2 local
-worker processes and in a local Ray cluster (``--embed-texts`` texts, ``--ray-cpus``; the model's load reported
-apart, each worker loading its own).
+the process that loads the store and answers the queries on the pool's path, as a server would, one per size;
+``comparison_peak_rss_mb``: the process of the exact comparison, which reads every embedding per query;
+``build_peak_rss_mb``: the driver's, which generated the pools and built their stores). The serving process
+times the index's path alone; the exact retrieval and selection beside it are timed in the comparison process.
+Once per run: token costs of ``--cost-demos`` real demos one at a time (the adapter formats each demo, the counter
+counts each prompt: for a local model two server requests) and batched (``PromptCostModel.demo_costs``: demos from
+the signature's template, a local model's prompts from its chat template's skeleton, tokenized by its BPE in
+process and checked against the server on a sample of every batch; the report says which path counted), fresh
+counters with empty disk caches, the in-process tokenizer's one-time load (reading the GGUF's vocabulary) outside
+the time, counts compared; and the batched rate at scale, on ``--batched-demos`` demos (the real ones, the k-th
+copy's question ending in `` (copy k)``: distinct prompts of the real lengths), its counts compared with one at a
+time on 200 of them; and embedding throughput with 1 and 2 local worker processes and in a local Ray cluster
+(``--embed-texts`` texts, ``--ray-cpus``; the model's load reported apart, each worker loading its own).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -72,6 +81,7 @@ from knapsack_dspy.selection import ann_index, pool_store
 from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
 from knapsack_dspy.selection.pool_store import PoolRecord, write_store
 from knapsack_dspy.selection.selectors.base import candidate_search, candidates
+from knapsack_dspy.selection.selectors.case_coverage import CaseCoverageSelector
 from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 K = 200  # SEER's default knn_k
@@ -91,6 +101,15 @@ def ms(seconds: float) -> float:
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory: Linux's ``VmHWM`` (the high-water mark of its own address space; a
+    spawned worker's ``ru_maxrss`` would start from its parent's at the fork, which survives the exec), else
+    ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
@@ -118,15 +137,21 @@ def real_pool(args):
             "name": name, "queries": queries, "query_embeddings": query_embeddings, "embedder": embedder}
 
 
-def query_examples(split: str) -> list:
-    """The queries (module docstring): ``dev_tune`` without its questions 101-200, or TAT-QA ``dev`` in order."""
+def query_examples(source: str) -> list:
+    """The queries (module docstring): ``unseen`` (``dev_tune`` without its questions 101-200, then FinQA's train
+    cases in order), ``dev_tune`` (those 404 alone) or TAT-QA ``dev`` in order."""
     from knapsack_dspy.data import load_examples
 
-    examples = list(load_examples("tatqa", split=split))
-    return examples if split == "dev" else examples[:100] + examples[200:]
+    if source == "dev":
+        return list(load_examples("tatqa", split="dev"))
+    examples = list(load_examples("tatqa", split="dev_tune"))
+    examples = examples[:100] + examples[200:]
+    if source == "unseen":
+        examples += list(load_examples("finqa_cases", split="train"))
+    return examples
 
 
-def measured_costs(real, counter_model: str, limit: int) -> dict:
+def measured_costs(real, counter_model: str, limit: int, batched_demos: int = 0) -> dict:
     """Token costs of the real demos one at a time and batched (fresh counters: nothing memoised)."""
     import diskcache
 
@@ -140,7 +165,8 @@ def measured_costs(real, counter_model: str, limit: int) -> dict:
     adapter = pinned_adapter()
     out = {}
     counts = {}
-    for how in ("one_at_a_time", "batched"):
+
+    def fresh_model():
         counter = type(get_token_counter(counter_model))(counter_model)  # a fresh counter: an empty memo
         if hasattr(counter, "_disk"):  # a local model's counts on disk: a directory of this run's own
             counter._disk_cache = diskcache.Cache(tempfile.mkdtemp(prefix="counts-"))
@@ -148,6 +174,10 @@ def measured_costs(real, counter_model: str, limit: int) -> dict:
             bpe_encoding(server.model_path)
         model = PromptCostModel(signature, counter, adapter)
         model.demo_cost(demos[0])  # the tokenizer / server loaded outside the time
+        return model
+
+    for how in ("one_at_a_time", "batched"):
+        model = fresh_model()
         sample = demos[1: 1 + limit]
         start = time.perf_counter()
         counts[how] = ([model.demo_cost(d) for d in sample] if how == "one_at_a_time"
@@ -160,10 +190,39 @@ def measured_costs(real, counter_model: str, limit: int) -> dict:
     out["identical"] = counts["one_at_a_time"] == counts["batched"]
     out["speedup"] = (round(out["batched"]["per_second"] / out["one_at_a_time"]["per_second"], 2)
                       if out["one_at_a_time"]["per_second"] else None)
+    if batched_demos:
+        copies = [{**d, "question": f"{d['question']} (copy {k // len(demos)})"}
+                  for k, d in zip(range(batched_demos), itertools.cycle(demos))]
+        model = fresh_model()
+        start = time.perf_counter()
+        at_scale = model.demo_costs(copies)
+        seconds = time.perf_counter() - start
+        check = fresh_model()
+        step = max(1, len(copies) // 200)
+        out["batched_at_scale"] = {
+            "demos": len(copies), "seconds": round(seconds, 3),
+            "per_second": round(len(copies) / seconds, 1) if seconds else None,
+            "identical_on_200": [check.demo_cost(d) for d in copies[::step]] == at_scale[::step],
+            "speedup": (round(len(copies) / seconds / out["one_at_a_time"]["per_second"], 2)
+                        if seconds and out["one_at_a_time"]["per_second"] else None)}
     out["counter"] = counter_model
     full = PromptCostModel(signature, get_token_counter(counter_model), adapter)
     real["costs"] = np.asarray(full.demo_costs(demos), dtype=float)
+    real["case_coverage"] = case_coverage_state(real)
     return out
+
+
+def case_coverage_state(real) -> dict:
+    """The selection-objective issue's selector fitted on the real pool (its kind classifier: the pool's
+    embeddings and program templates / answer types), the state every synthetic pool's server loads: a synthetic
+    exemplar takes its labels from a real one, so the kinds are the same; fitting on 10^6 exemplars is compile
+    work, not a query's."""
+    attrs = ("modality", "answer_type", "program_template")
+    pool = ExemplarPool(ids=[ex["id"] for ex in real["examples"]], embeddings=real["embeddings"],
+                        costs=np.ones(len(real["examples"])),
+                        attributes={a: [str(ex.get(a) or "") for ex in real["examples"]] for a in attrs},
+                        doc_ids=[str(ex.get("doc_id") or "") for ex in real["examples"]])
+    return CaseCoverageSelector().fit(pool).get_state()
 
 
 def batched_path(model) -> str:
@@ -232,7 +291,8 @@ def embedding_throughput(texts: list[str], ray_cpus: int = 0) -> dict:
 def ann_backend(args) -> str:
     """The index's backend, as the report states it."""
     if args.ann_backend == "faiss":
-        return f"faiss {ann_index.faiss_module().__version__} (IndexIVFFlat, inner product)"
+        return (f"faiss {ann_index.faiss_module().__version__} (IndexIVFScalarQuantizer 8-bit, inner product; "
+                "exact re-rank)")
     why = "chosen" if ann_index.faiss_module() is not None else f"faiss not installed: {ann_index.INSTALL_HINT}"
     return f"numpy ({why})"
 
@@ -272,7 +332,7 @@ def nn_similarity(embeddings: np.ndarray, seed: int, sample: int = 1000) -> dict
 
 def build_store(real, root: Path, embeddings, source, args):
     records = []
-    attrs = ("modality", "answer_type")
+    attrs = ("modality", "answer_type", "program_template")
     for j, r in enumerate(source.tolist()):
         ex = real["examples"][r]
         records.append(PoolRecord(f"s{j}", real["demos"][r], f"doc{j // DOC_SIZE}", real["texts"][r],
@@ -325,61 +385,90 @@ def state_and_load(store, embedder_id: str, counter: str) -> dict:
     return {"state_bytes": len(text.encode()), "load_cold_s": round(cold, 3), "load_warm_s": round(median(warm), 3)}
 
 
-def serve_phase(job: dict) -> dict:
-    """Load the store and answer the queries (in a process of its own: its peak memory is what selecting from
-    the pool takes, not what building it took)."""
+def _requests(job: dict, n: int):
+    for q, (modality, embedding) in enumerate(zip(job["modalities"], job["embeddings"], strict=True)):
+        yield embedding, SelectionRequest(embedding, capacity=job["capacity"], target_attributes={"modality": modality},
+                                          doc_id=f"doc{(q * 7919) % max(1, n // DOC_SIZE)}")
+
+
+def _pools(job: dict):
     if job["ann_min"] is not None:
         ann_index.ANN_MIN_POOL = job["ann_min"]
     store = pool_store.open_store(job["store"])
+    index = store.index()
+    common = dict(ids=store.ids.tolist(), embeddings=store.embeddings, costs=store.costs,
+                  attributes=store.attributes, doc_ids=store.doc_ids)
+    return store, index, ExemplarPool(**common, index=index) if index is not None else None, common
+
+
+def serve_phase(job: dict) -> dict:
+    """Load the store and answer the queries on the path the pool uses, as a server would (a process of its own:
+    its peak memory is what selecting from the pool takes, not what building the pool or the exact comparison
+    took). Returns the row's serving fields and, per query, the index's candidates and the chosen set."""
+    store, index, ann_pool, common = _pools(job)
     n = len(store)
     row = state_and_load(store, job["embedder"], job["counter"])
-    index = store.index()
     if index is not None:
         row["index"] = {"backend": index.backend, "nlist": index.nlist, "nprobe": index.nprobe,
                         "calibration": index.calibration}
-    common = dict(ids=store.ids.tolist(), embeddings=store.embeddings, costs=store.costs,
-                  attributes=store.attributes, doc_ids=store.doc_ids)
-    exact_pool = ExemplarPool(**common)
-    ann_pool = ExemplarPool(**common, index=index) if index is not None else None
+    pool = ann_pool or ExemplarPool(**common)
     seer = KnapsackSelector()
-    times = {"exact_retrieval_ms": [], "ann_retrieval_ms": [], "selection_ms": [], "exact_selection_ms": []}
-    recalls, ratios, scanned = [], [], []
-    run_exact = n <= job["exact_max"]
-    for q, (modality, embedding) in enumerate(zip(job["modalities"], job["embeddings"], strict=True)):
-        request = SelectionRequest(embedding, capacity=job["capacity"], target_attributes={"modality": modality},
-                                   doc_id=f"doc{(q * 7919) % max(1, n // DOC_SIZE)}")
-        if run_exact:
-            start = time.perf_counter()
-            exact_idx, _ = candidates(exact_pool, request, K)
-            times["exact_retrieval_ms"].append(ms(time.perf_counter() - start))
-            start = time.perf_counter()
-            exact_sel = seer.select(exact_pool, request)
-            times["exact_selection_ms"].append(ms(time.perf_counter() - start))
-        pool = ann_pool or exact_pool
+    coverage = CaseCoverageSelector().set_state(job["case_coverage"])
+    coverage.select(pool, next(_requests(job, n))[1])  # the pool's kind labels, read once per pool (not a query's)
+    times = {"exact_retrieval_ms": [], "ann_retrieval_ms": [], "selection_ms": [], "case_coverage_selection_ms": []}
+    scanned, found, chosen = [], [], []
+    for embedding, request in _requests(job, n):
+        start = time.perf_counter()
+        idx, _ = candidates(pool, request, K)
+        times["ann_retrieval_ms" if ann_pool is not None else "exact_retrieval_ms"].append(
+            ms(time.perf_counter() - start))
         if ann_pool is not None:
-            start = time.perf_counter()
-            ann_idx, _ = candidates(ann_pool, request, K)
-            times["ann_retrieval_ms"].append(ms(time.perf_counter() - start))
             scanned.append(index.vectors_scanned(embedding))
         start = time.perf_counter()
-        chosen = seer.select(pool, request)
+        selection = seer.select(pool, request)
         times["selection_ms"].append(ms(time.perf_counter() - start))
-        if run_exact and ann_pool is not None:
-            recalls.append(len(set(exact_idx.tolist()) & set(ann_idx.tolist())) / K)
-            sims = np.asarray(exact_pool.embeddings @ np.asarray(embedding, dtype=np.float32), dtype=float)
-            exact_value = sims[list(exact_sel.indices)].sum()
-            ratios.append(float(sims[list(chosen.indices)].sum() / exact_value) if exact_value > 0 else 1.0)
+        start = time.perf_counter()
+        coverage.select(pool, request)
+        times["case_coverage_selection_ms"].append(ms(time.perf_counter() - start))
+        found.append(idx.tolist())
+        chosen.append(list(selection.indices))
     for key, values in times.items():
         if values:
             row[key] = {"median": round(median(values), 3), "p95": round(pct(values, 95), 3)}
     row["path"] = f"ann ({index.backend})" if ann_pool is not None else "exact"
     mean_scanned = float(np.mean(scanned)) if scanned else float(n)  # exact search reads every exemplar
     row["vectors_scanned"] = {"mean": round(mean_scanned, 1), "share": round(mean_scanned / n, 4)}
-    row["candidate_search"] = candidate_search(seer, ann_pool or exact_pool)
-    if recalls:
-        row["recall_at_k"] = {"k": K, "mean": round(float(np.mean(recalls)), 4), "min": round(min(recalls), 4)}
-        row["objective_ratio"] = {"mean": round(float(np.mean(ratios)), 4), "p5": round(pct(ratios, 5), 4)}
+    row["candidate_search"] = candidate_search(seer, pool)
     row["peak_rss_mb"] = peak_rss_mb()
+    return {"row": row, "found": found, "chosen": chosen}
+
+
+def compare_phase(job: dict, served: dict) -> dict:
+    """Exact search beside the index's answers (a pool with an index, up to ``--exact-max``): exact retrieval and
+    selection times, recall@k of the index's candidates, and the objective of its chosen sets over exact
+    candidates'. Its own process: reading every embedding per query is not the server's memory."""
+    store, _index, _ann_pool, common = _pools(job)
+    exact_pool = ExemplarPool(**common)
+    seer = KnapsackSelector()
+    times = {"exact_retrieval_ms": [], "exact_selection_ms": []}
+    recalls, ratios = [], []
+    for (embedding, request), found, chosen in zip(_requests(job, len(store)), served["found"], served["chosen"],
+                                                  strict=True):
+        start = time.perf_counter()
+        exact_idx, _ = candidates(exact_pool, request, K)
+        times["exact_retrieval_ms"].append(ms(time.perf_counter() - start))
+        start = time.perf_counter()
+        exact_sel = seer.select(exact_pool, request)
+        times["exact_selection_ms"].append(ms(time.perf_counter() - start))
+        recalls.append(len(set(exact_idx.tolist()) & set(found)) / K)
+        sims = np.asarray(exact_pool.embeddings @ np.asarray(embedding, dtype=np.float32), dtype=float)
+        exact_value = sims[list(exact_sel.indices)].sum()
+        ratios.append(float(sims[chosen].sum() / exact_value) if exact_value > 0 else 1.0)
+    row = {key: {"median": round(median(values), 3), "p95": round(pct(values, 95), 3)}
+           for key, values in times.items()}
+    row["recall_at_k"] = {"k": K, "mean": round(float(np.mean(recalls)), 4), "min": round(min(recalls), 4)}
+    row["objective_ratio"] = {"mean": round(float(np.mean(ratios)), 4), "p5": round(pct(ratios, 5), 4)}
+    row["comparison_peak_rss_mb"] = peak_rss_mb()
     return row
 
 
@@ -395,11 +484,15 @@ def run_size(real, n: int, args, root: Path) -> dict:
     row["store_bytes"] = sum(p.stat().st_size for p in store.path.iterdir())
     row["build_peak_rss_mb"] = peak_rss_mb()
     job = {"store": str(store.path), "ann_min": ann_index.ANN_MIN_POOL, "embedder": real["embedder"].model_id,
-           "counter": args.counter, "capacity": args.capacity, "exact_max": args.exact_max,
+           "counter": args.counter, "capacity": args.capacity, "case_coverage": real["case_coverage"],
            "modalities": [str(q.get("modality") or "table") for q in real["queries"]],
            "embeddings": np.asarray(real["query_embeddings"])}
     with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as worker:
-        row.update(worker.submit(serve_phase, job).result())
+        served = worker.submit(serve_phase, job).result()
+    row.update(served["row"])
+    if row["path"] != "exact" and n <= args.exact_max:
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as worker:
+            row.update(worker.submit(compare_phase, job, served).result())
     if not args.keep:
         shutil.rmtree(store.path, ignore_errors=True)
     return row
@@ -413,9 +506,10 @@ def markdown(result: dict) -> str:
              f"{result['target_recall']} at 95 % confidence on pool vectors and midpoints of two, without their "
              "documents", "",
              "| pool | path | NN sim p5 / median / p95 | exact retrieval ms | index retrieval ms | vectors scanned "
-             "/ query (share) | selection ms (x smallest) | recall@200 | objective mean / p5 | state bytes | "
+             "/ query (share) | selection ms (x smallest) | case_coverage ms (x smallest) | recall@200 | "
+             "objective mean / p5 | state bytes | "
              "load warm / cold s | serving peak RSS MB |",
-             "|---:|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|"]
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|---:|"]
     base = result["sizes"][0].get("selection_ms", {}).get("median")
     real_nn = result["real_pool_nn_similarity"]
     lines.insert(6, f"Real TAT-QA pool NN similarity: p5 {real_nn['p5']}, median {real_nn['median']}, "
@@ -424,15 +518,21 @@ def markdown(result: dict) -> str:
         nn = row["nn_similarity"]
         sel = row.get("selection_ms", {}).get("median")
         ratio = f" ({sel / base:.2f}x)" if sel and base else ""
+        cc = row.get("case_coverage_selection_ms", {}).get("median")
+        cc_base = result["sizes"][0].get("case_coverage_selection_ms", {}).get("median")
+        cc = f"{cc} ({cc / cc_base:.2f}x)" if cc and cc_base else ""
         rec = row.get("recall_at_k", {}).get("mean", "")
         obj = row.get("objective_ratio", {})
         scan = row.get("vectors_scanned", {})
         scan = f"{scan['mean']:,.0f} ({scan['share']:.1%})" if scan else ""
         lines.append(f"| {row['size']:,} | {row['path']} | {nn['p5']} / {nn['median']} / {nn['p95']} | "
                      f"{row.get('exact_retrieval_ms', {}).get('median', '')} | "
-                     f"{row.get('ann_retrieval_ms', {}).get('median', '')} | {scan} | {sel}{ratio} | {rec} | "
+                     f"{row.get('ann_retrieval_ms', {}).get('median', '')} | {scan} | {sel}{ratio} | {cc} | {rec} | "
                      f"{obj.get('mean', '')} / {obj.get('p5', '')} | {row['state_bytes']:,} | "
                      f"{row['load_warm_s']} / {row['load_cold_s']} | {row['peak_rss_mb']} |")
+    lines += ["", "Peak RSS of the exact comparison's process (every embedding read per query): " + ", ".join(
+        f"{row['size']:,}: {row['comparison_peak_rss_mb']} MB" for row in result["sizes"]
+        if "comparison_peak_rss_mb" in row)]
     lines += ["", "Candidates per size (SEER's knn_k):"] + [f"- {row['size']:,}: {row['candidate_search']}"
                                                            for row in result["sizes"]]
     costs = result.get("token_costs")
@@ -440,6 +540,11 @@ def markdown(result: dict) -> str:
         lines += ["", f"Token costs ({costs['counter']}): one at a time {costs['one_at_a_time']['per_second']}/s, "
                       f"batched {costs['batched']['per_second']}/s ({costs['speedup']}x), identical: "
                       f"{costs['identical']}", "", f"Batched path: {costs['batched'].get('path', '')}"]
+        scale = costs.get("batched_at_scale")
+        if scale:
+            lines += ["", f"Batched at scale ({scale['demos']:,} demos, copies of the real ones): "
+                          f"{scale['per_second']}/s ({scale['speedup']}x one at a time), identical on 200 of them "
+                          f"counted one at a time: {scale['identical_on_200']}"]
     emb = result.get("embedding")
     if emb:
         lines += ["", f"Embedding ({emb['texts']} texts): 1 worker {emb['1_workers']['per_second']}/s, 2 workers "
@@ -453,9 +558,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--queries-from", choices=("dev_tune", "dev"), default="dev_tune",
-                        help="TAT-QA questions no pool holds (dev_tune without 101-200: 404), or dev (holds the "
-                             "pool's questions)")
+    parser.add_argument("--queries-from", choices=("unseen", "dev_tune", "dev"), default="unseen",
+                        help="questions no pool holds: TAT-QA dev_tune without 101-200 (404), then FinQA train "
+                             "cases (unseen); those 404 alone (dev_tune); or TAT-QA dev (holds the pool's questions)")
     parser.add_argument("--noise", type=float, default=0.35)
     parser.add_argument("--capacity", type=float, default=2700.0)
     parser.add_argument("--seed", type=int, default=0)
@@ -472,6 +577,8 @@ def main(argv=None) -> int:
     parser.add_argument("--counter", default="local/qwen2.5-coder-1.5b-instruct",
                         help="the model whose tokenizer measures the demos (a local model: its 0.5B twin counts)")
     parser.add_argument("--cost-demos", type=int, default=1000, help="demos timed one at a time and batched")
+    parser.add_argument("--batched-demos", type=int, default=20_000,
+                        help="demos (copies of the real ones) the batched rate at scale is measured on (0: skip)")
     parser.add_argument("--embed-texts", type=int, default=4000, help="texts for embedding throughput (0: skip)")
     parser.add_argument("--ray-cpus", type=int, default=2,
                         help="embedding throughput in a local Ray cluster of this many CPUs (0: skip)")
@@ -493,7 +600,7 @@ def main(argv=None) -> int:
               "inline_pool_limit": pool_store.INLINE_POOL_LIMIT,
               "real_pool_nn_similarity": nn_similarity(real["embeddings"], args.seed)}
     print(f"real pool: {len(real['demos'])} demos; {len(real['queries'])} queries", file=sys.stderr)
-    result["token_costs"] = measured_costs(real, args.counter, args.cost_demos)
+    result["token_costs"] = measured_costs(real, args.counter, args.cost_demos, args.batched_demos)
     print(f"token costs: {result['token_costs']}", file=sys.stderr)
     if args.embed_texts:
         texts = [f"{t} #{k}" for k, t in enumerate((real["texts"] * (args.embed_texts // len(real["texts"]) + 1))

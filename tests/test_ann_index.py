@@ -188,13 +188,21 @@ def test_an_index_saved_before_the_calibration_recorded_its_method_loads(tmp_pat
 
 
 @needs_faiss
-def test_both_backends_search_the_same_cells_and_find_the_same_candidates(data):
+def test_both_backends_search_the_same_cells_and_find_the_same_candidates(data, monkeypatch):
     pool, queries = data
     faiss_index, numpy_index = build_index(pool, backend="faiss"), build_index(pool, backend="numpy")
     assert np.array_equal(faiss_index.centroids, numpy_index.centroids)
     assert faiss_index.calibration == numpy_index.calibration
+    monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
     for q in queries[:20]:
-        assert set(faiss_index.search(q, 2 * K).tolist()) == set(numpy_index.search(q, 2 * K).tolist())
+        # faiss ranks by 8-bit codes, numpy by the vectors: their 2K nearest differ only at the edge ...
+        by_codes, by_vectors = set(faiss_index.search(q, 2 * K).tolist()), set(numpy_index.search(q, 2 * K).tolist())
+        assert len(by_codes & by_vectors) >= 0.97 * 2 * K
+        # ... and the K candidates, kept by exact similarity, are the same
+        request = SelectionRequest(q, capacity=600)
+        faiss_idx, _ = candidates(make_pool(pool, faiss_index), request, K)
+        numpy_idx, _ = candidates(make_pool(pool, numpy_index), request, K)
+        assert faiss_idx.size == K and np.array_equal(faiss_idx, numpy_idx)
 
 
 def store_records(n: int) -> list[PoolRecord]:
@@ -212,14 +220,17 @@ def test_a_store_built_with_faiss_loads_it_memory_mapped_and_without_faiss_searc
     with_faiss = store.index()
     assert isinstance(with_faiss, FaissIVFIndex)
     assert "faiss backend" in ann_index.describe(with_faiss, len(store))
-    expected = [with_faiss.search(q, 2 * K) for q in queries[:20]]
+    def candidates_by(index):  # the K kept by exact similarity (the 2K asked of each index differ at the edge)
+        return [candidates(make_pool(pool, index), SelectionRequest(q, capacity=600), K)[0] for q in queries[:20]]
+
+    expected = candidates_by(with_faiss)
     monkeypatch.setattr(ann_index, "faiss_module", lambda: None)  # a machine without faiss
     with pytest.warns(ann_index.FaissMissingWarning, match="pip install"):
         without = store.index()
     assert isinstance(without, IVFIndex) and without.nprobe == with_faiss.nprobe
     assert "built with faiss, which is not installed here" in ann_index.describe(without, len(store))
-    for q, found in zip(queries[:20], expected, strict=True):
-        assert set(without.search(q, 2 * K).tolist()) == set(found.tolist())
+    for found, by_numpy in zip(expected, candidates_by(without), strict=True):
+        assert found.size == K and np.array_equal(found, by_numpy)
 
 
 def test_without_faiss_a_new_index_is_built_with_numpy(tmp_path, data, monkeypatch):
