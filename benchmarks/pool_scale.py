@@ -468,6 +468,14 @@ def compare_phase(job: dict, served: dict) -> dict:
            for key, values in times.items()}
     row["recall_at_k"] = {"k": K, "mean": round(float(np.mean(recalls)), 4), "min": round(min(recalls), 4)}
     row["objective_ratio"] = {"mean": round(float(np.mean(ratios)), 4), "p5": round(pct(ratios, 5), 4)}
+    sources = job.get("sources") or ["all"] * len(recalls)
+    row["by_source"] = {}
+    for source in sorted(set(sources)):
+        mine = [i for i, s in enumerate(sources) if s == source]
+        row["by_source"][source] = {
+            "queries": len(mine), "recall_at_k": round(float(np.mean([recalls[i] for i in mine])), 4),
+            "objective_mean": round(float(np.mean([ratios[i] for i in mine])), 4),
+            "objective_p5": round(pct([ratios[i] for i in mine], 5), 4)}
     row["comparison_peak_rss_mb"] = peak_rss_mb()
     return row
 
@@ -486,6 +494,7 @@ def run_size(real, n: int, args, root: Path) -> dict:
     job = {"store": str(store.path), "ann_min": ann_index.ANN_MIN_POOL, "embedder": real["embedder"].model_id,
            "counter": args.counter, "capacity": args.capacity, "case_coverage": real["case_coverage"],
            "modalities": [str(q.get("modality") or "table") for q in real["queries"]],
+           "sources": [str(q.get("dataset") or "") for q in real["queries"]],
            "embeddings": np.asarray(real["query_embeddings"])}
     with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as worker:
         served = worker.submit(serve_phase, job).result()
@@ -533,6 +542,11 @@ def markdown(result: dict) -> str:
     lines += ["", "Peak RSS of the exact comparison's process (every embedding read per query): " + ", ".join(
         f"{row['size']:,}: {row['comparison_peak_rss_mb']} MB" for row in result["sizes"]
         if "comparison_peak_rss_mb" in row)]
+    for row in result["sizes"]:
+        if row.get("by_source"):
+            lines += ["", f"By query source at {row['size']:,}: " + "; ".join(
+                f"{source} ({v['queries']}): recall@200 {v['recall_at_k']}, objective mean {v['objective_mean']} "
+                f"/ p5 {v['objective_p5']}" for source, v in row["by_source"].items())]
     lines += ["", "Candidates per size (SEER's knn_k):"] + [f"- {row['size']:,}: {row['candidate_search']}"
                                                            for row in result["sizes"]]
     costs = result.get("token_costs")
