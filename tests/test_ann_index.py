@@ -153,9 +153,47 @@ def test_vectors_scanned_counts_the_centroids_and_the_probed_cells(synthetic):
     sizes = index.cell_sizes()
     assert sizes.sum() == len(pool) and len(sizes) == index.nlist
     for q in queries[:5]:
-        probed = np.argsort(-(index.centroids @ q))[:index.nprobe]
+        cell_sims = index.centroids @ q
+        count = int(ann_index.probe_counts(cell_sims[None, :], index.delta, index.floor)[0])
+        probed = np.argsort(-cell_sims)[:count]  # the calibrated rule's cells
+        assert set(index.probe_cells(q).tolist()) == set(probed.tolist())
         assert index.vectors_scanned(q) == index.nlist + sizes[probed].sum() < len(pool)
+        fixed = np.argsort(-cell_sims)[:index.nprobe]  # an explicit nprobe: that many nearest cells
+        assert index.vectors_scanned(q, nprobe=index.nprobe) == index.nlist + sizes[fixed].sum()
         assert index.vectors_scanned(q, nprobe=index.nlist) == index.nlist + len(pool)
+
+
+def test_the_probe_rule_probes_the_cells_within_delta_and_gives_far_queries_more(data):
+    """The calibrated rule: the cells whose centroid is within delta of the nearest one's similarity, at least a
+    floor; delta the smallest of the grid whose lower bound reaches the target on both kinds of calibration query.
+    A query far from the pool (a pool vector with much noise added) sees flatter centroid similarities and probes
+    more cells than one near it."""
+    pool, _queries = data
+    docs = np.arange(len(pool)) // 6
+    centroids, order, offsets, _rng = ann_index.ivf_cells(pool)
+    _nprobe, cal = ann_index.calibrate_nprobe(pool, centroids, order, offsets, np.random.default_rng(3),
+                                              doc_ids=docs, sample_queries=600)
+    rule = cal["probe"]
+    delta, floor = rule["delta"], rule["floor"]
+    assert floor == max(1, int(np.ceil(len(centroids) / 200))) and delta in ann_index.DELTA_GRID
+    queries, owners, kinds = ann_index.calibration_queries(pool, np.random.default_rng(3), 600)  # the same draw
+    curves = ann_index.recall_curves(centroids, ann_index.cell_assignment(order, offsets), queries,
+                                     ann_index.pool_neighbours(pool, queries, owners, K, docs))
+
+    def bounds(d):
+        counts = ann_index.probe_counts(queries @ centroids.T, d, floor)
+        recall = curves[np.arange(len(queries)), counts - 1]
+        return [recall[kinds == kind].mean() - ann_index.CONFIDENCE_Z * recall[kinds == kind].std(ddof=1)
+                / np.sqrt((kinds == kind).sum()) for kind in (0, 1)]
+
+    assert min(bounds(delta)) >= 0.97 > min(bounds(round(delta - 0.005, 3)))  # the smallest delta that reaches it
+    assert rule["recall_lower_bound"] == pytest.approx(min(bounds(delta)), abs=1e-4)
+    rng = np.random.default_rng(9)
+    base = pool[rng.integers(len(pool), size=100)]
+    near, far = (base + rng.normal(scale=scale, size=base.shape) for scale in (0.02, 0.6))
+    near, far = (x / np.linalg.norm(x, axis=1, keepdims=True) for x in (near, far))
+    assert (ann_index.probe_counts(far @ centroids.T, delta, floor).mean()
+            > 1.5 * ann_index.probe_counts(near @ centroids.T, delta, floor).mean())
 
 
 def test_the_index_round_trips_through_files(tmp_path, synthetic):

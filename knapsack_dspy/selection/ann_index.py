@@ -4,13 +4,18 @@ installed, the same IVF in numpy otherwise.
 SEER's selector solves its knapsack over the ``knn_k`` exemplars nearest the query. Exactly, that is one
 similarity per pool exemplar per query (``n x d`` multiply-adds, all of the pool's embeddings read). A pool of at
 least :data:`ANN_MIN_POOL` exemplars gets this index instead, an *inverted file* (IVF): k-means splits the pool
-into ``nlist ~ CELLS_PER_SQRT_N sqrt(n)`` cells; a query scores the cell centroids, then only the exemplars of its
-``nprobe`` nearest cells, and the prefilter keeps the ``knn_k`` best of those by exact similarity. What a query
+into ``nlist ~ CELLS_PER_SQRT_N sqrt(n)`` cells; a query scores the cell centroids, then only the exemplars of the
+cells it probes, and the prefilter keeps the ``knn_k`` best of those by exact similarity. **The cells a query
+probes** (:func:`probe_counts`): those whose centroid's similarity is within ``delta`` of the nearest centroid's,
+at least ``probe_floor(nlist)`` (``nlist / 200``). A query far from the pool sees flatter centroid similarities, so
+it probes more cells than one in a dense region; a fixed ``nprobe`` (the rule before) under-probes far queries (at
+10^6, FinQA questions against a TAT-QA-grown pool: recall@200 0.949 with 41 cells, TAT-QA's 0.982). What a query
 reads is ``nlist`` centroids plus the probed cells' members (:meth:`~_IVF.vectors_scanned`, the
 machine-independent cost of a query).
 
-**Calibration** (:func:`calibrate_nprobe`, when the index is built, from the pool alone): ``nprobe`` is the fewest
-cells whose recall@k (k = :data:`CALIBRATION_K`, SEER's ``knn_k``) against exact search reaches
+**Calibration** (:func:`calibrate_nprobe`, when the index is built, from the pool alone): ``delta`` is the smallest
+of :data:`DELTA_GRID` (and, recorded beside it for searches that name their own ``nprobe``, ``nprobe`` the fewest
+fixed cells) whose recall@k (k = :data:`CALIBRATION_K`, SEER's ``knn_k``) against exact search reaches
 :data:`TARGET_RECALL` = 0.97 *at 95 % confidence* (the mean less 1.645 standard errors) on each of two kinds of
 query made from the pool (:data:`CALIBRATION_QUERIES` = 1,024 in all), the harder kind deciding:
 
@@ -21,9 +26,11 @@ query made from the pool (:data:`CALIBRATION_QUERIES` = 1,024 in all), the harde
   vector finds its k nearest in its own group, in a cell or two, while a new question between groups needs many
   more cells: pool vectors alone would calibrate too few.
 
-The recall of every ``nprobe`` comes from one pass: a true neighbour is found exactly when its cell is among the
-probed ones (:func:`recall_curves`), so no search runs. ``calibration`` in the saved index records the method,
-each kind's recall and lower bound at the chosen ``nprobe``, and the share of the pool a query reads; an index
+The recall of every ``delta`` (and ``nprobe``) comes from one pass: a true neighbour is found exactly when its cell
+is among the probed ones (:func:`recall_curves`), so no search runs. ``calibration`` in the saved index records
+the method, each kind's recall and lower bound at the chosen ``nprobe``, the share of the pool a query reads, and
+the same for the rule under ``probe`` (with ``delta``, ``floor`` and ``cells_mean``); an index saved before the
+rule (no ``probe``) searches with its fixed ``nprobe``, as built; an index
 saved before the method was recorded (a mean recall of 0.99 on pool vectors, each without itself) loads and
 searches as it was built.
 
@@ -71,6 +78,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -90,6 +98,12 @@ CALIBRATION_K = 200  # SEER's default knn_k
 CALIBRATION_KINDS = ("pool vectors", "midpoints")  # the calibration's queries (calibration_queries)
 CALIBRATION_METHOD = ("recall lower bound on pool vectors and midpoints of two, each without its documents; "
                       "the harder kind")
+#: The probe rule (:func:`probe_counts`): a query probes the cells whose centroid's similarity is within ``delta`` of
+#: its nearest centroid's, at least ``probe_floor(nlist)`` of them; ``delta`` is the smallest of DELTA_GRID whose
+#: recall reaches the target (calibrate_nprobe)
+PROBE_FLOOR_SHARE = 1 / 200
+DELTA_GRID = np.round(np.arange(0.0, 2.0001, 0.005), 3)
+PROBE_RULE = "cells within delta of the nearest centroid's similarity, at least a floor"
 _TRAIN_PER_CELL = 30  # k-means trains on at most this many vectors per cell (a sample of the pool)
 CELLS_PER_SQRT_N = 4  # nlist = 4 sqrt(n): cells of ~sqrt(n) / 4 vectors (250 at 10^6); the module docstring
 BACKENDS = ("faiss", "numpy")
@@ -242,6 +256,48 @@ def recall_curves(centroids: np.ndarray, assign: np.ndarray, queries: np.ndarray
     return np.cumsum(counts, axis=1) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
 
 
+def probe_floor(nlist: int) -> int:
+    """The fewest cells a query probes under the relative rule: ``PROBE_FLOOR_SHARE`` of them, at least one."""
+    return max(1, min(int(nlist), math.ceil(nlist * PROBE_FLOOR_SHARE)))
+
+
+def probe_counts(cell_sims: np.ndarray, delta: float, floor: int) -> np.ndarray:
+    """How many cells each query probes (``cell_sims``: one row of centroid similarities per query): those within
+    ``delta`` of its nearest centroid's similarity, at least ``floor``. A query far from the pool sees flatter
+    similarities to the centroids, so more of them fall within ``delta``: it probes more cells than a query in a
+    dense region, where a fixed ``nprobe`` under-probes the one and over-probes the other."""
+    cell_sims = np.atleast_2d(np.asarray(cell_sims, dtype=np.float64))
+    near = (cell_sims >= cell_sims.max(axis=1, keepdims=True) - float(delta)).sum(axis=1)
+    return np.clip(near, min(int(floor), cell_sims.shape[1]), cell_sims.shape[1])
+
+
+def _relative_rule(curves: np.ndarray, cell_sims: np.ndarray, kinds: np.ndarray, target_recall: float, z: float,
+                   floor: int) -> dict:
+    """The smallest ``delta`` of :data:`DELTA_GRID` whose recall lower bound reaches ``target_recall`` on each kind
+    of calibration query, and what it measured (each kind's recall and bound, the cells a query probes)."""
+    nlist = cell_sims.shape[1]
+    cell_sims = np.asarray(cell_sims, dtype=np.float64)
+    gaps = np.sort(cell_sims.max(axis=1, keepdims=True) - cell_sims, axis=1)
+    counts = np.clip(np.stack([np.searchsorted(row, DELTA_GRID, side="right") for row in gaps]), floor, nlist)
+    recall = np.take_along_axis(curves, counts - 1, axis=1)  # (queries, grid)
+    chosen, by_kind = 0, {}
+    for kind, name in enumerate(CALIBRATION_KINDS):
+        part = recall[kinds == kind]
+        if not len(part):
+            continue
+        mean = part.mean(axis=0)
+        sd = part.std(axis=0, ddof=1) if len(part) > 1 else np.zeros(len(DELTA_GRID))
+        bound = mean - z * sd / np.sqrt(len(part))
+        reached = np.flatnonzero(bound >= target_recall - 1e-9)
+        first = int(reached[0]) if reached.size else len(DELTA_GRID) - 1
+        chosen = max(chosen, first)
+        by_kind[name] = (mean, bound, len(part))
+    return {"rule": PROBE_RULE, "delta": float(DELTA_GRID[chosen]), "floor": int(floor),
+            "cells_mean": round(float(counts[:, chosen].mean()), 1), "counts": counts[:, chosen],
+            "kinds": {name: {"queries": m[2], "recall": round(float(m[0][chosen]), 4),
+                             "recall_lower_bound": round(float(m[1][chosen]), 4)} for name, m in by_kind.items()}}
+
+
 def calibrate_nprobe(embeddings: np.ndarray, centroids: np.ndarray, order: np.ndarray, offsets: np.ndarray,
                      rng: np.random.Generator, *, target_recall: float = TARGET_RECALL, k: int = CALIBRATION_K,
                      sample_queries: int = CALIBRATION_QUERIES, doc_ids: np.ndarray | None = None,
@@ -251,7 +307,10 @@ def calibrate_nprobe(embeddings: np.ndarray, centroids: np.ndarray, order: np.nd
     (``sample_queries`` in all): pool vectors, and midpoints of two pool vectors, each query without the
     documents it was made of (``doc_ids``; without them, without those vectors). ``calibration`` records the
     method and what was measured at that ``nprobe``: each kind's mean recall and lower bound, the lower of
-    them (``recall``, ``recall_lower_bound``), and the share of the pool a query reads."""
+    them (``recall``, ``recall_lower_bound``), and the share of the pool a query reads; and under ``probe`` the
+    same for the rule searches use (:func:`probe_counts`): the smallest ``delta`` of :data:`DELTA_GRID` reaching
+    the target on each kind alike, its ``floor``, the cells a calibration query probes on average
+    (``cells_mean``). ``nprobe`` is kept: an explicit ``nprobe`` search, and what older code reads."""
     n, nlist = len(embeddings), len(centroids)
     k = min(k, n - 1)
     if k < 1:
@@ -276,11 +335,19 @@ def calibrate_nprobe(embeddings: np.ndarray, centroids: np.ndarray, order: np.nd
     scanned = nlist + (sizes[probed].sum(axis=1).mean() if probed is not None else sizes.sum())
     kinds_at = {name: {"queries": m[3], "nprobe": m[0], "recall": round(float(m[1][nprobe - 1]), 4),
                        "recall_lower_bound": round(float(m[2][nprobe - 1]), 4)} for name, m in measured.items()}
+    # the rule searches use (probe_counts): the cells within delta of the nearest centroid, delta calibrated alike
+    rule = _relative_rule(curves, cell_sims, kinds, target_recall, z, probe_floor(nlist))
+    order_by_sim = np.argsort(-cell_sims, axis=1)
+    counts = rule.pop("counts")
+    rule_scanned = nlist + np.mean([sizes[order_by_sim[j, :c]].sum() for j, c in enumerate(counts)])
+    rule.update(recall=min(m["recall"] for m in rule["kinds"].values()),
+                recall_lower_bound=min(m["recall_lower_bound"] for m in rule["kinds"].values()),
+                scanned_share=round(float(rule_scanned) / n, 4))
     return nprobe, {"method": CALIBRATION_METHOD, "k": k, "queries": len(queries), "target_recall": target_recall,
                     "confidence_z": z, "recall": min(m["recall"] for m in kinds_at.values()),
                     "recall_lower_bound": min(m["recall_lower_bound"] for m in kinds_at.values()),
                     "nprobe": nprobe, "nlist": nlist, "documents_excluded": doc_ids is not None,
-                    "scanned_share": round(float(scanned) / n, 4), "kinds": kinds_at}
+                    "scanned_share": round(float(scanned) / n, 4), "kinds": kinds_at, "probe": rule}
 
 
 class _Gathered:
@@ -304,10 +371,27 @@ class _IVF:
         self.nprobe = int(nprobe)
         self.calibration = dict(calibration or {})
         self.built_with = self.backend  # the backend the saved index was built with (faiss, searched by numpy)
+        probe = self.calibration.get("probe") or {}
+        # the relative rule's delta and floor (an index calibrated before the rule: None, a fixed nprobe)
+        self.delta = None if probe.get("delta") is None else float(probe["delta"])
+        self.floor = int(probe.get("floor") or 1)
 
     @property
     def nlist(self) -> int:
         return len(self.centroids)
+
+    def probe_cells(self, query: np.ndarray, nprobe: int | None = None) -> np.ndarray:
+        """The cells a search for ``query`` probes, nearest first: the calibrated rule (:func:`probe_counts`; an
+        older index: its fixed ``nprobe``), or the ``nprobe`` nearest when one is given."""
+        cell_sims = self.centroids @ np.asarray(query, dtype=np.float32)
+        if nprobe is None and self.delta is not None:
+            count = int(probe_counts(cell_sims[None, :], self.delta, self.floor)[0])
+        else:
+            count = min(self.nlist, int(nprobe or self.nprobe))
+        if count >= self.nlist:
+            return np.argsort(-cell_sims, kind="stable")
+        cells = np.argpartition(-cell_sims, count - 1)[:count]
+        return cells[np.argsort(-cell_sims[cells], kind="stable")]
 
     def search(self, query: np.ndarray, k: int, nprobe: int | None = None) -> np.ndarray:
         """Pool indices of (about) the ``k`` nearest vectors to ``query``, most similar first (fewer when the
@@ -319,14 +403,9 @@ class _IVF:
         raise NotImplementedError
 
     def vectors_scanned(self, query: np.ndarray, nprobe: int | None = None) -> int:
-        """How many vectors a search for ``query`` scores: every centroid, then the members of the ``nprobe``
-        nearest cells (the machine-independent cost of a query)."""
-        nprobe = min(self.nlist, int(nprobe or self.nprobe))
-        if nprobe >= self.nlist:
-            return self.nlist + int(self.cell_sizes().sum())
-        cell_sims = self.centroids @ np.asarray(query, dtype=np.float32)
-        cells = np.argpartition(-cell_sims, nprobe - 1)[:nprobe]
-        return self.nlist + int(self.cell_sizes()[cells].sum())
+        """How many vectors a search for ``query`` scores: every centroid, then the members of the cells it probes
+        (:meth:`probe_cells`; the machine-independent cost of a query)."""
+        return self.nlist + int(self.cell_sizes()[self.probe_cells(query, nprobe)].sum())
 
     def _meta(self) -> dict:
         return {"backend": self.backend, "nprobe": self.nprobe, "calibration": self.calibration}
@@ -365,9 +444,7 @@ class IVFIndex(_IVF):
 
     def search(self, query: np.ndarray, k: int, nprobe: int | None = None) -> np.ndarray:
         query = np.asarray(query, dtype=np.float32)
-        nprobe = min(self.nlist, int(nprobe or self.nprobe))
-        cell_sims = self.centroids @ query
-        cells = np.argpartition(-cell_sims, nprobe - 1)[:nprobe] if nprobe < self.nlist else np.arange(self.nlist)
+        cells = self.probe_cells(query, nprobe)
         rows, sims = [], []
         for c in cells:
             start, end = int(self.offsets[c]), int(self.offsets[c + 1])
@@ -464,7 +541,8 @@ class FaissIVFIndex(_IVF):
     def search(self, query: np.ndarray, k: int, nprobe: int | None = None) -> np.ndarray:
         query = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
         faiss = _require_faiss()
-        params = faiss.SearchParametersIVF(nprobe=min(self.nlist, int(nprobe or self.nprobe)))
+        # the rule's count of cells; faiss's quantizer then probes those same nearest cells
+        params = faiss.SearchParametersIVF(nprobe=len(self.probe_cells(query[0], nprobe)))
         _, labels = self.index.search(query, int(k), params=params)
         found = labels[0]
         return np.asarray(found[found >= 0], dtype=np.int64)
@@ -553,6 +631,9 @@ def describe(index: _IVF | None, pool_size: int | None = None) -> str:
     if index is None:
         return "exact search (no index)"
     cal = index.calibration
+    if index.delta is not None:  # the recall the rule in use measured (the fixed nprobe's stays in the file)
+        cal = {**cal, **{key: cal["probe"][key] for key in ("recall", "recall_lower_bound", "scanned_share", "kinds")
+                         if key in cal["probe"]}}
     recall = ""
     if cal.get("k"):  # an index saved before the calibration recorded its method: recall on pool vectors only
         where = " outside their documents" if cal.get("documents_excluded") else ""
@@ -563,10 +644,18 @@ def describe(index: _IVF | None, pool_size: int | None = None) -> str:
         recall = f", recall@{cal['k']} {cal['recall']} on {queries}{where}{bound}{read}"
     fallback = (f" (built with {index.built_with}, which is not installed here)"
                 if index.built_with != index.backend else "")
-    return f"IVF index, {index.backend} backend{fallback}: {index.nprobe} of {index.nlist} cells probed{recall}"
+    if index.delta is not None:
+        probe = cal.get("probe") or {}
+        cells = (f"the cells within {index.delta:g} of the nearest centroid's similarity probed (at least "
+                 f"{index.floor}; {probe.get('cells_mean', '?')} of {index.nlist} for the calibration's queries)")
+    else:
+        cells = f"{index.nprobe} of {index.nlist} cells probed"
+    return f"IVF index, {index.backend} backend{fallback}: {cells}{recall}"
 
 
 __all__ = ["ANN_MIN_POOL", "BACKENDS", "CALIBRATION_K", "CALIBRATION_KINDS", "CALIBRATION_METHOD",
-           "CALIBRATION_QUERIES", "CONFIDENCE_Z", "TARGET_RECALL", "FaissIVFIndex", "FaissMissingWarning", "IVFIndex",
+           "CALIBRATION_QUERIES", "CONFIDENCE_Z", "DELTA_GRID", "PROBE_FLOOR_SHARE", "PROBE_RULE", "TARGET_RECALL",
+           "FaissIVFIndex", "FaissMissingWarning", "IVFIndex",
            "build_index", "calibrate_nprobe", "calibration_queries", "cell_assignment", "default_backend", "describe",
-           "exact_top_k", "faiss_module", "ivf_cells", "load_index", "pool_neighbours", "recall_curves"]
+           "exact_top_k", "faiss_module", "ivf_cells", "load_index", "pool_neighbours", "probe_counts", "probe_floor",
+           "recall_curves"]
