@@ -511,7 +511,7 @@ def markdown(result: dict) -> str:
     lines = ["# Pool scale", "", f"Machine: {result['machine']}; queries: {result['queries']} "
              f"({result.get('queries_from', 'dev')}); "
              f"synthetic rule: {result['rule']}", "",
-             f"Nearest-neighbour index backend: {result['ann_backend']}; the cells to probe calibrated for recall@200 >= "
+             f"Nearest-neighbour index backend: {result['ann_backend']}; cells to probe calibrated for recall@200 >= "
              f"{result['target_recall']} at 95 % confidence on pool vectors and midpoints of two, without their "
              "documents", "",
              "| pool | path | NN sim p5 / median / p95 | exact retrieval ms | index retrieval ms | vectors scanned "
