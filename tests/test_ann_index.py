@@ -165,35 +165,46 @@ def test_vectors_scanned_counts_the_centroids_and_the_probed_cells(synthetic):
 
 def test_the_probe_rule_probes_the_cells_within_delta_and_gives_far_queries_more(data):
     """The calibrated rule: the cells whose centroid is within delta of the nearest one's similarity, at least a
-    floor; delta the smallest of the grid whose lower bound reaches the target on both kinds of calibration query.
-    A query far from the pool (a pool vector with much noise added) sees flatter centroid similarities and probes
-    more cells than one near it."""
+    floor; (floor, delta) the pair reaching the target on both kinds of calibration query that reads the fewest
+    vectors -- for its floor the smallest delta of the grid, and never more than the fixed nprobe reads. A query
+    far from the pool (a pool vector with much noise added) sees flatter centroid similarities and, for a given
+    delta, probes more cells than one near it."""
     pool, _queries = data
     docs = np.arange(len(pool)) // 6
     centroids, order, offsets, _rng = ann_index.ivf_cells(pool)
-    _nprobe, cal = ann_index.calibrate_nprobe(pool, centroids, order, offsets, np.random.default_rng(3),
-                                              doc_ids=docs, sample_queries=600)
+    nprobe, cal = ann_index.calibrate_nprobe(pool, centroids, order, offsets, np.random.default_rng(3),
+                                             doc_ids=docs, sample_queries=600)
     rule = cal["probe"]
     delta, floor = rule["delta"], rule["floor"]
-    assert floor == max(1, int(np.ceil(len(centroids) / 200))) and delta in ann_index.DELTA_GRID
+    assert delta in ann_index.DELTA_GRID and 1 <= floor <= len(centroids)
     queries, owners, kinds = ann_index.calibration_queries(pool, np.random.default_rng(3), 600)  # the same draw
     curves = ann_index.recall_curves(centroids, ann_index.cell_assignment(order, offsets), queries,
                                      ann_index.pool_neighbours(pool, queries, owners, K, docs))
+    sizes = np.diff(offsets)
 
-    def bounds(d):
-        counts = ann_index.probe_counts(queries @ centroids.T, d, floor)
+    def measured(d, f):
+        counts = ann_index.probe_counts(queries @ centroids.T, d, f)
         recall = curves[np.arange(len(queries)), counts - 1]
-        return [recall[kinds == kind].mean() - ann_index.CONFIDENCE_Z * recall[kinds == kind].std(ddof=1)
-                / np.sqrt((kinds == kind).sum()) for kind in (0, 1)]
+        bounds = [recall[kinds == kind].mean() - ann_index.CONFIDENCE_Z * recall[kinds == kind].std(ddof=1)
+                  / np.sqrt((kinds == kind).sum()) for kind in (0, 1)]
+        read = np.mean([sizes[np.argsort(-(centroids @ q))[:c]].sum() for q, c in zip(queries, counts, strict=True)])
+        return min(bounds), read
 
-    assert min(bounds(delta)) >= 0.97 > min(bounds(round(delta - 0.005, 3)))  # the smallest delta that reaches it
-    assert rule["recall_lower_bound"] == pytest.approx(min(bounds(delta)), abs=1e-4)
+    bound, read = measured(delta, floor)
+    assert bound >= 0.97 and rule["recall_lower_bound"] == pytest.approx(bound, abs=1e-4)
+    assert rule["vectors_mean"] == pytest.approx(read, abs=0.06)
+    if delta > 0:
+        assert measured(round(delta - 0.005, 3), floor)[0] < 0.97  # for its floor, the smallest delta
+    fixed_bound, fixed_read = measured(0.0, nprobe)  # the fixed rule is one of the pairs: never read less
+    assert fixed_bound >= 0.97 and read <= fixed_read + 1e-6
+    assert cal["probe"]["scanned_share"] <= cal["scanned_share"] + 1e-4
     rng = np.random.default_rng(9)
     base = pool[rng.integers(len(pool), size=100)]
     near, far = (base + rng.normal(scale=scale, size=base.shape) for scale in (0.02, 0.6))
     near, far = (x / np.linalg.norm(x, axis=1, keepdims=True) for x in (near, far))
-    assert (ann_index.probe_counts(far @ centroids.T, delta, floor).mean()
-            > 1.5 * ann_index.probe_counts(near @ centroids.T, delta, floor).mean())
+    for d in (0.05, 0.1, 0.2):  # the rule itself (whatever pair this pool calibrated)
+        assert (ann_index.probe_counts(far @ centroids.T, d, 1).mean()
+                > 1.5 * ann_index.probe_counts(near @ centroids.T, d, 1).mean())
 
 
 def test_the_index_round_trips_through_files(tmp_path, synthetic):

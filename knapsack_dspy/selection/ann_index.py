@@ -7,17 +7,20 @@ least :data:`ANN_MIN_POOL` exemplars gets this index instead, an *inverted file*
 into ``nlist ~ CELLS_PER_SQRT_N sqrt(n)`` cells; a query scores the cell centroids, then only the exemplars of the
 cells it probes, and the prefilter keeps the ``knn_k`` best of those by exact similarity. **The cells a query
 probes** (:func:`probe_counts`): those whose centroid's similarity is within ``delta`` of the nearest centroid's,
-at least ``probe_floor(nlist)`` (``nlist / 200``). A query far from the pool sees flatter centroid similarities, so
+at least ``floor`` of them. A query far from the pool sees flatter centroid similarities, so
 it probes more cells than one in a dense region; a fixed ``nprobe`` (the rule before) under-probes far queries (at
 10^6, FinQA questions against a TAT-QA-grown pool: recall@200 0.949 with 41 cells, TAT-QA's 0.982). What a query
 reads is ``nlist`` centroids plus the probed cells' members (:meth:`~_IVF.vectors_scanned`, the
 machine-independent cost of a query).
 
-**Calibration** (:func:`calibrate_nprobe`, when the index is built, from the pool alone): ``delta`` is the smallest
-of :data:`DELTA_GRID` (and, recorded beside it for searches that name their own ``nprobe``, ``nprobe`` the fewest
-fixed cells) whose recall@k (k = :data:`CALIBRATION_K`, SEER's ``knn_k``) against exact search reaches
-:data:`TARGET_RECALL` = 0.97 *at 95 % confidence* (the mean less 1.645 standard errors) on each of two kinds of
-query made from the pool (:data:`CALIBRATION_QUERIES` = 1,024 in all), the harder kind deciding:
+**Calibration** (:func:`calibrate_nprobe`, when the index is built, from the pool alone): ``(floor, delta)`` is the
+pair that reads the fewest vectors among those (a floor, and the smallest ``delta`` of :data:`DELTA_GRID` for it)
+whose recall@k reaches the target below (and, recorded beside it for searches that name their own ``nprobe``,
+``nprobe`` is the fewest fixed cells whose recall@k does; ``floor = nprobe, delta = 0`` is one of the pairs, so the
+rule never reads more than the fixed cells on the calibration's queries): recall@k (k = :data:`CALIBRATION_K`,
+SEER's ``knn_k``) against exact search reaches :data:`TARGET_RECALL` = 0.97 *at 95 % confidence* (the mean less
+1.645 standard errors) on each of two kinds of query made from the pool (:data:`CALIBRATION_QUERIES` = 1,024 in
+all), the harder kind deciding:
 
 - *pool vectors*, each without its own document (the pool's doc ids; without them, without itself): a query like
   the pool's questions, from a document the pool does not hold;
@@ -78,7 +81,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -99,10 +101,10 @@ CALIBRATION_KINDS = ("pool vectors", "midpoints")  # the calibration's queries (
 CALIBRATION_METHOD = ("recall lower bound on pool vectors and midpoints of two, each without its documents; "
                       "the harder kind")
 #: The probe rule (:func:`probe_counts`): a query probes the cells whose centroid's similarity is within ``delta`` of
-#: its nearest centroid's, at least ``probe_floor(nlist)`` of them; ``delta`` is the smallest of DELTA_GRID whose
-#: recall reaches the target (calibrate_nprobe)
-PROBE_FLOOR_SHARE = 1 / 200
+#: its nearest centroid's, at least ``floor`` of them; (floor, delta) calibrated together (calibrate_nprobe): of the
+#: pairs from FLOOR_STEPS floors (and the fixed nprobe) x DELTA_GRID reaching the target, the one reading least
 DELTA_GRID = np.round(np.arange(0.0, 2.0001, 0.005), 3)
+FLOOR_STEPS = 48
 PROBE_RULE = "cells within delta of the nearest centroid's similarity, at least a floor"
 _TRAIN_PER_CELL = 30  # k-means trains on at most this many vectors per cell (a sample of the pool)
 CELLS_PER_SQRT_N = 4  # nlist = 4 sqrt(n): cells of ~sqrt(n) / 4 vectors (250 at 10^6); the module docstring
@@ -256,11 +258,6 @@ def recall_curves(centroids: np.ndarray, assign: np.ndarray, queries: np.ndarray
     return np.cumsum(counts, axis=1) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
 
 
-def probe_floor(nlist: int) -> int:
-    """The fewest cells a query probes under the relative rule: ``PROBE_FLOOR_SHARE`` of them, at least one."""
-    return max(1, min(int(nlist), math.ceil(nlist * PROBE_FLOOR_SHARE)))
-
-
 def probe_counts(cell_sims: np.ndarray, delta: float, floor: int) -> np.ndarray:
     """How many cells each query probes (``cell_sims``: one row of centroid similarities per query): those within
     ``delta`` of its nearest centroid's similarity, at least ``floor``. A query far from the pool sees flatter
@@ -272,30 +269,47 @@ def probe_counts(cell_sims: np.ndarray, delta: float, floor: int) -> np.ndarray:
 
 
 def _relative_rule(curves: np.ndarray, cell_sims: np.ndarray, kinds: np.ndarray, target_recall: float, z: float,
-                   floor: int) -> dict:
-    """The smallest ``delta`` of :data:`DELTA_GRID` whose recall lower bound reaches ``target_recall`` on each kind
-    of calibration query, and what it measured (each kind's recall and bound, the cells a query probes)."""
+                   sizes: np.ndarray, nprobe: int) -> dict:
+    """The probe rule's ``(floor, delta)``: among ~:data:`FLOOR_STEPS` floors (geometric from 1 to ``nlist``, and the
+    fixed ``nprobe``) and, for each, the smallest ``delta`` of :data:`DELTA_GRID` whose recall lower bound reaches
+    ``target_recall`` on each kind of calibration query, the pair whose queries read the fewest vectors on average
+    (``floor = nprobe, delta = 0`` is the fixed rule: the pair chosen never reads more than it). Returns the pair
+    and what it measured (each kind's recall and bound, the cells and vectors a query reads)."""
     nlist = cell_sims.shape[1]
     cell_sims = np.asarray(cell_sims, dtype=np.float64)
+    by_sim = np.argsort(-cell_sims, axis=1, kind="stable")
+    read = np.cumsum(np.asarray(sizes, dtype=np.float64)[by_sim], axis=1)  # vectors read probing the p nearest
     gaps = np.sort(cell_sims.max(axis=1, keepdims=True) - cell_sims, axis=1)
-    counts = np.clip(np.stack([np.searchsorted(row, DELTA_GRID, side="right") for row in gaps]), floor, nlist)
-    recall = np.take_along_axis(curves, counts - 1, axis=1)  # (queries, grid)
-    chosen, by_kind = 0, {}
-    for kind, name in enumerate(CALIBRATION_KINDS):
-        part = recall[kinds == kind]
-        if not len(part):
+    within = np.stack([np.searchsorted(row, DELTA_GRID, side="right") for row in gaps])  # (queries, grid)
+    floors = sorted({int(f) for f in np.round(np.geomspace(1, nlist, FLOOR_STEPS))} | {int(nprobe)})
+    names = [(kind, name) for kind, name in enumerate(CALIBRATION_KINDS) if (kinds == kind).any()]
+    best = None
+    for floor in floors:
+        counts = np.clip(within, floor, nlist)
+        recall = np.take_along_axis(curves, counts - 1, axis=1)  # (queries, grid)
+        first = 0
+        for kind, _name in names:
+            part = recall[kinds == kind]
+            sd = part.std(axis=0, ddof=1) if len(part) > 1 else np.zeros(part.shape[1])
+            reached = np.flatnonzero(part.mean(axis=0) - z * sd / np.sqrt(len(part)) >= target_recall - 1e-9)
+            first = max(first, int(reached[0]) if reached.size else len(DELTA_GRID))
+        if first >= len(DELTA_GRID):
             continue
-        mean = part.mean(axis=0)
-        sd = part.std(axis=0, ddof=1) if len(part) > 1 else np.zeros(len(DELTA_GRID))
-        bound = mean - z * sd / np.sqrt(len(part))
-        reached = np.flatnonzero(bound >= target_recall - 1e-9)
-        first = int(reached[0]) if reached.size else len(DELTA_GRID) - 1
-        chosen = max(chosen, first)
-        by_kind[name] = (mean, bound, len(part))
-    return {"rule": PROBE_RULE, "delta": float(DELTA_GRID[chosen]), "floor": int(floor),
-            "cells_mean": round(float(counts[:, chosen].mean()), 1), "counts": counts[:, chosen],
-            "kinds": {name: {"queries": m[2], "recall": round(float(m[0][chosen]), 4),
-                             "recall_lower_bound": round(float(m[1][chosen]), 4)} for name, m in by_kind.items()}}
+        cost = float(np.take_along_axis(read, counts[:, first:first + 1] - 1, axis=1).mean())
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, floor, first, counts[:, first], recall[:, first])
+    if best is None:  # nothing reaches the target short of every cell
+        counts = np.full(len(cell_sims), nlist)
+        best = (float(read[:, -1].mean()), nlist, len(DELTA_GRID) - 1, counts, curves[:, -1])
+    cost, floor, first, counts, recall = best
+    kinds_at = {}
+    for kind, name in names:
+        part = recall[kinds == kind]
+        sd = float(part.std(ddof=1)) if len(part) > 1 else 0.0
+        kinds_at[name] = {"queries": len(part), "recall": round(float(part.mean()), 4),
+                          "recall_lower_bound": round(float(part.mean() - z * sd / np.sqrt(len(part))), 4)}
+    return {"rule": PROBE_RULE, "delta": float(DELTA_GRID[first]), "floor": int(floor),
+            "cells_mean": round(float(counts.mean()), 1), "vectors_mean": round(cost, 1), "kinds": kinds_at}
 
 
 def calibrate_nprobe(embeddings: np.ndarray, centroids: np.ndarray, order: np.ndarray, offsets: np.ndarray,
@@ -308,9 +322,10 @@ def calibrate_nprobe(embeddings: np.ndarray, centroids: np.ndarray, order: np.nd
     documents it was made of (``doc_ids``; without them, without those vectors). ``calibration`` records the
     method and what was measured at that ``nprobe``: each kind's mean recall and lower bound, the lower of
     them (``recall``, ``recall_lower_bound``), and the share of the pool a query reads; and under ``probe`` the
-    same for the rule searches use (:func:`probe_counts`): the smallest ``delta`` of :data:`DELTA_GRID` reaching
-    the target on each kind alike, its ``floor``, the cells a calibration query probes on average
-    (``cells_mean``). ``nprobe`` is kept: an explicit ``nprobe`` search, and what older code reads."""
+    same for the rule searches use (:func:`probe_counts`): its ``floor`` and ``delta`` (``_relative_rule``: the pair
+    reaching the target on each kind alike that reads the fewest vectors), the cells and vectors a calibration
+    query reads on average (``cells_mean``, ``vectors_mean``). ``nprobe`` is kept: an explicit ``nprobe`` search,
+    and what older code reads."""
     n, nlist = len(embeddings), len(centroids)
     k = min(k, n - 1)
     if k < 1:
@@ -336,13 +351,10 @@ def calibrate_nprobe(embeddings: np.ndarray, centroids: np.ndarray, order: np.nd
     kinds_at = {name: {"queries": m[3], "nprobe": m[0], "recall": round(float(m[1][nprobe - 1]), 4),
                        "recall_lower_bound": round(float(m[2][nprobe - 1]), 4)} for name, m in measured.items()}
     # the rule searches use (probe_counts): the cells within delta of the nearest centroid, delta calibrated alike
-    rule = _relative_rule(curves, cell_sims, kinds, target_recall, z, probe_floor(nlist))
-    order_by_sim = np.argsort(-cell_sims, axis=1)
-    counts = rule.pop("counts")
-    rule_scanned = nlist + np.mean([sizes[order_by_sim[j, :c]].sum() for j, c in enumerate(counts)])
+    rule = _relative_rule(curves, cell_sims, kinds, target_recall, z, sizes, nprobe)
     rule.update(recall=min(m["recall"] for m in rule["kinds"].values()),
                 recall_lower_bound=min(m["recall_lower_bound"] for m in rule["kinds"].values()),
-                scanned_share=round(float(rule_scanned) / n, 4))
+                scanned_share=round(float(nlist + rule["vectors_mean"]) / n, 4))
     return nprobe, {"method": CALIBRATION_METHOD, "k": k, "queries": len(queries), "target_recall": target_recall,
                     "confidence_z": z, "recall": min(m["recall"] for m in kinds_at.values()),
                     "recall_lower_bound": min(m["recall_lower_bound"] for m in kinds_at.values()),
@@ -654,8 +666,7 @@ def describe(index: _IVF | None, pool_size: int | None = None) -> str:
 
 
 __all__ = ["ANN_MIN_POOL", "BACKENDS", "CALIBRATION_K", "CALIBRATION_KINDS", "CALIBRATION_METHOD",
-           "CALIBRATION_QUERIES", "CONFIDENCE_Z", "DELTA_GRID", "PROBE_FLOOR_SHARE", "PROBE_RULE", "TARGET_RECALL",
+           "CALIBRATION_QUERIES", "CONFIDENCE_Z", "DELTA_GRID", "FLOOR_STEPS", "PROBE_RULE", "TARGET_RECALL",
            "FaissIVFIndex", "FaissMissingWarning", "IVFIndex",
            "build_index", "calibrate_nprobe", "calibration_queries", "cell_assignment", "default_backend", "describe",
-           "exact_top_k", "faiss_module", "ivf_cells", "load_index", "pool_neighbours", "probe_counts", "probe_floor",
-           "recall_curves"]
+           "exact_top_k", "faiss_module", "ivf_cells", "load_index", "pool_neighbours", "probe_counts", "recall_curves"]
