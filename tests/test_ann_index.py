@@ -233,6 +233,8 @@ def test_an_index_saved_before_the_calibration_recorded_its_method_loads(tmp_pat
     monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
     idx, _ = candidates(make_pool(pool, old), SelectionRequest(queries[0], capacity=600), K)
     assert idx.size == K  # answered by the index
+    assert old.delta is None  # no probe rule recorded: its fixed cells
+    assert all(old.vectors_scanned(q) == old.vectors_scanned(q, nprobe=150) for q in queries[:5])
     assert "on pool vectors and midpoints (lower bound " in ann_index.describe(index, len(pool))  # a new index
 
 

@@ -33,6 +33,8 @@ TABLE = [
     # sum(...) is a many-argument add
     ("divide(sum(45, 45, 44), 3)", "add(45, 45), add(#0, 44), divide(#1, 3)"),
     ("sum(1, 2)", "add(1, 2)"),
+    # a final EOF is dropped, as the parser drops it
+    ("divide(add(1, 2), 3), EOF", "add(1, 2), divide(#0, 3)"),
     # a one-argument table operation gets "none"
     ("table_max(total revenue), divide(#0, 2)", "table_max(total revenue, none), divide(#0, 2)"),
     # row names with parentheses stay whole inside a table operation
@@ -55,6 +57,11 @@ def test_written_programs_become_flat_steps(written, flat):
     "divide(add(1, 2), 3",                             # unbalanced
     "",
     "divide(gross_margin(2004), 2)",                   # a call to something that is not an operation
+    "add(1,590, 1,400)",                               # thousands separators: not four arguments
+    "divide(add(1,590, 1,400), 2)",
+    "multiply(1,000, const_100)",
+    "sum(10,530, 10,000)",
+    "divide(table_sum(a), 2), table_max(#0)",          # a step's result where a row name goes
 ])
 def test_what_cannot_be_flattened_is_returned_as_written(written):
     assert flatten_program(written) == written

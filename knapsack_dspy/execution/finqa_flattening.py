@@ -14,14 +14,14 @@ computes:
   argument becomes a reference to it (``table_sum(eurasia sbu, none), table_sum(total revenue, none),
   divide(#0, #1)``); ``#n`` references to the written steps are renumbered;
 - ``add`` / ``multiply`` with more than two arguments become a chain, left to right (``add(45, 45)``,
-  ``add(#0, 45)``, ...): the official executor evaluates in that order too; ``sum(a, b, ...)`` (two arguments or
-  more) is such an ``add``;
+  ``add(#0, 45)``, ...); ``sum(a, b, ...)`` (two arguments or more) is such an ``add``;
 - a table operation with one argument gets ``none`` as its second, the only value the DSL puts there.
 
 Nothing else is guessed: other operation names (``average``, a one-argument ``sum``), infix arithmetic (``a - b``), a
-reference to a step that does not precede it, or a subtraction / division with three arguments leave the
-program as written, so the strict parser's message names what is wrong. A program that already parses is
-returned unchanged.
+reference to a step that does not precede it, a subtraction / division with three arguments, or a number written
+with a thousands separator (``add(1,590, 1,400)``: its commas would split it into arguments) leave the program as
+written, so the strict parser's message names what is wrong. A program that already parses is returned
+unchanged; a final ``EOF`` is dropped as the parser drops it.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = ["CHAINED_OPERATIONS", "flatten_program"]
 CHAINED_OPERATIONS = ("add", "multiply")
 _CALL = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _REFERENCE = re.compile(r"#(\d+)")
+_THOUSANDS = re.compile(r"\d,\d{3}(?!\d)")  # 1,590: a number, not two arguments
 _MAX_DEPTH = 20
 
 
@@ -113,6 +114,8 @@ class _Flattener:
         op, inner = parsed
         if op in TABLE_OPERATIONS:
             if "(" not in inner and "," not in inner and inner.strip():
+                if inner.strip().startswith("#"):
+                    raise _CannotFlatten  # a step's result where a row name goes
                 return self.step(op, (inner.strip(), "none"))
             # the strict parser reads table rows (row names may hold parentheses and commas)
             try:
@@ -120,7 +123,7 @@ class _Flattener:
             except (ProgramError, ValueError):
                 raise _CannotFlatten from None
             return self.step(step.op, step.args)
-        if op not in MATH_OPERATIONS and op != "sum":
+        if (op not in MATH_OPERATIONS and op != "sum") or _THOUSANDS.search(inner):
             raise _CannotFlatten
         args = [self.argument(part, depth) for part in _split_top_level(inner)]
         if op == "sum":
@@ -151,8 +154,11 @@ def flatten_program(text: str) -> str:
     except ProgramError:
         pass
     flattener = _Flattener()
+    body = text.strip()
+    if body.endswith("EOF"):
+        body = body[:-3].rstrip().rstrip(",").rstrip()
     try:
-        for number, written in enumerate(_split_top_level(text.strip())):
+        for number, written in enumerate(_split_top_level(body)):
             flattener.call(written, 0)
             flattener.written[number] = len(flattener.steps) - 1
         flat = format_program(flattener.steps)

@@ -287,14 +287,14 @@ def _relative_rule(curves: np.ndarray, cell_sims: np.ndarray, kinds: np.ndarray,
     for floor in floors:
         counts = np.clip(within, floor, nlist)
         recall = np.take_along_axis(curves, counts - 1, axis=1)  # (queries, grid)
-        first = 0
+        reached = np.ones(len(DELTA_GRID), dtype=bool)
         for kind, _name in names:
             part = recall[kinds == kind]
             sd = part.std(axis=0, ddof=1) if len(part) > 1 else np.zeros(part.shape[1])
-            reached = np.flatnonzero(part.mean(axis=0) - z * sd / np.sqrt(len(part)) >= target_recall - 1e-9)
-            first = max(first, int(reached[0]) if reached.size else len(DELTA_GRID))
-        if first >= len(DELTA_GRID):
+            reached &= part.mean(axis=0) - z * sd / np.sqrt(len(part)) >= target_recall - 1e-9
+        if not reached.any():
             continue
+        first = int(np.flatnonzero(reached)[0])  # the smallest delta where every kind reaches the target
         cost = float(np.take_along_axis(read, counts[:, first:first + 1] - 1, axis=1).mean())
         if best is None or cost < best[0] - 1e-9:
             best = (cost, floor, first, counts[:, first], recall[:, first])
@@ -656,12 +656,12 @@ def describe(index: _IVF | None, pool_size: int | None = None) -> str:
         recall = f", recall@{cal['k']} {cal['recall']} on {queries}{where}{bound}{read}"
     fallback = (f" (built with {index.built_with}, which is not installed here)"
                 if index.built_with != index.backend else "")
-    if index.delta is not None:
+    if index.delta:  # a positive delta (0: the calibration kept fixed probing, its floor the cells)
         probe = cal.get("probe") or {}
         cells = (f"the cells within {index.delta:g} of the nearest centroid's similarity probed (at least "
                  f"{index.floor}; {probe.get('cells_mean', '?')} of {index.nlist} for the calibration's queries)")
     else:
-        cells = f"{index.nprobe} of {index.nlist} cells probed"
+        cells = f"{index.floor if index.delta == 0 else index.nprobe} of {index.nlist} cells probed"
     return f"IVF index, {index.backend} backend{fallback}: {cells}{recall}"
 
 
