@@ -18,21 +18,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.bench.results.store import ResultsFileError, load_rows, rows_file
+from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text
-
-
-def _rows(results_dir: Path) -> list:
-    path = rows_file(results_dir)
-    if not path.is_file():
-        raise SystemExit(f"error: {path} does not exist")
-    try:
-        return load_rows(path)
-    except ResultsFileError as exc:
-        raise SystemExit(f"error: {exc}") from None
 
 
 def _label(row) -> str:
@@ -86,7 +76,10 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--show", type=int, default=10, help="changed rows to print")
     args = parser.parse_args(argv)
-    rows = _rows(args.results_dir)
+    try:
+        rows = load_rows(args.results_dir)  # predictions.jsonl, or the committed .gz; a missing file: one line
+    except ResultsFileError as exc:
+        raise SystemExit(f"error: {exc}") from None
     splits = {row.spec["eval_split"] for row in rows if row.spec.get("pipeline") == "finqa_pot"}
     if not splits:
         raise SystemExit("error: no FinQA program rows (pipeline finqa_pot) in that directory")

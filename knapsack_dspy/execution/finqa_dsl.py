@@ -35,6 +35,7 @@ __all__ = [
     "format_program",
     "parse_program",
     "program_to_tokens",
+    "split_top_level",
     "steps_to_tokens",
     "tokens_to_program",
 ]
@@ -103,7 +104,7 @@ def _check_step(op: str, args: list[str], index: int) -> Step:
     return Step(op, tuple(args))
 
 
-def _split_top_level(text: str) -> list[str]:
+def split_top_level(text: str) -> list[str]:
     """Split ``text`` at commas outside parentheses."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
@@ -154,7 +155,7 @@ def _parse_text(text: str) -> list[Step]:
         if close < 0:
             raise ProgramError(f"step {index} ({op}): '(' is never closed")
         inner = text[pos + 1:close]
-        args = [part.strip() for part in _split_top_level(inner)]
+        args = [part.strip() for part in split_top_level(inner)]
         if op in TABLE_OPERATIONS and len(args) > 2:
             # a row name that itself contains commas: everything before the last comma
             cut = inner.rfind(",")

@@ -35,6 +35,7 @@ from knapsack_dspy.execution.finqa_dsl import (
     Step,
     format_program,
     parse_program,
+    split_top_level,
 )
 
 __all__ = ["CHAINED_OPERATIONS", "flatten_program"]
@@ -49,25 +50,6 @@ _MAX_DEPTH = 20
 
 class _CannotFlatten(Exception):
     pass
-
-
-def _split_top_level(text: str) -> list[str]:
-    """``text`` split at the commas outside parentheses (raises when they do not balance)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                raise _CannotFlatten
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    if depth:
-        raise _CannotFlatten
-    parts.append(text[start:].strip())
-    return parts
 
 
 def _as_call(text: str) -> tuple[str, str] | None:
@@ -125,7 +107,7 @@ class _Flattener:
             return self.step(step.op, step.args)
         if (op not in MATH_OPERATIONS and op != "sum") or _THOUSANDS.search(inner):
             raise _CannotFlatten
-        args = [self.argument(part, depth) for part in _split_top_level(inner)]
+        args = [self.argument(part.strip(), depth) for part in split_top_level(inner)]
         if op == "sum":
             if len(args) < 2:
                 raise _CannotFlatten
@@ -158,8 +140,8 @@ def flatten_program(text: str) -> str:
     if body.endswith("EOF"):
         body = body[:-3].rstrip().rstrip(",").rstrip()
     try:
-        for number, written in enumerate(_split_top_level(body)):
-            flattener.call(written, 0)
+        for number, written in enumerate(split_top_level(body)):
+            flattener.call(written.strip(), 0)
             flattener.written[number] = len(flattener.steps) - 1
         flat = format_program(flattener.steps)
         parse_program(flat)
