@@ -153,10 +153,9 @@ def query_examples(source: str) -> list:
 
 def measured_costs(real, counter_model: str, limit: int, batched_demos: int = 0) -> dict:
     """Token costs of the real demos one at a time and batched (fresh counters: nothing memoised)."""
-    import diskcache
-
     from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
-    from knapsack_dspy.llm.token_counter import get_token_counter
+    from knapsack_dspy.llm.count_store import TokenCountStore
+    from knapsack_dspy.llm.token_counter import LocalTokenCounter, get_token_counter
     from knapsack_dspy.modules.compiled_programs import predictor_at
     from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 
@@ -168,8 +167,9 @@ def measured_costs(real, counter_model: str, limit: int, batched_demos: int = 0)
 
     def fresh_model():
         counter = type(get_token_counter(counter_model))(counter_model)  # a fresh counter: an empty memo
-        if hasattr(counter, "_disk"):  # a local model's counts on disk: a directory of this run's own
-            counter._disk_cache = diskcache.Cache(tempfile.mkdtemp(prefix="counts-"))
+        if isinstance(counter, LocalTokenCounter):  # a local model's counts on disk: a store of this run's own
+            store = TokenCountStore(Path(tempfile.mkdtemp(prefix="counts-")) / "counts.sqlite3")
+            counter = LocalTokenCounter(counter_model, count_store=store)
             server = counter._get_server()  # loaded outside the time, and the BPE's vocabulary read (once per file)
             bpe_encoding(server.model_path)
         model = PromptCostModel(signature, counter, adapter)
@@ -227,10 +227,12 @@ def case_coverage_state(real) -> dict:
 
 def batched_path(model) -> str:
     """How the batched costs were counted (what ``demo_costs`` used)."""
+    from knapsack_dspy.llm.token_counter import LocalTokenCounter
+
     template = model._template is not None and model._template.active
     formatting = "demos from the signature's template" if template else "demos formatted by the adapter"
     counter = model.counter
-    if not hasattr(counter, "_disk"):
+    if not isinstance(counter, LocalTokenCounter):
         return f"{formatting}; {type(counter).__name__} per prompt"
     chat = "chat-template skeleton" if any(t is not None for t in counter._templates.values()) else "server templates"
     tokens = ("the model's BPE in process (tiktoken), checked against the server on "

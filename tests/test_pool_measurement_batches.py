@@ -6,7 +6,6 @@ embedding caches each chunk as it goes (an interrupted run resumes)."""
 import os
 from pathlib import Path
 
-import diskcache
 import dspy
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from knapsack_dspy.data import load_examples
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm import token_counter
 from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
+from knapsack_dspy.llm.count_store import TokenCountStore
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import LiteLLMTokenCounter, LocalTokenCounter
 from knapsack_dspy.modules.compiled_programs import predictor_at
@@ -184,8 +184,7 @@ def test_the_default_counters_batched_costs_equal_one_at_a_time_on_the_real_pool
     signature, demos = real_pool_sample(DEFAULT_LOCAL_MODEL, 300)
     counts = []
     for how in ("one", "many"):
-        counter = LocalTokenCounter(DEFAULT_LOCAL_MODEL)
-        counter._disk_cache = diskcache.Cache(str(tmp_path / how))  # nothing counted before
+        counter = LocalTokenCounter(DEFAULT_LOCAL_MODEL, count_store=TokenCountStore(tmp_path / f"{how}.sqlite3"))
         model = PromptCostModel(signature, counter, pinned_adapter())
         counts.append([model.demo_cost(d) for d in demos] if how == "one" else model.demo_costs(demos))
     assert counter._bpe  # batched: counted by the tokenizer in process (checked against the server on a sample)

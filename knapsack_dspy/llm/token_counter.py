@@ -19,7 +19,8 @@
   provider LiteLLM cannot tell (``DummyLM``'s ``"dummy"``) is counted so without asking LiteLLM about it, which
   would print its "Provider List" banner (``litellm_provider``).
 
-Counts are memoised (LRU, thread-safe): the knapsack core counts thousands of exemplars, many repeatedly.
+Counts are memoised (LRU, thread-safe): the knapsack core counts thousands of exemplars, many repeatedly; a
+local model's are also kept on disk across processes (``count_store``: a batch read and written at once).
 ``token_count_kind(counter)`` names which kind a count is ("exact" / "estimate"): selections, bench rows and
 reports carry it, so a ``within_budget`` that rests on an estimate says so.
 The context window comes from LiteLLM's bundled model map (``max_input_tokens``), the served ``n_ctx`` for
@@ -36,11 +37,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import diskcache
-
 from knapsack_dspy import config, text_holes
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
+from knapsack_dspy.llm.count_store import TokenCountStore
 from knapsack_dspy.llm.cpu_load import usable_cores
 from knapsack_dspy.llm.errors import LLMConfigError, LLMError
 from knapsack_dspy.llm.litellm_provider import litellm_provider
@@ -169,10 +169,12 @@ class LiteLLMTokenCounter(TokenCounter):
 class LocalTokenCounter(TokenCounter):
     """The embedded model's own tokenizer and chat template, via its in-process server's HTTP endpoints."""
 
-    def __init__(self, model: str, cache_dir: Any = None, cache_size: int = DEFAULT_CACHE_SIZE):
+    def __init__(self, model: str, cache_dir: Any = None, cache_size: int = DEFAULT_CACHE_SIZE,
+                 count_store: TokenCountStore | None = None):
         local_model_spec(model)  # unknown name -> LLMConfigError
         super().__init__(model, local_context_window(model), cache_size)
         self._cache_dir = cache_dir
+        self._count_store = count_store  # None: <cache>/token_counts/<model>.sqlite3, opened on first use
         self._server = None
         self._templates: dict[tuple[str, ...], text_holes.Template | None] = {}  # per sequence of roles
         self._bpe: Any = None  # the tokenizer in process (bpe_tokenizer), False: none or switched off
@@ -197,22 +199,22 @@ class LocalTokenCounter(TokenCounter):
             self._server = local_server.get_local_server(self.counting_model(), self._cache_dir)
         return self._server
 
-    def _disk(self):
+    def counts_on_disk(self) -> TokenCountStore:
         """Counts persist across processes (a count is a pure function of the verified weights' tokenizer and
-        the messages), so a re-run compiles without asking the model server again."""
-        if getattr(self, "_disk_cache", None) is None:
-            root = config.cache_dir(self._cache_dir) / "token_counts" / self.model.replace("/", "_")
-            self._disk_cache = diskcache.Cache(str(root), size_limit=2**28)
-        return self._disk_cache
+        the messages), so a re-run compiles without asking the model server again (``count_store``)."""
+        if self._count_store is None:
+            root = config.cache_dir(self._cache_dir) / "token_counts"
+            self._count_store = TokenCountStore(root / f"{self.model.replace('/', '_')}.sqlite3")
+        return self._count_store
 
     def _count_messages(self, messages: list[dict]) -> int:
-        key = hashlib.sha256(_messages_key(messages).encode()).hexdigest()
-        cached = self._disk().get(key)
+        key = hashlib.sha256(_messages_key(messages).encode()).digest()
+        cached = self.counts_on_disk().get(key)
         if cached is not None:
             return int(cached)
         server = self._get_server()
         count = len(server.tokenize(server.apply_template(messages)))
-        self._disk().set(key, count)
+        self.counts_on_disk().put(key, count)
         return count
 
     def _count_text(self, text: str) -> int:
@@ -223,9 +225,9 @@ class LocalTokenCounter(TokenCounter):
         (:meth:`_prompt_texts`) and tokenized by the server in a few requests (``LocalServer.token_counts``:
         :data:`COUNT_THREADS` at once, up to :data:`TOKENIZE_CHARS` characters each) -- the same prompts and token
         ids as one at a time, so the same counts."""
-        keys = [hashlib.sha256(key.encode()).hexdigest() for key in keys]
-        disk = self._disk()
-        counts = [disk.get(key) for key in keys]
+        keys = [hashlib.sha256(key.encode()).digest() for key in keys]
+        disk = self.counts_on_disk()
+        counts = disk.get_many(keys)  # one query per 500 keys
         missing = [i for i, count in enumerate(counts) if count is None]
         if missing:
             server = self._get_server()
@@ -233,10 +235,9 @@ class LocalTokenCounter(TokenCounter):
             fresh = self._bpe_counts(server, texts)
             if fresh is None:
                 fresh = self._server_counts(server, texts)
-            with disk.transact():  # one write to the disk cache for the batch
-                for i, value in zip(missing, fresh, strict=True):
-                    counts[i] = value
-                    disk.set(keys[i], value)
+            for i, value in zip(missing, fresh, strict=True):
+                counts[i] = value
+            disk.put_many((keys[i], int(value)) for i, value in zip(missing, fresh, strict=True))  # one transaction
         return [int(c) for c in counts]
 
     @staticmethod
