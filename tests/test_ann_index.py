@@ -256,6 +256,25 @@ def test_both_backends_search_the_same_cells_and_find_the_same_candidates(data, 
         assert faiss_idx.size == K and np.array_equal(faiss_idx, numpy_idx)
 
 
+@needs_faiss
+def test_faiss_scans_exactly_the_cells_of_the_probe_rule_and_no_others(synthetic):
+    """The faiss backend hands the rule's cells to faiss (no second centroid search): its hits are those of faiss's
+    own search over the same number of nearest cells, and a hit outside the rule's cells is impossible."""
+    pool, queries, index = synthetic
+    if index.backend != "faiss":
+        pytest.skip("faiss backend only")
+    faiss = ann_index.faiss_module()
+    order, offsets = index._cells_arrays()
+    cell_of = ann_index.cell_assignment(order, offsets)
+    for q, nprobe in zip(queries[:30], [None] * 15 + [3, 7, 1, 40, 9] * 3, strict=True):
+        cells = index.probe_cells(q, nprobe)
+        found = index.search(q, 2 * K, nprobe)
+        _, own = index.index.search(np.asarray(q, dtype=np.float32).reshape(1, -1), 2 * K,
+                                    params=faiss.SearchParametersIVF(nprobe=len(cells)))
+        assert np.array_equal(found, own[0][own[0] >= 0])
+        assert set(cell_of[found].tolist()) <= set(cells.tolist())
+
+
 def store_records(n: int) -> list[PoolRecord]:
     return [PoolRecord(f"e{i}", {"question": f"q{i}"}, f"doc{i // 6}", f"q{i}") for i in range(n)]
 

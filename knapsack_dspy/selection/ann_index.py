@@ -59,7 +59,9 @@ numpy, seeded, so a pool gets the same cells, the same calibration and the same 
   the former layout, which still loads). The codes only rank: the prefilter asks the index for twice the ``knn_k``
   it needs and keeps the best by exact similarity from the pool's float32 embeddings
   (``selectors.base.approximate_candidates``); for 300 queries near a 10^6 pool's vectors that kept the same 200
-  as the float index did. It is written with ``faiss.write_index``
+  as the float index did. The probe rule's cells are handed to faiss as they are (``search_preassigned``), so
+  the centroids are scored once per query, not again by faiss's quantizer. It is written with
+  ``faiss.write_index``
   (``ivf.faiss``) and read memory-mapped (``IO_FLAG_MMAP``): nothing is copied when a program loads, and the
   pages are shared by every process on the machine.
 - ``"numpy"`` -- each cell's vectors stored contiguously (``ivf.vectors.npy``, memory-mapped); a probe is one slice
@@ -395,15 +397,21 @@ class _IVF:
     def probe_cells(self, query: np.ndarray, nprobe: int | None = None) -> np.ndarray:
         """The cells a search for ``query`` probes, nearest first: the calibrated rule (:func:`probe_counts`; an
         older index: its fixed ``nprobe``), or the ``nprobe`` nearest when one is given."""
+        return self._probe(query, nprobe)[0]
+
+    def _probe(self, query: np.ndarray, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`probe_cells` and the query's similarity to each of their centroids."""
         cell_sims = self.centroids @ np.asarray(query, dtype=np.float32)
         if nprobe is None and self.delta is not None:
             count = int(probe_counts(cell_sims[None, :], self.delta, self.floor)[0])
         else:
             count = min(self.nlist, int(nprobe or self.nprobe))
         if count >= self.nlist:
-            return np.argsort(-cell_sims, kind="stable")
-        cells = np.argpartition(-cell_sims, count - 1)[:count]
-        return cells[np.argsort(-cell_sims[cells], kind="stable")]
+            cells = np.argsort(-cell_sims, kind="stable")
+        else:
+            cells = np.argpartition(-cell_sims, count - 1)[:count]
+            cells = cells[np.argsort(-cell_sims[cells], kind="stable")]
+        return cells, cell_sims[cells]
 
     def search(self, query: np.ndarray, k: int, nprobe: int | None = None) -> np.ndarray:
         """Pool indices of (about) the ``k`` nearest vectors to ``query``, most similar first (fewer when the
@@ -553,10 +561,15 @@ class FaissIVFIndex(_IVF):
     def search(self, query: np.ndarray, k: int, nprobe: int | None = None) -> np.ndarray:
         query = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
         faiss = _require_faiss()
-        # the rule's count of cells; faiss's quantizer then probes those same nearest cells
-        params = faiss.SearchParametersIVF(nprobe=len(self.probe_cells(query[0], nprobe)))
-        _, labels = self.index.search(query, int(k), params=params)
-        found = labels[0]
+        # the rule's cells given to faiss as they are (its quantizer would search the centroids a second time)
+        cells, sims = self._probe(query[0], nprobe)
+        cells = np.ascontiguousarray(cells, dtype=np.int64)
+        sims = np.ascontiguousarray(sims, dtype=np.float32)
+        distances, found = np.empty(int(k), dtype=np.float32), np.empty(int(k), dtype=np.int64)
+        # the C++ call: the Python wrapper takes the count of cells from the index's shared nprobe (not per query)
+        self.index.search_preassigned_c(1, faiss.swig_ptr(query), int(k), faiss.swig_ptr(cells), faiss.swig_ptr(sims),
+                                        faiss.swig_ptr(distances), faiss.swig_ptr(found), False,
+                                        faiss.SearchParametersIVF(nprobe=len(cells)))
         return np.asarray(found[found >= 0], dtype=np.int64)
 
     # -- files (beside a pool store's) --------------------------------------------------------------
