@@ -260,7 +260,7 @@ def test_both_backends_search_the_same_cells_and_find_the_same_candidates(data, 
 def test_faiss_scans_exactly_the_cells_of_the_probe_rule_and_no_others(synthetic):
     """The faiss backend hands the rule's cells to faiss (no second centroid search): its hits are those of faiss's
     own search over the same number of nearest cells, and a hit outside the rule's cells is impossible."""
-    pool, queries, index = synthetic
+    _pool, queries, index = synthetic
     if index.backend != "faiss":
         pytest.skip("faiss backend only")
     faiss = ann_index.faiss_module()
