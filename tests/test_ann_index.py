@@ -232,7 +232,7 @@ def test_an_index_saved_before_the_calibration_recorded_its_method_loads(tmp_pat
         f"150 of {index.nlist} cells probed, recall@200 0.9902 on pool vectors")
     monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
     idx, _ = candidates(make_pool(pool, old), SelectionRequest(queries[0], capacity=600), K)
-    assert idx.size == K  # answered by the index
+    assert idx.size == K + ann_index.CHEAP_RESERVE  # answered by the index
     assert old.delta is None  # no probe rule recorded: its fixed cells
     assert all(old.vectors_scanned(q) == old.vectors_scanned(q, nprobe=150) for q in queries[:5])
     assert "on pool vectors and midpoints (lower bound " in ann_index.describe(index, len(pool))  # a new index
@@ -249,11 +249,13 @@ def test_both_backends_search_the_same_cells_and_find_the_same_candidates(data, 
         # faiss ranks by 8-bit codes, numpy by the vectors: their 2K nearest differ only at the edge ...
         by_codes, by_vectors = set(faiss_index.search(q, 2 * K).tolist()), set(numpy_index.search(q, 2 * K).tolist())
         assert len(by_codes & by_vectors) >= 0.97 * 2 * K
-        # ... and the K candidates, kept by exact similarity, are the same
+        # ... and the K nearest candidates, kept by exact similarity, are the same (the cheap reserve comes from
+        # the rest each fetched, so it can differ at that edge)
         request = SelectionRequest(q, capacity=600)
-        faiss_idx, _ = candidates(make_pool(pool, faiss_index), request, K)
-        numpy_idx, _ = candidates(make_pool(pool, numpy_index), request, K)
-        assert faiss_idx.size == K and np.array_equal(faiss_idx, numpy_idx)
+        faiss_idx, faiss_sims = candidates(make_pool(pool, faiss_index), request, K)
+        numpy_idx, numpy_sims = candidates(make_pool(pool, numpy_index), request, K)
+        assert faiss_idx.size == numpy_idx.size == K + ann_index.CHEAP_RESERVE
+        assert np.array_equal(nearest(faiss_idx, faiss_sims), nearest(numpy_idx, numpy_sims))
 
 
 @needs_faiss
@@ -275,6 +277,11 @@ def test_faiss_scans_exactly_the_cells_of_the_probe_rule_and_no_others(synthetic
         assert set(cell_of[found].tolist()) <= set(cells.tolist())
 
 
+def nearest(idx: np.ndarray, sims, k: int = K) -> np.ndarray:
+    """The ``k`` most similar of a prefilter's candidates (without the cheap reserve), sorted by pool index."""
+    return np.sort(idx[np.argsort(-np.asarray(sims[idx]), kind="stable")[:k]])
+
+
 def store_records(n: int) -> list[PoolRecord]:
     return [PoolRecord(f"e{i}", {"question": f"q{i}"}, f"doc{i // 6}", f"q{i}") for i in range(n)]
 
@@ -291,7 +298,8 @@ def test_a_store_built_with_faiss_loads_it_memory_mapped_and_without_faiss_searc
     assert isinstance(with_faiss, FaissIVFIndex)
     assert "faiss backend" in ann_index.describe(with_faiss, len(store))
     def candidates_by(index):  # the K kept by exact similarity (the 2K asked of each index differ at the edge)
-        return [candidates(make_pool(pool, index), SelectionRequest(q, capacity=600), K)[0] for q in queries[:20]]
+        return [nearest(*candidates(make_pool(pool, index), SelectionRequest(q, capacity=600), K))
+                for q in queries[:20]]
 
     expected = candidates_by(with_faiss)
     monkeypatch.setattr(ann_index, "faiss_module", lambda: None)  # a machine without faiss
@@ -336,7 +344,7 @@ def test_seer_on_prefiltered_candidates_keeps_the_exact_objective(synthetic, mon
         request = SelectionRequest(q, capacity=600, target_attributes={"modality": "table"},
                                    exclude_ids=frozenset({f"e{k}"}), doc_id=f"doc{k * 11}")
         idx, sims = candidates(ann_pool, request, K)
-        assert isinstance(sims, CandidateValues) and idx.size == K
+        assert isinstance(sims, CandidateValues) and idx.size == K + ann_index.CHEAP_RESERVE
         assert f"e{k}" not in {ann_pool.ids[i] for i in idx}
         assert not (ann_pool.doc_ids[idx] == f"doc{k * 11}").any()
         exact = seer.select(exact_pool, request)
@@ -407,3 +415,49 @@ def test_a_candidate_count_beyond_the_calibrated_k_is_searched_exactly(synthetic
     idx, beyond = candidates(make_pool(pool, index), request, 3 * K)  # recall measured for K only: exact
     assert isinstance(within, CandidateValues) and isinstance(beyond, np.ndarray)
     assert np.array_equal(idx, candidates(make_pool(pool), request, 3 * K)[0])
+
+
+class RankedIndex:
+    """An index that answers with a fixed ranking (the true one, less the exemplars it is told to miss)."""
+
+    def __init__(self, ranking, missed=()):
+        self.ranking = [int(i) for i in ranking if int(i) not in set(missed)]
+        self.calibration = {"k": 50}
+
+    def search(self, query, k, nprobe=None):
+        return np.asarray(self.ranking[:k], dtype=np.int64)
+
+
+def test_a_cheap_exemplar_the_index_misses_is_replaced_from_the_reserve(monkeypatch):
+    """The true 50 nearest hold one cheap exemplar (cost 50; the others 100): with 350 tokens SEER fits it and
+    three more. An index that misses it would leave room for three; the reserve (the cheapest of the other fetched
+    candidates) brings the one cheap exemplar just past the 50 nearest, and four fit again."""
+    monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 100)
+    rng = np.random.default_rng(3)
+    pool = rng.normal(size=(400, 16)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    query = pool[0] + 0.1 * rng.normal(size=16).astype(np.float32)
+    query /= np.linalg.norm(query)
+    ranking = np.argsort(-(pool @ query), kind="stable")
+    costs = np.full(400, 100.0)
+    cheap_near, cheap_past = int(ranking[30]), int(ranking[60])
+    costs[[cheap_near, cheap_past]] = 50.0
+
+    def make(index=None):
+        return ExemplarPool([f"e{i}" for i in range(400)], pool, costs, {"modality": np.full(400, "table")},
+                            index=index)
+
+    request = SelectionRequest(query, capacity=350, target_attributes={"modality": "table"})
+    seer = KnapsackSelector(max_exemplars=4, knn_k=50)
+    exact = seer.select(make(), request)
+    assert cheap_near in exact.indices and len(exact.indices) == 4
+    missing = make(RankedIndex(ranking, missed=[cheap_near]))
+    idx, _ = candidates(missing, request, 50)
+    others = [i for i in ranking if i != cheap_near][50:100]  # fetched (2 x 50) but not among the 50 nearest
+    reserve = sorted(others, key=lambda i: (costs[i], others.index(i)))[:ann_index.CHEAP_RESERVE]
+    assert sorted(idx.tolist()) == sorted([i for i in ranking if i != cheap_near][:50] + reserve)
+    assert cheap_past in idx
+    approx = seer.select(missing, request)
+    assert len(approx.indices) == 4 and cheap_past in approx.indices
+    monkeypatch.setattr(ann_index, "CHEAP_RESERVE", 0)  # without the reserve: one exemplar fewer
+    assert len(seer.select(missing, request).indices) == 3

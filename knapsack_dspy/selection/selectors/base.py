@@ -196,15 +196,24 @@ class CandidateValues:
 
 def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int):
     """The ``knn_k`` nearest eligible exemplars by the pool's nearest-neighbour index (exact similarities of the
-    ones it returns), or ``None`` when the index cannot answer (too many of its hits excluded)."""
+    ones it returns), with the ``ann_index.CHEAP_RESERVE`` cheapest of the other eligible ones it fetched, or
+    ``None`` when the index cannot answer (too many of its hits excluded).
+
+    Why the reserve: the index misses a few of the true ``knn_k`` nearest, and when one of them is a cheap
+    exemplar, a knapsack over the rest fits one exemplar fewer (its cheap members are what let the last one in);
+    a cheap exemplar just past the ``knn_k`` nearest takes its place. A ranking selector reaches the reserve only
+    after every nearer candidate. Exact search (a small pool) keeps the ``knn_k`` nearest alone."""
     fetch = 2 * knn_k + len(request.exclude_ids)
     found = np.sort(eligible_among(pool, request, pool.index.search(request.embedding, fetch)))
     if found.size < knn_k:
         return None
     values = pool.embeddings[found] @ np.asarray(request.embedding, dtype=np.float32)
     if found.size > knn_k:
-        top = np.sort(np.argpartition(-values, knn_k - 1)[:knn_k])
-        found, values = found[top], values[top]
+        order = np.argsort(-values, kind="stable")
+        nearest, others = order[:knn_k], order[knn_k:]
+        cheap = others[np.argsort(pool.costs[found[others]], kind="stable")[:ann_index.CHEAP_RESERVE]]
+        keep = np.sort(np.concatenate([nearest, cheap]))
+        found, values = found[keep], values[keep]
     return found, CandidateValues(found, values)
 
 
@@ -234,8 +243,9 @@ def candidate_search(selector: ExemplarSelector, pool: ExemplarPool, has_values:
 
 def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None):
     """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest: exactly, or, when
-    :func:`uses_index`, by the pool's nearest-neighbour index (the similarities then cover the candidates only:
-    :class:`CandidateValues`); when the index cannot answer (too many of its hits excluded), exactly."""
+    :func:`uses_index`, by the pool's nearest-neighbour index with a reserve of cheap ones
+    (:func:`approximate_candidates`; the similarities then cover the candidates only: :class:`CandidateValues`);
+    when the index cannot answer (too many of its hits excluded), exactly."""
     if uses_index(pool, knn_k, request.values is not None):
         found = approximate_candidates(pool, request, knn_k)
         if found is not None:
