@@ -91,6 +91,7 @@ from typing import Any
 import numpy as np
 
 from knapsack_dspy._env import apply_openmp_wait_defaults
+from knapsack_dspy.selection.query_similarity import query_similarities
 
 #: Pools of at least this many exemplars get the index (and the prefilter uses it); smaller pools: exact search.
 ANN_MIN_POOL = 50_000
@@ -407,7 +408,7 @@ class _IVF:
 
     def _probe(self, query: np.ndarray, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`probe_cells` and the query's similarity to each of their centroids."""
-        cell_sims = self.centroids @ np.asarray(query, dtype=np.float32)
+        cell_sims = query_similarities(self.centroids, query)
         if nprobe is None and self.delta is not None:
             count = int(probe_counts(cell_sims[None, :], self.delta, self.floor)[0])
         else:
@@ -476,7 +477,7 @@ class IVFIndex(_IVF):
             start, end = int(self.offsets[c]), int(self.offsets[c + 1])
             if end > start:
                 rows.append(np.arange(start, end))
-                sims.append(self.vectors[start:end] @ query)
+                sims.append(query_similarities(self.vectors[start:end], query))
         if not rows:
             return np.zeros(0, dtype=np.int64)
         rows_all, sims_all = np.concatenate(rows), np.concatenate(sims)

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from knapsack_dspy.selection.query_similarity import query_similarities
+
 
 def _str_array(values) -> np.ndarray:
     """``values`` as an array of str (a unicode array, e.g. a pool store's memory-mapped column, as it is)."""
@@ -89,7 +91,7 @@ class ExemplarPool:
         return [self._index[i] for i in ids]
 
     def similarities(self, query_embedding: np.ndarray) -> np.ndarray:
-        return self.embeddings @ np.asarray(query_embedding, dtype=np.float32)
+        return query_similarities(self.embeddings, query_embedding)
 
     @property
     def has_groups(self) -> bool:

@@ -25,6 +25,7 @@ from knapsack_dspy.selection.exemplar_pool import (
     make_selection,
     query_values,
 )
+from knapsack_dspy.selection.query_similarity import query_similarities
 
 #: How a query's target attributes can be obtained (``SelectionConfig.attribute_source``): a classifier on the
 #: embeddings trained on the pool labels, an LM prediction, the gold labels (oracle runs), or none.
@@ -207,7 +208,7 @@ def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k:
     found = np.sort(eligible_among(pool, request, pool.index.search(request.embedding, fetch)))
     if found.size < knn_k:
         return None
-    values = pool.embeddings[found] @ np.asarray(request.embedding, dtype=np.float32)
+    values = query_similarities(pool.embeddings[found], request.embedding)
     if found.size > knn_k:
         order = np.argsort(-values, kind="stable")
         nearest, others = order[:knn_k], order[knn_k:]
