@@ -44,6 +44,8 @@ def _selection_fields(program, selection: dict, example) -> dict:
         "predicted_attributes": selection.get("predicted_attributes", {}),
         "relaxed": selection.get("relaxed", []),
     }
+    if selection.get("status") == "time_limit":  # not proven the best: a loaded machine's selection
+        row["selection_status"] = "time_limit"
     if selection.get("total_cost") is not None:  # the selected exemplars' own tokens (an exemplar budget's measure)
         row["exemplar_tokens"] = round(float(selection["total_cost"]))
     if selection.get("token_count") is not None:  # "estimate": prompt_tokens / within_budget are approximate

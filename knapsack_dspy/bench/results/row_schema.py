@@ -143,6 +143,9 @@ class ResultRow(Mapping):
     selection_ms = RowField("float", "milliseconds spent selecting")
     predicted_attributes = RowField("dict", "the question's predicted attribute values (attribute -> value)")
     relaxed = RowField("list", "the constraints the knapsack relaxed to find a feasible set")
+    selection_status = RowField("str", "'time_limit' when the knapsack's time limit ended its search: the best set "
+                                       "found by then, perhaps not the best (absent: solved, or no knapsack); such "
+                                       "a selection depends on the machine's load")
     new_prompt_tokens = RowField("int", "latency budget: the prompt's tokens outside the cached shared prefix")
     predicted_latency_s = RowField("float", "latency budget: the predicted seconds of the call")
     latency_budget = RowField("float", "latency budget: the seconds the prompt was allowed")

@@ -172,6 +172,8 @@ def aggregate(rows: Iterable[Mapping], facts: QuestionFacts | None = None) -> di
             lo, hi = _proportion_ci(within, len(selected))
             m["within_budget_ci"] = [100.0 * lo, 100.0 * hi]
             m["mean_exemplars"] = statistics.fmean(len(r.exemplar_ids) for r in selected)
+            # sets the knapsack's time limit cut short (the best found, perhaps not the best): 0 on a quiet machine
+            m["time_limited"] = sum(r.selection_status == "time_limit" for r in selected)
             # prompts counted without the model's own tokenizer: their within_budget rests on an estimate
             m["token_count_estimated"] = sum(r.token_count == ESTIMATE for r in selected)
         else:

@@ -1,0 +1,54 @@
+"""A knapsack whose time limit ended its search is marked: its set is the best found by then, perhaps not the best,
+and on a loaded machine it varies from run to run. Bench rows say ``selection_status``, ``metrics.json`` counts
+them per run (``time_limited``) and ``report.md`` shows the count when a run has any."""
+
+import os
+from pathlib import Path
+
+from helpers import HashingEmbedder, WordCounter
+
+from knapsack_dspy.bench.execution import runner
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.suites.suite import suite_from_dict
+from knapsack_dspy.selection import knapsack
+
+DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def test_time_limited_selections_are_marked_counted_and_reported(tmp_path, monkeypatch):
+    from knapsack_dspy.bench.programs import run_program
+    from knapsack_dspy.data import load_examples
+
+    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]
+    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:3]
+    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
+    suite = suite_from_dict({"name": "t", "selector": ["kate", "seer"], "budget": 4000, "max_exemplars": 2,
+                             "model": "openai/gpt-4o-mini", "attributes": [], "selection_only": True})
+
+    def bench(out):
+        metrics = runner.run_suite(suite, out, embedder=HashingEmbedder(), token_counter_factory=lambda m: WordCounter(),
+                                   progress=False, log=lambda message: None)
+        return ({m["spec"]["selector"]: m for m in metrics.values()}, load_rows(out),
+                (out / "report.md").read_text())
+
+    metrics, rows, report = bench(tmp_path / "solved")
+    assert all("selection_status" not in r for r in rows) and len(rows) == 6
+    assert metrics["seer"]["time_limited"] == metrics["kate"]["time_limited"] == 0
+    assert "cut by the time limit" not in report
+
+    solve = knapsack._milp
+
+    def out_of_time(*args, **kwargs):  # the same set, as HiGHS returns it when its time limit ends the search
+        x, status = solve(*args, **kwargs)
+        return x, "time_limit" if status == "optimal" else status
+
+    monkeypatch.setattr(knapsack, "_milp", out_of_time)
+    metrics, rows, report = bench(tmp_path / "cut")
+    assert {r["spec"]["selector"]: r.get("selection_status") for r in rows} == {"seer": "time_limit", "kate": None}
+    assert metrics["seer"]["time_limited"] == 3 and metrics["kate"]["time_limited"] == 0
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| selector"))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in lines[start + 2:start + 4]]
+    column = header.index("cut by the time limit")
+    assert {row[0]: row[column] for row in table} == {"kate": "0", "seer": "3"}
