@@ -26,8 +26,9 @@ def test_time_limited_selections_are_marked_counted_and_reported(tmp_path, monke
                              "model": "openai/gpt-4o-mini", "attributes": [], "selection_only": True})
 
     def bench(out):
-        metrics = runner.run_suite(suite, out, embedder=HashingEmbedder(), token_counter_factory=lambda m: WordCounter(),
-                                   progress=False, log=lambda message: None)
+        metrics = runner.run_suite(suite, out, embedder=HashingEmbedder(),
+                                   token_counter_factory=lambda m: WordCounter(), progress=False,
+                                   log=lambda message: None)
         return ({m["spec"]["selector"]: m for m in metrics.values()}, load_rows(out),
                 (out / "report.md").read_text())
 
