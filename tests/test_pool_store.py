@@ -81,7 +81,9 @@ def test_the_compile_report_says_how_candidates_are_searched(cache, monkeypatch)
     report = program.compile_report["predictors"][program.demo_predictor_name]
     backend = ann_index.default_backend()
     assert program.select.store.manifest["index_backend"] == backend
-    assert report["candidate_search"].startswith(f"the 4 nearest by the IVF index, {backend} backend: ")
+    assert report["candidate_search"].startswith(
+        f"the 4 nearest and the {ann_index.CHEAP_RESERVE} cheapest of the rest it fetched, by the IVF index, "
+        f"{backend} backend: ")
     program, _ = compile_tatqa(3, monkeypatch, knn_k=200)  # beyond the k the index was calibrated for (5)
     report = program.compile_report["predictors"][program.demo_predictor_name]
     assert report["candidate_search"] == "the 200 nearest by exact search (the index is calibrated for the 5 nearest)"

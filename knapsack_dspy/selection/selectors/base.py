@@ -234,7 +234,8 @@ def candidate_search(selector: ExemplarSelector, pool: ExemplarPool, has_values:
     if knn_k is None:
         return f"every eligible exemplar of {len(pool):,} (the selector has no candidate count): exact search"
     if uses_index(pool, knn_k, has_values):
-        return f"the {knn_k} nearest by the " + ann_index.describe(pool.index, len(pool))
+        return (f"the {knn_k} nearest and the {ann_index.CHEAP_RESERVE} cheapest of the rest it fetched, by the "
+                + ann_index.describe(pool.index, len(pool)))
     if pool.index is not None and len(pool) >= ann_index.ANN_MIN_POOL:
         why = ("a value function scores every exemplar" if has_values else
                f"the index is calibrated for the {pool.index.calibration.get('k')} nearest")
