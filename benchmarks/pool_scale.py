@@ -50,6 +50,10 @@ the process that loads the store and answers the queries on the pool's path, as 
 ``comparison_peak_rss_mb``: the process of the exact comparison, which reads every embedding per query;
 ``build_peak_rss_mb``: the driver's, which generated the pools and built their stores). The serving process
 times the index's path alone; the exact retrieval and selection beside it are timed in the comparison process.
+At ``--incremental-at`` (10^5): 1,000 exemplars added to the pool's store (``pool_store.extend_store``; new
+vectors by the rule above, new demos), the texts embedded and demos measured counted, the base's vectors and costs
+checked unchanged, the seconds (the index rebuilt). A synthetic exemplar's embedded text names it (``[s<j>]``), so
+each keeps its own vector when a store is extended from it.
 Once per run: token costs of ``--cost-demos`` real demos one at a time (the adapter formats each demo, the counter
 counts each prompt: for a local model two server requests) and batched (``PromptCostModel.demo_costs``: demos from
 the signature's template, a local model's prompts from its chat template's skeleton, tokenized by its BPE in
@@ -332,13 +336,58 @@ def nn_similarity(embeddings: np.ndarray, seed: int, sample: int = 1000) -> dict
             (("p5", 5), ("p25", 25), ("median", 50), ("p75", 75), ("p95", 95))}
 
 
+ATTRIBUTES = ("modality", "answer_type", "program_template")
+
+
+def synthetic_record(real, j: int, r: int, demo: dict | None = None) -> PoolRecord:
+    """Synthetic exemplar ``j`` from real exemplar ``r``: its demo (or ``demo``) and attributes; its embedded text
+    names ``j`` (a synthetic exemplar has its own vector, so a store extended from this one must keep each)."""
+    ex = real["examples"][r]
+    return PoolRecord(f"s{j}", demo or real["demos"][r], f"doc{j // DOC_SIZE}", f"{real['texts'][r]} [s{j}]",
+                      str(ex.get("program") or ""), {a: str(ex.get(a) or "") for a in ATTRIBUTES})
+
+
+def incremental(real, store, source, args, added: int = 1_000) -> dict:
+    """Adding ``added`` exemplars to ``store`` (``pool_store.extend_store``): how many texts are embedded and demos
+    measured (a counting embedder and measure: the new exemplars' vectors by the synthetic rule, their demos'
+    questions ending in `` (added k)``: demos the base does not hold), and the seconds (the index rebuilt)."""
+    from knapsack_dspy.selection.pool_store import extend_store
+
+    n = len(store)
+    more, more_source = synthetic(real, added, args.noise, args.seed + 1)
+    records = [synthetic_record(real, j, r) for j, r in enumerate(source.tolist())]
+    new = [synthetic_record(real, n + k, r, {**real["demos"][r], "question": f"{real['demos'][r]['question']} "
+                                                                            f"(added {k})"})
+           for k, r in enumerate(more_source.tolist())]
+    vector_of = {record.embed_text: more[k] for k, record in enumerate(new)}
+    cost_of = {id(record.demo): real["costs"][r] for record, r in zip(new, more_source.tolist(), strict=True)}
+    asked = {"texts": 0, "demos": 0}
+
+    def embed(texts):
+        asked["texts"] += len(texts)
+        return np.stack([vector_of[t] for t in texts])
+
+    def measure(demos):
+        asked["demos"] += len(demos)
+        return [float(cost_of[id(d)]) for d in demos]
+
+    start = time.perf_counter()
+    grown, _done = extend_store(Path(store.path).parent, store, records + new, embed=embed, measure=measure,
+                               embedder=store.embedder, prompt_format=store.prompt_format)
+    seconds = time.perf_counter() - start
+    kept = bool(np.array_equal(np.asarray(grown.embeddings[:n]), np.asarray(store.embeddings))
+                and np.array_equal(np.asarray(grown.costs[:n]), np.asarray(store.costs)))
+    out = {"base": n, "added": added, "embedded": asked["texts"], "measured": asked["demos"],
+           "seconds": round(seconds, 2), "base_vectors_and_costs_kept": kept, "size": len(grown)}
+    if not args.keep:
+        shutil.rmtree(grown.path, ignore_errors=True)
+    return out
+
+
 def build_store(real, root: Path, embeddings, source, args):
     records = []
-    attrs = ("modality", "answer_type", "program_template")
     for j, r in enumerate(source.tolist()):
-        ex = real["examples"][r]
-        records.append(PoolRecord(f"s{j}", real["demos"][r], f"doc{j // DOC_SIZE}", real["texts"][r],
-                                  str(ex.get("program") or ""), {a: str(ex.get(a) or "") for a in attrs}))
+        records.append(synthetic_record(real, j, r))
     start = time.perf_counter()
     store = write_store(root, records, embeddings, real["costs"][source], embedder=real["embedder"].model_id,
                         prompt_format=json.dumps({"benchmark": "pool_scale", "counter": args.counter}),
@@ -504,6 +553,8 @@ def run_size(real, n: int, args, root: Path) -> dict:
     if row["path"] != "exact" and n <= args.exact_max:
         with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as worker:
             row.update(worker.submit(compare_phase, job, served).result())
+    if n == args.incremental_at:
+        row["incremental"] = incremental(real, store, source, args)
     if not args.keep:
         shutil.rmtree(store.path, ignore_errors=True)
     return row
@@ -551,6 +602,12 @@ def markdown(result: dict) -> str:
                 f"/ p5 {v['objective_p5']}" for source, v in row["by_source"].items())]
     lines += ["", "Candidates per size (SEER's knn_k):"] + [f"- {row['size']:,}: {row['candidate_search']}"
                                                            for row in result["sizes"]]
+    for row in result["sizes"]:
+        inc = row.get("incremental")
+        if inc:
+            lines += ["", f"Adding {inc['added']:,} exemplars to the pool of {inc['base']:,}: {inc['embedded']:,} "
+                          f"texts embedded, {inc['measured']:,} demos measured, the base's vectors and costs kept: "
+                          f"{inc['base_vectors_and_costs_kept']} ({inc['seconds']} s, the index rebuilt)"]
     costs = result.get("token_costs")
     if costs:
         lines += ["", f"Token costs ({costs['counter']}): one at a time {costs['one_at_a_time']['per_second']}/s, "
@@ -600,6 +657,8 @@ def main(argv=None) -> int:
                         help="embedding throughput in a local Ray cluster of this many CPUs (0: skip)")
     parser.add_argument("--store-dir", default=None, help="where the stores are written (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the stores")
+    parser.add_argument("--incremental-at", type=int, default=100_000,
+                        help="the pool size at which 1,000 exemplars are added (pool_store.extend_store)")
     parser.add_argument("--out", default=None, help="directory for pool_scale.json and pool_scale.md")
     args = parser.parse_args(argv)
     if args.ann_min is not None:
