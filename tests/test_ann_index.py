@@ -232,7 +232,7 @@ def test_an_index_saved_before_the_calibration_recorded_its_method_loads(tmp_pat
         f"150 of {index.nlist} cells probed, recall@200 0.9902 on pool vectors")
     monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
     idx, _ = candidates(make_pool(pool, old), SelectionRequest(queries[0], capacity=600), K)
-    assert idx.size == K + ann_index.CHEAP_RESERVE  # answered by the index
+    assert idx.size == K  # answered by the index
     assert old.delta is None  # no probe rule recorded: its fixed cells
     assert all(old.vectors_scanned(q) == old.vectors_scanned(q, nprobe=150) for q in queries[:5])
     assert "on pool vectors and midpoints (lower bound " in ann_index.describe(index, len(pool))  # a new index
@@ -254,6 +254,11 @@ def test_both_backends_search_the_same_cells_and_find_the_same_candidates(data, 
         request = SelectionRequest(q, capacity=600)
         faiss_idx, faiss_sims = candidates(make_pool(pool, faiss_index), request, K)
         numpy_idx, numpy_sims = candidates(make_pool(pool, numpy_index), request, K)
+        assert faiss_idx.size == numpy_idx.size == K and np.array_equal(faiss_idx, numpy_idx)
+        # with SEER's reserve of cheap ones beside them: the same K nearest (the reserve comes from the rest each
+        # index fetched, so it can differ at that edge)
+        faiss_idx, faiss_sims = candidates(make_pool(pool, faiss_index), request, K, reserve=ann_index.CHEAP_RESERVE)
+        numpy_idx, numpy_sims = candidates(make_pool(pool, numpy_index), request, K, reserve=ann_index.CHEAP_RESERVE)
         assert faiss_idx.size == numpy_idx.size == K + ann_index.CHEAP_RESERVE
         assert np.array_equal(nearest(faiss_idx, faiss_sims), nearest(numpy_idx, numpy_sims))
 
@@ -275,6 +280,17 @@ def test_faiss_scans_exactly_the_cells_of_the_probe_rule_and_no_others(synthetic
                                     params=faiss.SearchParametersIVF(nprobe=len(cells)))
         assert np.array_equal(found, own[0][own[0] >= 0])
         assert set(cell_of[found].tolist()) <= set(cells.tolist())
+    # the cells faiss scans are the rule's, whatever they are: given the farthest cells, every hit is in them
+    # (faiss's own search would scan the nearest)
+    q = queries[0]
+    farthest = np.argsort(index.centroids @ np.asarray(q, dtype=np.float32))[:5]
+    sims = (index.centroids @ np.asarray(q, dtype=np.float32))[farthest]
+    index._probe = lambda query, nprobe=None: (farthest, sims)
+    try:
+        found = index.search(q, 50)
+    finally:
+        del index._probe
+    assert found.size and set(cell_of[found].tolist()) <= set(farthest.tolist())
 
 
 def nearest(idx: np.ndarray, sims, k: int = K) -> np.ndarray:
@@ -344,7 +360,7 @@ def test_seer_on_prefiltered_candidates_keeps_the_exact_objective(synthetic, mon
         request = SelectionRequest(q, capacity=600, target_attributes={"modality": "table"},
                                    exclude_ids=frozenset({f"e{k}"}), doc_id=f"doc{k * 11}")
         idx, sims = candidates(ann_pool, request, K)
-        assert isinstance(sims, CandidateValues) and idx.size == K + ann_index.CHEAP_RESERVE
+        assert isinstance(sims, CandidateValues) and idx.size == K
         assert f"e{k}" not in {ann_pool.ids[i] for i in idx}
         assert not (ann_pool.doc_ids[idx] == f"doc{k * 11}").any()
         exact = seer.select(exact_pool, request)
@@ -452,12 +468,13 @@ def test_a_cheap_exemplar_the_index_misses_is_replaced_from_the_reserve(monkeypa
     exact = seer.select(make(), request)
     assert cheap_near in exact.indices and len(exact.indices) == 4
     missing = make(RankedIndex(ranking, missed=[cheap_near]))
-    idx, _ = candidates(missing, request, 50)
+    idx, _ = candidates(missing, request, 50, reserve=ann_index.CHEAP_RESERVE)
+    assert candidates(missing, request, 50)[0].size == 50  # no reserve asked: the 50 nearest alone
     others = [i for i in ranking if i != cheap_near][50:100]  # fetched (2 x 50) but not among the 50 nearest
     reserve = sorted(others, key=lambda i: (costs[i], others.index(i)))[:ann_index.CHEAP_RESERVE]
     assert sorted(idx.tolist()) == sorted([i for i in ranking if i != cheap_near][:50] + reserve)
     assert cheap_past in idx
     approx = seer.select(missing, request)
     assert len(approx.indices) == 4 and cheap_past in approx.indices
-    monkeypatch.setattr(ann_index, "CHEAP_RESERVE", 0)  # without the reserve: one exemplar fewer
+    seer.cheap_reserve = 0  # without the reserve: one exemplar fewer
     assert len(seer.select(missing, request).indices) == 3

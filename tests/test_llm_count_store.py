@@ -70,3 +70,25 @@ def test_a_corrupt_file_is_read_as_empty_with_a_warning(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="knapsack_dspy.llm.count_store"):
         assert TokenCountStore(path).get_many([key(1)]) == [None]
     assert any("unavailable" in r.getMessage() for r in caplog.records)
+
+
+def _count_in_child(store, queue):
+    inherited = store._local.conn  # the parent's, copied by the fork
+    fresh = store._connection()
+    store.put(key(7), 70)
+    queue.put((fresh is not inherited, store.get_many([key(1), key(7)])))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork on this platform")
+def test_a_forked_child_opens_its_own_connection(tmp_path):
+    store = TokenCountStore(tmp_path / "c.sqlite3")
+    store.put(key(1), 10)
+    parent_connection = store._connection()
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_count_in_child, args=(store, queue))
+    child.start()
+    assert queue.get(timeout=60) == (True, [10, 70])  # a connection of its own
+    child.join(60)
+    assert child.exitcode == 0
+    assert store._connection() is parent_connection and store.get_many([key(1), key(7)]) == [10, 70]

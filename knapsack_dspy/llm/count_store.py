@@ -9,12 +9,16 @@ count's time; here a batch is one ``SELECT ... IN`` per 500 keys and one ``execu
 One SQLite file per model (``<cache>/token_counts/<model>.sqlite3``), write-ahead log, so several processes
 (a bench's workers, Ray actors on one machine) share it. Keys are the sha256 of the prompt's key (32 bytes);
 values are integers. At most ``max_rows`` counts are kept (the oldest written are dropped past it). A store
-that cannot be opened or written (a read-only or full disk) only costs time: it warns once and forgets.
+that cannot be opened or written (a read-only or full disk, a corrupt file) only costs time: it warns once and
+forgets; a write that finds the file locked by another process past the timeout is skipped (the counts are made
+again next time), with a warning. A connection is per thread and per process: a forked child opens its own
+(SQLite connections must not cross a fork).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -24,7 +28,7 @@ __all__ = ["DEFAULT_MAX_ROWS", "TokenCountStore"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_ROWS = 4_000_000  # ~250 MB of keys, counts and index: a 10^6 pool's prompts, four times
+DEFAULT_MAX_ROWS = 4_000_000  # ~90 bytes a count with its key and index: ~360 MB, a 10^6 pool's prompts four times
 _READ_CHUNK = 500  # keys per SELECT (SQLite's limit on bound variables is 32,766 in recent builds, 999 in old ones)
 
 
@@ -38,11 +42,14 @@ class TokenCountStore:
         self.max_rows = int(max_rows)
         self._local = threading.local()  # one connection per thread (SQLite connections are not shared)
         self._failed = False
+        self._warned_locked = False
 
     def _connection(self) -> sqlite3.Connection | None:
         if self._failed:
             return None
         conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) != os.getpid():
+            conn = None  # inherited through a fork: the parent's connection is not this process's to use
         if conn is None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,7 +60,7 @@ class TokenCountStore:
             except (OSError, sqlite3.Error) as exc:
                 self._fail("open", exc)
                 return None
-            self._local.conn = conn
+            self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
     def _fail(self, what: str, exc: Exception) -> None:
@@ -93,8 +100,20 @@ class TokenCountStore:
                     conn.execute("DELETE FROM counts WHERE rowid <= ?", (top - self.max_rows,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite may have rolled back itself (a full disk, an I/O error)
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
                 raise
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):  # another process held the file past the timeout
+                if not self._warned_locked:
+                    logger.warning("token counts on disk: %s is locked by another process (%s); these counts are "
+                                   "not kept", self.path, exc)
+                    self._warned_locked = True
+                return
+            self._fail("write", exc)
         except sqlite3.Error as exc:
             self._fail("write", exc)
 
@@ -106,7 +125,13 @@ class TokenCountStore:
 
     def __len__(self) -> int:
         conn = self._connection()
-        return 0 if conn is None else int(conn.execute("SELECT count(*) FROM counts").fetchone()[0])
+        if conn is None:
+            return 0
+        try:
+            return int(conn.execute("SELECT count(*) FROM counts").fetchone()[0])
+        except sqlite3.Error as exc:
+            self._fail("read", exc)
+            return 0
 
     def __repr__(self) -> str:
         return f"TokenCountStore({str(self.path)!r}, max_rows={self.max_rows})"

@@ -95,10 +95,11 @@ from knapsack_dspy.selection.query_similarity import query_similarities
 
 #: Pools of at least this many exemplars get the index (and the prefilter uses it); smaller pools: exact search.
 ANN_MIN_POOL = 50_000
-#: Besides the ``knn_k`` nearest, the prefilter keeps this many of the cheapest other candidates the index fetched
-#: (``selectors.base.approximate_candidates``): a knapsack's best set hangs on its cheap members, and a cheap
-#: exemplar the index misses costs a whole exemplar (one fewer fits the budget) -- at 10^6, the 5th percentile of
-#: SEER's objective against exact candidates' went from 0.881 to 0.985 (``experiments/pool_scale_diagnostics``).
+#: Besides the ``knn_k`` nearest, SEER's prefilter keeps this many of the cheapest other candidates the index
+#: fetched (``KnapsackSelector.cheap_reserve``, ``selectors.base.approximate_candidates``): a knapsack's best set
+#: hangs on its cheap members, and a cheap exemplar the index misses costs a whole exemplar (one fewer fits the
+#: budget) -- at 10^6, the 5th percentile of SEER's objective against exact candidates' went from 0.881 to 0.985
+#: (``experiments/pool_scale_diagnostics``).
 CHEAP_RESERVE = 10
 #: nprobe's calibration (:func:`calibrate_nprobe`; the module docstring): recall@k at least TARGET_RECALL at
 #: one-sided confidence CONFIDENCE_Z (95 %) on CALIBRATION_QUERIES queries made from the pool

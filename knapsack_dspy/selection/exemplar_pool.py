@@ -192,6 +192,7 @@ class Selection:
     reason: str = ""
     shared: tuple[bool, ...] = ()
     shared_prefix: int = 0
+    time_limited: bool = False  # a knapsack's time limit ended a search: the best set found, perhaps not the best
 
     def as_dict(self, pool: ExemplarPool) -> dict:
         out = {"ids": [pool.ids[i] for i in self.indices], "total_cost": self.total_cost,
@@ -199,6 +200,8 @@ class Selection:
                "reason": self.reason, "shared_prefix": self.shared_prefix}
         if any(self.shared):
             out["shared"] = list(self.shared)
+        if self.time_limited:
+            out["time_limited"] = True
         return out
 
 
@@ -260,7 +263,7 @@ def shown_before(ordered, groups: np.ndarray) -> tuple[bool, ...]:
 
 
 def make_selection(pool: ExemplarPool, request: SelectionRequest, indices, similarities, status="ok",
-                   relaxed=(), reason="", *, prefix=()) -> Selection:
+                   relaxed=(), reason="", *, prefix=(), time_limited: bool = False) -> Selection:
     """The selection of ``prefix`` (exemplars every query gets: they open the prompt, in the order given) and
     ``indices`` (the rest, in :func:`prompt_order`: least similar first)."""
     prefix = tuple(int(i) for i in prefix)
@@ -270,7 +273,7 @@ def make_selection(pool: ExemplarPool, request: SelectionRequest, indices, simil
     total = pool.cost_of(ordered)
     shared = shown_before(ordered, pool.groups)
     return Selection(ordered, total, total <= request.capacity + 1e-9, status, tuple(relaxed), reason,
-                     shared if any(shared) else (), shared_prefix=len(prefix))
+                     shared if any(shared) else (), shared_prefix=len(prefix), time_limited=bool(time_limited))
 
 
 def canonical_keys(pool: ExemplarPool) -> np.ndarray:

@@ -124,6 +124,7 @@ class KnapsackSolution:
     reason: str = ""
     candidates: int = 0  # items left after dominance pruning (what the ILP saw)
     proven_optimal: bool = True  # the last ILP solve proved optimality (False after a time limit)
+    time_limited: bool = False  # an ILP solve of this selection ended at its time limit (the last or a relaxed one)
     stats: dict = field(default_factory=dict, compare=False)
 
 
@@ -368,6 +369,7 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     active = list(constraints)
     relaxed: list[str] = []
     notes: list[str] = []
+    timed_out = False  # any solve of this selection ended at its time limit
     if n == 0 or max_items == 0 or capacity < 0 or not (alone <= capacity + _TOL).any():
         if n == 0:
             why = "no candidate items"
@@ -397,6 +399,7 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
                           groups[keep] if has_groups else None, shared, kinds[keep] if has_kinds else None,
                           kind_values)
         proven = status == "optimal"
+        timed_out = timed_out or status in ("time_limit", "time_limit_no_solution")
         if status in ("optimal", "time_limit"):
             chosen = keep[x]
             break
@@ -424,7 +427,8 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
                      f"value; the highest is {marginal.max():g})" if (marginal <= 0).all() else
                      "empty selection: no item improves the objective within the limits")
     return KnapsackSolution(tuple(int(i) for i in order), objective, status, tuple(relaxed),
-                            reason="; ".join(notes), candidates=int(keep.size), proven_optimal=proven)
+                            reason="; ".join(notes), candidates=int(keep.size), proven_optimal=proven,
+                            time_limited=timed_out)
 
 
 def greedy_knapsack(values, costs, capacity, max_items, *, groups=None, group_costs=None, kinds=None,

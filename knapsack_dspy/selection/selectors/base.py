@@ -195,15 +195,15 @@ class CandidateValues:
         return self._values[positions]
 
 
-def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int):
+def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int, reserve: int = 0):
     """The ``knn_k`` nearest eligible exemplars by the pool's nearest-neighbour index (exact similarities of the
-    ones it returns), with the ``ann_index.CHEAP_RESERVE`` cheapest of the other eligible ones it fetched, or
-    ``None`` when the index cannot answer (too many of its hits excluded).
+    ones it returns), with the ``reserve`` cheapest of the other eligible ones it fetched (an exemplar's cost
+    with its group's shared cost), or ``None`` when the index cannot answer (too many of its hits excluded).
 
-    Why the reserve: the index misses a few of the true ``knn_k`` nearest, and when one of them is a cheap
-    exemplar, a knapsack over the rest fits one exemplar fewer (its cheap members are what let the last one in);
-    a cheap exemplar just past the ``knn_k`` nearest takes its place. A ranking selector reaches the reserve only
-    after every nearer candidate. Exact search (a small pool) keeps the ``knn_k`` nearest alone."""
+    Why a reserve (SEER's selector asks for ``ann_index.CHEAP_RESERVE``): the index misses a few of the true
+    ``knn_k`` nearest, and when one of them is a cheap exemplar, a knapsack over the rest fits one exemplar fewer
+    (its cheap members are what let the last one in); a cheap exemplar just past the ``knn_k`` nearest takes its
+    place. Exact search (a small pool) keeps the ``knn_k`` nearest alone."""
     fetch = 2 * knn_k + len(request.exclude_ids)
     found = np.sort(eligible_among(pool, request, pool.index.search(request.embedding, fetch)))
     if found.size < knn_k:
@@ -212,8 +212,13 @@ def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k:
     if found.size > knn_k:
         order = np.argsort(-values, kind="stable")
         nearest, others = order[:knn_k], order[knn_k:]
-        cheap = others[np.argsort(pool.costs[found[others]], kind="stable")[:ann_index.CHEAP_RESERVE]]
-        keep = np.sort(np.concatenate([nearest, cheap]))
+        if reserve > 0 and others.size:
+            others = found[others]
+            alone = pool.costs[others] + (np.where(pool.groups[others] >= 0, pool.group_costs[
+                np.maximum(pool.groups[others], 0)], 0.0) if pool.has_groups else 0.0)
+            cheap = order[knn_k:][np.argsort(alone, kind="stable")[:reserve]]
+            nearest = np.concatenate([nearest, cheap])
+        keep = np.sort(nearest)
         found, values = found[keep], values[keep]
     return found, CandidateValues(found, values)
 
@@ -234,8 +239,9 @@ def candidate_search(selector: ExemplarSelector, pool: ExemplarPool, has_values:
     if knn_k is None:
         return f"every eligible exemplar of {len(pool):,} (the selector has no candidate count): exact search"
     if uses_index(pool, knn_k, has_values):
-        return (f"the {knn_k} nearest and the {ann_index.CHEAP_RESERVE} cheapest of the rest it fetched, by the "
-                + ann_index.describe(pool.index, len(pool)))
+        reserve = int(getattr(selector, "cheap_reserve", 0))
+        also = f" and the {reserve} cheapest of the rest it fetched" if reserve else ""
+        return f"the {knn_k} nearest{also}, by the " + ann_index.describe(pool.index, len(pool))
     if pool.index is not None and len(pool) >= ann_index.ANN_MIN_POOL:
         why = ("a value function scores every exemplar" if has_values else
                f"the index is calibrated for the {pool.index.calibration.get('k')} nearest")
@@ -243,13 +249,13 @@ def candidate_search(selector: ExemplarSelector, pool: ExemplarPool, has_values:
     return f"the {knn_k} nearest by " + ann_index.describe(pool.index, len(pool))
 
 
-def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None):
+def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None = None, reserve: int = 0):
     """(eligible indices, similarities to the query), optionally cut to the ``knn_k`` nearest: exactly, or, when
-    :func:`uses_index`, by the pool's nearest-neighbour index with a reserve of cheap ones
+    :func:`uses_index`, by the pool's nearest-neighbour index, with ``reserve`` cheap ones beside them
     (:func:`approximate_candidates`; the similarities then cover the candidates only: :class:`CandidateValues`);
     when the index cannot answer (too many of its hits excluded), exactly."""
     if uses_index(pool, knn_k, request.values is not None):
-        found = approximate_candidates(pool, request, knn_k)
+        found = approximate_candidates(pool, request, knn_k, reserve)
         if found is not None:
             return found
     sims = query_values(pool, request)

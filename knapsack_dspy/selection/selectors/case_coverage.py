@@ -167,4 +167,5 @@ class CaseCoverageSelector(ExemplarSelector):
             sol = solve_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars,
                                  time_limit=self.time_limit, **options)
         chosen = [int(idx[i]) for i in sol.selected]
-        return make_selection(pool, request, chosen, sims, status=sol.status, reason=sol.reason)
+        return make_selection(pool, request, chosen, sims, status=sol.status, reason=sol.reason,
+                              time_limited=sol.time_limited)

@@ -14,6 +14,7 @@ from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 class CSPSelector(KnapsackSelector):
     name = "csp"
+    cheap_reserve = 0  # a random draw over the candidates: a reserve of cheap ones would be drawn more often
 
     def select(self, pool, request):
         idx, sims = candidates(pool, request, self.knn_k)
@@ -21,4 +22,4 @@ class CSPSelector(KnapsackSelector):
         values = 1.0 + request_rng(request, self.name).random(idx.size)
         chosen, sol = self._solve(pool, request, idx, sims, values, request.capacity, self.max_exemplars)
         return make_selection(pool, request, chosen, sims, status=sol.status, relaxed=sol.relaxed,
-                              reason=sol.reason)
+                              reason=sol.reason, time_limited=sol.time_limited)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from knapsack_dspy.selection import ann_index
 from knapsack_dspy.selection.constraints import (
     answer_type_template,
     max_per_value,
@@ -81,11 +82,15 @@ class KnapsackSelector(ExemplarSelector):
                              time_limit=self.time_limit)
         return [int(idx[i]) for i in sol.selected], sol
 
+    #: from a pool's nearest-neighbour index, the cheapest other candidates it fetched beside the ``knn_k``
+    #: nearest (``selectors.base.approximate_candidates``): a missed cheap exemplar would cost a whole exemplar
+    cheap_reserve = ann_index.CHEAP_RESERVE
+
     def select(self, pool, request):
-        idx, sims = candidates(pool, request, self.knn_k)
+        idx, sims = candidates(pool, request, self.knn_k, reserve=self.cheap_reserve)
         chosen, sol = self._solve(pool, request, idx, sims, sims[idx], request.capacity, self.max_exemplars)
         return make_selection(pool, request, chosen, sims, status=sol.status, relaxed=sol.relaxed,
-                              reason=sol.reason)
+                              reason=sol.reason, time_limited=sol.time_limited)
 
 
 class GoldKnapsackSelector(KnapsackSelector):
