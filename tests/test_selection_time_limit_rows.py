@@ -2,35 +2,19 @@
 and on a loaded machine it varies from run to run. Bench rows say ``selection_status``, ``metrics.json`` counts
 them per run (``time_limited``) and ``report.md`` shows the count when a run has any."""
 
-import os
-from pathlib import Path
+from helpers import WordCounter, bench_on_tatqa_slice
 
-from helpers import HashingEmbedder, WordCounter
-
-from knapsack_dspy.bench.execution import runner
-from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.selection import knapsack
 
-DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-
 
 def test_time_limited_selections_are_marked_counted_and_reported(tmp_path, monkeypatch):
-    from knapsack_dspy.bench.programs import run_program
-    from knapsack_dspy.data import load_examples
-
-    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]
-    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:3]
-    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     suite = suite_from_dict({"name": "t", "selector": ["kate", "seer"], "budget": 4000, "max_exemplars": 2,
                              "model": "openai/gpt-4o-mini", "attributes": [], "selection_only": True})
 
     def bench(out):
-        metrics = runner.run_suite(suite, out, embedder=HashingEmbedder(),
-                                   token_counter_factory=lambda m: WordCounter(), progress=False,
-                                   log=lambda message: None)
-        return ({m["spec"]["selector"]: m for m in metrics.values()}, load_rows(out),
-                (out / "report.md").read_text())
+        metrics, rows, report = bench_on_tatqa_slice(suite, out, monkeypatch, WordCounter())
+        return {m["spec"]["selector"]: m for m in metrics.values()}, rows, report
 
     metrics, rows, report = bench(tmp_path / "solved")
     assert all("selection_status" not in r for r in rows) and len(rows) == 6

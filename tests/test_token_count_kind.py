@@ -8,10 +8,8 @@ from pathlib import Path
 import dspy
 import pytest
 from dspy.utils import DummyLM
-from helpers import HashingEmbedder, WordCounter
+from helpers import HashingEmbedder, WordCounter, bench_on_tatqa_slice
 
-from knapsack_dspy.bench.execution import runner
-from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import suite_from_dict
 from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
 from knapsack_dspy.modules.selection_context import selection_log
@@ -50,20 +48,11 @@ def test_the_selection_log_and_the_compile_report_say_when_counts_are_estimates(
 
 @pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
 def test_bench_rows_metrics_and_the_report_mark_estimated_runs(tmp_path, monkeypatch):
-    from knapsack_dspy.bench.programs import run_program
-    from knapsack_dspy.data import load_examples
-
-    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]
-    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:3]
-    monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     suite = suite_from_dict({"name": "t", "selector": ["kate", "seer"], "budget": 4000, "max_exemplars": 2,
                              "model": "anthropic/claude-haiku-4-5", "attributes": [], "selection_only": True})
 
     def bench(out, counter):
-        metrics = runner.run_suite(suite, out, embedder=HashingEmbedder(), token_counter_factory=lambda m: counter,
-                                   progress=False, log=lambda message: None)
-        rows = load_rows(out)
-        return metrics, rows, (out / "report.md").read_text()
+        return bench_on_tatqa_slice(suite, out, monkeypatch, counter)
 
     metrics, rows, report = bench(tmp_path / "estimated", ApproximateCounter())
     assert {r["token_count"] for r in rows} == {"estimate"} and len(rows) == 6

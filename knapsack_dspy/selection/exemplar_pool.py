@@ -123,14 +123,16 @@ class ExemplarPool:
         used = {int(g) for g in self.groups[indices] if g >= 0} - {int(g) for g in paid_groups}
         return float(self.costs[indices].sum()) + float(sum(self.group_costs[g] for g in used))
 
-    def alone_costs(self) -> np.ndarray:
-        """What each exemplar costs in a prompt with no other exemplar of its group: its own cost plus its
-        group's shared cost."""
-        shared = np.zeros(len(self))
-        grouped = self.groups >= 0
+    def alone_costs(self, indices=None) -> np.ndarray:
+        """What each exemplar (of ``indices``, default all) costs in a prompt with no other exemplar of its group:
+        its own cost plus its group's shared cost."""
+        rows = slice(None) if indices is None else np.asarray(indices, dtype=np.int64)
+        costs, groups = self.costs[rows], self.groups[rows]
+        shared = np.zeros(len(costs))
+        grouped = groups >= 0
         if grouped.any():
-            shared[grouped] = self.group_costs[self.groups[grouped]]
-        return self.costs + shared
+            shared[grouped] = self.group_costs[groups[grouped]]
+        return costs + shared
 
     def knapsack_groups(self, idx, paid_groups=()):
         """``(groups, group_costs)`` for ``solve_knapsack`` over the candidates ``idx`` (ids renumbered; a group

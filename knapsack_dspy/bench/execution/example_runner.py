@@ -44,7 +44,7 @@ def _selection_fields(program, selection: dict, example) -> dict:
         "predicted_attributes": selection.get("predicted_attributes", {}),
         "relaxed": selection.get("relaxed", []),
     }
-    if selection.get("time_limited") or selection.get("status") == "time_limit":  # a loaded machine's selection
+    if selection.get("time_limited"):  # a knapsack's time limit ended its search: a loaded machine's selection
         row["selection_status"] = "time_limit"
     if selection.get("total_cost") is not None:  # the selected exemplars' own tokens (an exemplar budget's measure)
         row["exemplar_tokens"] = round(float(selection["total_cost"]))

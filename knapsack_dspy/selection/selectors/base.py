@@ -211,14 +211,11 @@ def approximate_candidates(pool: ExemplarPool, request: SelectionRequest, knn_k:
     values = query_similarities(pool.embeddings[found], request.embedding)
     if found.size > knn_k:
         order = np.argsort(-values, kind="stable")
-        nearest, others = order[:knn_k], order[knn_k:]
-        if reserve > 0 and others.size:
-            others = found[others]
-            alone = pool.costs[others] + (np.where(pool.groups[others] >= 0, pool.group_costs[
-                np.maximum(pool.groups[others], 0)], 0.0) if pool.has_groups else 0.0)
-            cheap = order[knn_k:][np.argsort(alone, kind="stable")[:reserve]]
-            nearest = np.concatenate([nearest, cheap])
-        keep = np.sort(nearest)
+        keep, others = order[:knn_k], order[knn_k:]
+        if reserve > 0:
+            cheap = others[np.argsort(pool.alone_costs(found[others]), kind="stable")[:reserve]]
+            keep = np.concatenate([keep, cheap])
+        keep = np.sort(keep)
         found, values = found[keep], values[keep]
     return found, CandidateValues(found, values)
 

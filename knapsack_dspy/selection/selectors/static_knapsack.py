@@ -145,4 +145,4 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
                        if slots > 0 and idx.size else ([], None))
         return make_selection(pool, request, chosen, sims, prefix=core,
                               status=sol.status if sol else "ok", relaxed=sol.relaxed if sol else (),
-                              reason=sol.reason if sol else "")
+                              reason=sol.reason if sol else "", time_limited=bool(sol and sol.time_limited))
