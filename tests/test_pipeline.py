@@ -312,6 +312,9 @@ def test_statute_pipeline_compiles_and_answers(tmp_path, embedder, pipeline, ret
     prompt = lm.history[0]["messages"]
     n_demos = sum(m["role"] == "assistant" for m in prompt)
     assert n_demos == (0 if pipeline == "zero_shot" else 2)
+    if pipeline == "cot":  # entailment demos reason from the rule they cite, never DSPy's "Not supplied"
+        replies = [m["content"] for m in prompt if m["role"] == "assistant"]
+        assert all("The statement applies section" in reply and "Not supplied" not in reply for reply in replies)
     statute = program.retrieve(question=query.question).statute_text
     assert statute and statute in prompt[-1]["content"]  # the retrieved statute text is in the prompt
     path = save_program(program, tmp_path / "sara.json")

@@ -136,6 +136,21 @@ def test_module_arguments_are_checked(corpus):
         StatuteRetriever(statutes=corpus)(question=None)
 
 
+def test_cited_rules_quote_the_cited_subsections_own_text():
+    texts = {"9": "§9. Test\n\n(a) Rule\n\n    (1) The first rule applies to every person named here.\n\n"
+                  "    (2) See paragraph (1).\n"}
+    retriever = StatuteRetriever(statutes=texts)
+    assert retriever.cited_rules("Section 9(a)(1) applies to Alice.") == [
+        '9(a)(1): "The first rule applies to every person named here."']
+    assert retriever.cited_rules("Section 9(a)(1) applies to Alice.", max_words=3) == [
+        '9(a)(1): "The first rule ..."']
+    assert retriever.cited_rules("Section 9(a) applies to Alice.") == ["9(a) Rule"]  # its text is its children's
+    assert retriever.cited_rules("Section 9(a)(2) and section 9(a)(1) apply.") == [
+        '9(a)(1): "The first rule applies to every person named here."', '9(a)(2): "See paragraph (1)."']
+    assert retriever.cited_rules("How much tax does Alice pay?") == []
+    assert retriever.cited_rules("Section 45(a) applies to Alice.") == []
+
+
 def test_module_from_texts_mapping_and_data_dir():
     texts = {"9": "§9. Test\n\n(a) Rule\n\n    (1) The first rule applies.\n\n    (2) See paragraph (1).\n"}
     pred = StatuteRetriever(strategy="references", statutes=texts)(question="Does section 9(a)(2) apply?")

@@ -73,6 +73,24 @@ def test_demos_leave_the_statute_out_by_default():
     assert solver.predictor.demos == []
 
 
+def test_cot_demos_of_entailment_cases_reason_from_the_cited_rule():
+    rule = '151(a) Allowance of deductions: "The exemptions shall be allowed as deductions."'
+    solver = StatuteAnswerer(mode="cot")
+    entailed = solver.as_demo(ENTAILMENT_CASE.copy(cited_rules=[rule]))
+    assert entailed.reasoning.startswith(f"The statement applies section {rule}\n")
+    assert entailed.reasoning.endswith("so the statement is entailed.")
+    contradicted = solver.as_demo(ENTAILMENT_CASE.copy(cited_rules=[rule], answer="Contradiction"))
+    assert contradicted.reasoning.endswith("so the statement is contradicted.")
+    assert contradicted.answer == "Contradiction"
+    assert "reasoning" not in solver.as_demo(ENTAILMENT_CASE)  # no cited rule: nothing to reason from
+    assert "reasoning" not in solver.as_demo(NUMERICAL_CASE.copy(cited_rules=[rule]))
+    assert "reasoning" not in StatuteAnswerer(mode="few_shot").as_demo(ENTAILMENT_CASE.copy(cited_rules=[rule]))
+    lm = configure([{"reasoning": "r", "answer": "Entailment"}])
+    solver(question="Bob's exemption is $0.", statute="s", facts="f", demos=[entailed])
+    demo_reply = lm.history[-1]["messages"][2]["content"]
+    assert "section 151(a)" in demo_reply and "Not supplied" not in demo_reply
+
+
 def test_zero_shot_sends_no_demos():
     solver = StatuteAnswerer(mode="zero_shot")
     lm = configure([{"answer": "Entailment"}])

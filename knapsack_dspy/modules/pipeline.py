@@ -466,6 +466,11 @@ class StatuteQA(_Pipeline):
         statute = self.retrieve(question=question, count_tokens=count).statute_text
         return {"question": question, "facts": facts, "statute": statute}
 
+    def _demo_retrieved(self, example: Mapping) -> dict:
+        """A case as a demo shows it: as a query's retrieval keeps it, plus the rules its statement cites
+        (``StatuteRetriever.cited_rules``), which a chain-of-thought demo's reasoning quotes."""
+        return {**self._retrieved(example), "cited_rules": self.retrieve.cited_rules(example["question"])}
+
 
     def _select_fields(self, question, table, paragraphs) -> dict:
         return {"question": question}

@@ -101,6 +101,22 @@ class StatuteRetriever(dspy.Module):
             new.__dict__[key] = value if key == "_corpus" else copy.deepcopy(value, memo)
         return new
 
+    def cited_rules(self, question: str, max_words: int = 80) -> list[str]:
+        """The subsections ``question`` cites, each as ``<id> <heading>: "<its own sentences>"`` (the text cut to
+        ``max_words`` words, ``"..."`` marking the cut; the heading alone when the node's text is all in its
+        children), in statute order; ``[]`` when it cites nothing the statutes hold. A demo's reasoning quotes
+        them (``demo_rendering.statute_reasoning``)."""
+        corpus = self.corpus
+        cited = select_statute_text(corpus, extract_citations(question), "mentioned_only").cited_ids
+        rules = []
+        for node_id in cited:
+            node = corpus[node_id]
+            words = node.own_text.split()
+            text = " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
+            head = f"{node.id} {node.heading}".strip()
+            rules.append(f'{head}: "{text}"' if text else head)
+        return rules
+
     def forward(self, question: str, count_tokens=None) -> dspy.Prediction:
         """Returns ``dspy.Prediction`` with ``statute_text`` (str), ``subsection_ids`` (list[str], statute
         order), ``citations`` (ids as cited in the question), ``has_citation`` (bool: a cited section is in

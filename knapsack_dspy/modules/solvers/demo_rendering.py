@@ -46,6 +46,7 @@ __all__ = [
     "render_text_field",
     "statute_demo",
     "statute_inputs",
+    "statute_reasoning",
 ]
 
 #: Which paragraphs a demo shows: all of its document's, or only the gold evidence (SEER's choice).
@@ -217,6 +218,23 @@ def gold_reasoning(source) -> str | None:
     return None
 
 
+def statute_reasoning(source) -> str | None:
+    """A chain-of-thought demo's reasoning for a SARA entailment case, from the record alone (no LM): the rules
+    its statement cites (``cited_rules``: ``<id> <heading>: "<text>"``, as ``StatuteQA`` adds them to a demo) and
+    whether, applied to the facts, they bear the statement out (its gold label). Without it a labelled case shows
+    DSPy's "Not supplied for this particular example" as its reasoning, which a small model copies. ``None`` for
+    numerical cases and for statements that cite no rule the statutes hold."""
+    fields = as_mapping(source)
+    rules = [str(rule) for rule in fields.get("cited_rules") or () if rule]
+    label = fields.get("answer")
+    if not rules or label not in ("Entailment", "Contradiction"):
+        return None
+    quoted = "; ".join(f"section {rule}" for rule in rules)
+    verdict = ("gives what the statement says, so the statement is entailed" if label == "Entailment" else
+               "does not give what the statement says, so the statement is contradicted")
+    return f"The statement applies {quoted}\nApplied to the facts, the rule {verdict}."
+
+
 def gold_statute_answer(source) -> str:
     """A SARA record's gold answer as ``AnswerStatuteQuestion`` asks for it: the label or ``$<dollars>``."""
     fields = as_mapping(source)
@@ -244,7 +262,7 @@ def answer_demo(source, *, reasoning: bool = False, paragraphs: str = "all"):
     demo = document_inputs(fields, paragraphs)
     demo.update(answer=gold_answer_text(fields), scale=gold_scale_text(fields))
     if reasoning:
-        text = gold_reasoning(fields)
+        text = gold_reasoning(fields) or statute_reasoning(fields)
         if text:
             demo["reasoning"] = text
     return _example(demo)
@@ -273,7 +291,7 @@ def program_demo(source, *, language: str = "python", reasoning: bool = False, p
     else:
         raise ValueError(f"language must be 'python' or 'finqa', got {language!r}")
     if reasoning:
-        text = gold_reasoning(fields)
+        text = gold_reasoning(fields) or statute_reasoning(fields)
         if text:
             demo["reasoning"] = text
     return _example(demo)
@@ -288,7 +306,7 @@ def statute_demo(source, *, reasoning: bool = False, include_statute: bool = Fal
         del demo["statute"]
     demo["answer"] = gold_statute_answer(fields)
     if reasoning:
-        text = gold_reasoning(fields)
+        text = gold_reasoning(fields) or statute_reasoning(fields)
         if text:
             demo["reasoning"] = text
     return _example(demo)
