@@ -72,7 +72,7 @@ def measure(strategy: str, statute_tokens: int | None, cases, args, embedder, co
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--statute-tokens", default="none,1536", help="comma-separated budgets; none: no limit")
+    parser.add_argument("--statute-tokens", default="none,1536,2048", help="comma-separated budgets; none: no limit")
     parser.add_argument("--model", default="local/qwen2.5-coder-1.5b-instruct")
     parser.add_argument("--budget", type=int, default=4096, help="the whole prompt's budget (default 4096)")
     parser.add_argument("--reserve", type=int, default=512, help="output tokens kept free (default 512)")
