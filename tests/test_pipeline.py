@@ -315,6 +315,7 @@ def test_statute_pipeline_compiles_and_answers(tmp_path, embedder, pipeline, ret
     if pipeline == "cot":  # entailment demos reason from the rule they cite, never DSPy's "Not supplied"
         replies = [m["content"] for m in prompt if m["role"] == "assistant"]
         assert all("The statement applies section" in reply and "Not supplied" not in reply for reply in replies)
+        assert "The statement applies section" not in prompt[-1]["content"]  # the query's own label never shows
     statute = program.retrieve(question=query.question).statute_text
     assert statute and statute in prompt[-1]["content"]  # the retrieved statute text is in the prompt
     path = save_program(program, tmp_path / "sara.json")

@@ -136,17 +136,24 @@ def test_module_arguments_are_checked(corpus):
         StatuteRetriever(statutes=corpus)(question=None)
 
 
-def test_cited_rules_quote_the_cited_subsections_own_text():
+def test_cited_rules_quote_the_cited_subsections_text():
     texts = {"9": "§9. Test\n\n(a) Rule\n\n    (1) The first rule applies to every person named here.\n\n"
-                  "    (2) See paragraph (1).\n"}
+                  "    (2) See paragraph (1).\n\n(b) Qualifying person\n\nAn individual qualifies if he is-\n\n"
+                  "    (1) a resident, or\n\n    (2) a citizen,\n\nof the United States.\n\n(c) Empty\n"}
     retriever = StatuteRetriever(statutes=texts)
-    assert retriever.cited_rules("Section 9(a)(1) applies to Alice.") == [
-        '9(a)(1): "The first rule applies to every person named here."']
-    assert retriever.cited_rules("Section 9(a)(1) applies to Alice.", max_words=3) == [
-        '9(a)(1): "The first rule ..."']
-    assert retriever.cited_rules("Section 9(a) applies to Alice.") == ["9(a) Rule"]  # its text is its children's
+    first = '9(a)(1): "The first rule applies to every person named here."'
+    assert retriever.cited_rules("Section 9(a)(1) applies to Alice.") == [first]
+    assert retriever.cited_rules("Section 9(a)(1) applies to Alice.", max_words=3) == ['9(a)(1): "The first rule ..."']
+    # a lead-in brings its children, in file order, and the sentence after them stays after them
+    assert retriever.cited_rules("Section 9(b) applies to Alice.") == [
+        '9(b) Qualifying person: "An individual qualifies if he is- (1) a resident, or (2) a citizen, of the United '
+        'States."']
+    # no text of its own: its children's
+    assert retriever.cited_rules("Section 9(a) applies to Alice.") == [
+        '9(a) Rule: "(1) The first rule applies to every person named here. (2) See paragraph (1)."']
     assert retriever.cited_rules("Section 9(a)(2) and section 9(a)(1) apply.") == [
-        '9(a)(1): "The first rule applies to every person named here."', '9(a)(2): "See paragraph (1)."']
+        first, '9(a)(2): "See paragraph (1)."']
+    assert retriever.cited_rules("Section 9(a)(1)(C) applies to Alice.") == [first]  # deepest existing subsection
     assert retriever.cited_rules("How much tax does Alice pay?") == []
     assert retriever.cited_rules("Section 45(a) applies to Alice.") == []
 

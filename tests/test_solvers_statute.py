@@ -82,6 +82,9 @@ def test_cot_demos_of_entailment_cases_reason_from_the_cited_rule():
     contradicted = solver.as_demo(ENTAILMENT_CASE.copy(cited_rules=[rule], answer="Contradiction"))
     assert contradicted.reasoning.endswith("so the statement is contradicted.")
     assert contradicted.answer == "Contradiction"
+    two = solver.as_demo(ENTAILMENT_CASE.copy(cited_rules=[rule, "151(b) Taxpayer and spouse"], answer="Contradiction"))
+    assert "section 151(b) Taxpayer and spouse\n" in two.reasoning
+    assert two.reasoning.endswith("the rules do not give what the statement says, so the statement is contradicted.")
     assert "reasoning" not in solver.as_demo(ENTAILMENT_CASE)  # no cited rule: nothing to reason from
     assert "reasoning" not in solver.as_demo(NUMERICAL_CASE.copy(cited_rules=[rule]))
     assert "reasoning" not in StatuteAnswerer(mode="few_shot").as_demo(ENTAILMENT_CASE.copy(cited_rules=[rule]))

@@ -471,7 +471,6 @@ class StatuteQA(_Pipeline):
         (``StatuteRetriever.cited_rules``), which a chain-of-thought demo's reasoning quotes."""
         return {**self._retrieved(example), "cited_rules": self.retrieve.cited_rules(example["question"])}
 
-
     def _select_fields(self, question, table, paragraphs) -> dict:
         return {"question": question}
 

@@ -102,16 +102,19 @@ class StatuteRetriever(dspy.Module):
         return new
 
     def cited_rules(self, question: str, max_words: int = 80) -> list[str]:
-        """The subsections ``question`` cites, each as ``<id> <heading>: "<its own sentences>"`` (the text cut to
-        ``max_words`` words, ``"..."`` marking the cut; the heading alone when the node's text is all in its
-        children), in statute order; ``[]`` when it cites nothing the statutes hold. A demo's reasoning quotes
-        them (``demo_rendering.statute_reasoning``)."""
+        """The subsections ``question`` cites, each as ``<id> <heading>: "<its text>"``, in statute order; ``[]``
+        when it cites nothing the statutes hold. A demo's reasoning quotes them
+        (``demo_rendering.statute_reasoning``). The text is the subsection's own sentences; when one of them leads in
+        to its children (``an individual-``, ``unless-``) or it has none, its descendants follow in file order, each
+        after its label (``(A) who bears a relationship ...``), and a sentence after them stays after them. Cut to
+        ``max_words`` words (``" ..."`` marks the cut); the id and heading alone when nothing has text. A citation
+        deeper than the statutes go (``151(d)(5)(A)``) quotes its deepest existing subsection."""
         corpus = self.corpus
         cited = select_statute_text(corpus, extract_citations(question), "mentioned_only").cited_ids
         rules = []
         for node_id in cited:
             node = corpus[node_id]
-            words = node.own_text.split()
+            words = _rule_text(corpus, node_id).split()
             text = " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
             head = f"{node.id} {node.heading}".strip()
             rules.append(f'{head}: "{text}"' if text else head)
@@ -143,3 +146,22 @@ class StatuteRetriever(dspy.Module):
                                citations=[c.id for c in citations], has_citation=has_citation,
                                partial=selection.partial, unresolved=selection.unresolved,
                                truncated=selection.truncated, dropped_ids=selection.dropped_ids)
+
+
+#: How a subsection's own text ends when its substance is in its children ("an individual-", "unless-").
+_LEAD_IN_ENDINGS = ("-", "\u2014", ":")
+
+
+def _rule_text(corpus: StatuteCorpus, node_id: str) -> str:
+    """A subsection's own sentences and, when one of them leads in to its children or it has none, its descendants'
+    (each one's first sentence after its label), in file order."""
+    node = corpus[node_id]
+    parts = [(sentence.position, sentence.text) for sentence in node.sentences]
+    lead_in = any(sentence.text.rstrip().endswith(_LEAD_IN_ENDINGS) for sentence in node.sentences)
+    if lead_in or not node.sentences:
+        for descendant_id in corpus.subtree(node_id)[1:]:
+            descendant = corpus[descendant_id]
+            for index, sentence in enumerate(descendant.sentences):
+                label = f"({descendant.label}) " if index == 0 else ""
+                parts.append((sentence.position, label + sentence.text))
+    return " ".join(text for _, text in sorted(parts))

@@ -230,9 +230,11 @@ def statute_reasoning(source) -> str | None:
     if not rules or label not in ("Entailment", "Contradiction"):
         return None
     quoted = "; ".join(f"section {rule}" for rule in rules)
-    verdict = ("gives what the statement says, so the statement is entailed" if label == "Entailment" else
-               "does not give what the statement says, so the statement is contradicted")
-    return f"The statement applies {quoted}\nApplied to the facts, the rule {verdict}."
+    rule, gives, does_not_give = ("the rule", "gives", "does not give") if len(rules) == 1 else (
+        "the rules", "give", "do not give")
+    verdict = (f"{rule} {gives} what the statement says, so the statement is entailed" if label == "Entailment"
+               else f"{rule} {does_not_give} what the statement says, so the statement is contradicted")
+    return f"The statement applies {quoted}\nApplied to the facts, {verdict}."
 
 
 def gold_statute_answer(source) -> str:
@@ -262,7 +264,7 @@ def answer_demo(source, *, reasoning: bool = False, paragraphs: str = "all"):
     demo = document_inputs(fields, paragraphs)
     demo.update(answer=gold_answer_text(fields), scale=gold_scale_text(fields))
     if reasoning:
-        text = gold_reasoning(fields) or statute_reasoning(fields)
+        text = gold_reasoning(fields)
         if text:
             demo["reasoning"] = text
     return _example(demo)
@@ -291,7 +293,7 @@ def program_demo(source, *, language: str = "python", reasoning: bool = False, p
     else:
         raise ValueError(f"language must be 'python' or 'finqa', got {language!r}")
     if reasoning:
-        text = gold_reasoning(fields) or statute_reasoning(fields)
+        text = gold_reasoning(fields)
         if text:
             demo["reasoning"] = text
     return _example(demo)
