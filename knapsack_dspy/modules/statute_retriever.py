@@ -32,7 +32,12 @@ from knapsack_dspy.data import load_statutes
 from knapsack_dspy.retrieval.citations import extract_citations
 from knapsack_dspy.retrieval.statute_budget import fit_statute_selection
 from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
-from knapsack_dspy.retrieval.statute_strategies import STRATEGIES, render_subsections, select_statute_text
+from knapsack_dspy.retrieval.statute_strategies import (
+    STRATEGIES,
+    render_subsections,
+    rule_text,
+    select_statute_text,
+)
 
 __all__ = ["NO_CITATION_POLICIES", "StatuteRetriever", "load_statute_corpus"]
 
@@ -114,7 +119,7 @@ class StatuteRetriever(dspy.Module):
         rules = []
         for node_id in cited:
             node = corpus[node_id]
-            words = _rule_text(corpus, node_id).split()
+            words = rule_text(corpus, node_id).split()
             text = " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
             head = f"{node.id} {node.heading}".strip()
             rules.append(f'{head}: "{text}"' if text else head)
@@ -146,22 +151,3 @@ class StatuteRetriever(dspy.Module):
                                citations=[c.id for c in citations], has_citation=has_citation,
                                partial=selection.partial, unresolved=selection.unresolved,
                                truncated=selection.truncated, dropped_ids=selection.dropped_ids)
-
-
-#: How a subsection's own text ends when its substance is in its children ("an individual-", "unless-").
-_LEAD_IN_ENDINGS = ("-", "\u2014", ":")
-
-
-def _rule_text(corpus: StatuteCorpus, node_id: str) -> str:
-    """A subsection's own sentences and, when one of them leads in to its children or it has none, its descendants'
-    (each one's first sentence after its label), in file order."""
-    node = corpus[node_id]
-    parts = [(sentence.position, sentence.text) for sentence in node.sentences]
-    lead_in = any(sentence.text.rstrip().endswith(_LEAD_IN_ENDINGS) for sentence in node.sentences)
-    if lead_in or not node.sentences:
-        for descendant_id in corpus.subtree(node_id)[1:]:
-            descendant = corpus[descendant_id]
-            for index, sentence in enumerate(descendant.sentences):
-                label = f"({descendant.label}) " if index == 0 else ""
-                parts.append((sentence.position, label + sentence.text))
-    return " ".join(text for _, text in sorted(parts))

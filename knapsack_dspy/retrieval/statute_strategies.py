@@ -23,7 +23,7 @@ from knapsack_dspy.retrieval.citations import Citation
 from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
 from knapsack_dspy.retrieval.statute_references import find_references
 
-__all__ = ["STRATEGIES", "StatuteSelection", "node_lines", "render_subsections", "section_title",
+__all__ = ["STRATEGIES", "StatuteSelection", "node_lines", "render_subsections", "rule_text", "section_title",
            "select_statute_text"]
 
 STRATEGIES = ("mentioned_only", "entire_section", "references")
@@ -85,6 +85,26 @@ def node_lines(corpus: StatuteCorpus, node_id: str) -> list[tuple[int, str]]:
     for line_number, texts in blocks.items():
         items.append((line_number, indent + " ".join(texts)))
     return items
+
+#: How a subsection's own text ends when its substance is in its children ("an individual-", "unless-").
+_LEAD_IN_ENDINGS = ("-", "\u2014", ":")
+
+
+def rule_text(corpus: StatuteCorpus, node_id: str) -> str:
+    """A subsection's text as a rule to quote: its own sentences and, when one of them leads in to its children
+    (``an individual-``, ``unless-``) or it has none, its descendants' (each one's first sentence after its label,
+    ``(A) who bears ...``), in file order (a sentence after the children stays after them)."""
+    node = corpus[node_id]
+    parts = [(sentence.position, sentence.text) for sentence in node.sentences]
+    lead_in = any(sentence.text.rstrip().endswith(_LEAD_IN_ENDINGS) for sentence in node.sentences)
+    if lead_in or not node.sentences:
+        for descendant_id in corpus.subtree(node_id)[1:]:
+            descendant = corpus[descendant_id]
+            for index, sentence in enumerate(descendant.sentences):
+                label = f"({descendant.label}) " if index == 0 else ""
+                parts.append((sentence.position, label + sentence.text))
+    return " ".join(text for _, text in sorted(parts))
+
 
 
 def select_statute_text(corpus: StatuteCorpus, citations: Sequence[Citation],
