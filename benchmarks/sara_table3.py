@@ -42,10 +42,10 @@ def read_rows(results_dir: Path) -> dict:
 
 
 def shared_cases(by_strategy: dict, case_type: str) -> list[str]:
-    present = [s for s in STRATEGIES if s in by_strategy]
-    if not present:
-        sys.exit("sara_table3: no SARA rows of the three strategies")
-    sets = [{i for i, r in by_strategy[s].items() if r.case_type == case_type} for s in present]
+    missing = [s for s in STRATEGIES if s not in by_strategy]
+    if missing:
+        sys.exit(f"sara_table3: no SARA rows for {missing}")
+    sets = [{i for i, r in by_strategy[s].items() if r.case_type == case_type} for s in STRATEGIES]
     return sorted(set.intersection(*sets))
 
 
@@ -62,16 +62,16 @@ def twins_told_apart(rows: dict, cases: list[str]) -> tuple[int, int]:
 
 def entailment_summary(by_strategy: dict) -> dict:
     cases = shared_cases(by_strategy, "entailment")
-    out = {"n": len(cases), "groups": 0, "strategies": {}, "differences": {}}
+    first = by_strategy[STRATEGIES[0]]
+    groups = [first[c].doc_id or c for c in cases]  # a case's group is the same in every run
+    out = {"n": len(cases), "groups": len(set(groups)), "strategies": {}, "differences": {}}
     if not cases:
         return out
     for strategy in STRATEGIES:
         rows = by_strategy[strategy]
         values = [100.0 * bool(rows[c].correct) for c in cases]
-        groups = [rows[c].doc_id or c for c in cases]
         low, high = cluster_bootstrap_ci(values, groups)
         apart, pairs = twins_told_apart(rows, cases)
-        out["groups"] = len(set(groups))
         out["strategies"][strategy] = {
             "accuracy": sum(values) / len(values), "low": low, "high": high,
             "said_entailment": 100.0 * sum(rows[c].answer == "Entailment" for c in cases) / len(cases),
@@ -82,7 +82,7 @@ def entailment_summary(by_strategy: dict) -> dict:
         ra, rb = by_strategy[a], by_strategy[b]
         comparison = paired_comparison({c: 100.0 * bool(ra[c].correct) for c in cases},
                                        {c: 100.0 * bool(rb[c].correct) for c in cases},
-                                       groups={c: ra[c].doc_id or c for c in cases})
+                                       groups=dict(zip(cases, groups, strict=True)))
         out["differences"][f"{a} - {b}"] = comparison.to_dict()
     return out
 
