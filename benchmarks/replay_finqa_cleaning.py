@@ -7,7 +7,10 @@ scored by the official evaluation (execution and program accuracy, ``score_predi
 replay is exact: the cleaning is all that differs, and a program that now runs would have needed no repair call.
 Rows of two calls (a repair) are counted apart and not replayed (the repair's prompt would differ).
 
-    python benchmarks/replay_finqa_cleaning.py benchmarks/results/finqa_tune_1p5b [--show 10]
+    python benchmarks/replay_finqa_cleaning.py benchmarks/results/finqa_tune_1p5b [--show 10] [--questions 61:150]
+
+``--questions FROM:TO`` keeps the questions at those positions of the order each run answered its eval split in
+(the suite's ``order_seed``): ``61:150`` is the FinQA tuning suite's clean part.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from types import SimpleNamespace
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
+from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, parse_question_range, questions_at
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text
@@ -70,16 +74,38 @@ def replay(rows, examples) -> tuple[dict, list]:
     return counts, changed
 
 
+def in_positions(rows, questions: str, data_dir=None) -> list:
+    """The rows whose question is at positions ``questions`` (``FROM:TO``) of its run's order."""
+    chosen: dict[tuple, set[str]] = {}
+    kept = []
+    for row in rows:
+        spec = row.spec
+        order = (spec.get("dataset"), spec.get("eval_split"), spec.get("eval_path"), spec.get("order_seed"))
+        if order not in chosen:
+            chosen[order] = questions_at(spec, questions, data_dir=data_dir)
+        if row.example_id in chosen[order]:
+            kept.append(row)
+    return kept
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", type=Path)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--show", type=int, default=10, help="changed rows to print")
+    parser.add_argument("--questions", metavar="FROM:TO", default=None,
+                        help="only the questions at these positions of the runs' order (1-based, inclusive)")
     args = parser.parse_args(argv)
     try:
         rows = load_rows(args.results_dir)  # predictions.jsonl, or the committed .gz; a missing file: one line
     except ResultsFileError as exc:
         raise SystemExit(f"error: {exc}") from None
+    if args.questions:
+        try:
+            parse_question_range(args.questions)
+        except QuestionRangeError as exc:
+            raise SystemExit(f"error: --questions {exc}") from None
+        rows = in_positions(rows, args.questions, args.data_dir)
     splits = {row.spec["eval_split"] for row in rows if row.spec.get("pipeline") == "finqa_pot"}
     if not splits:
         raise SystemExit("error: no FinQA program rows (pipeline finqa_pot) in that directory")

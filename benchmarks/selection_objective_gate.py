@@ -12,7 +12,7 @@ the 90 % interval bootstrapped by document (a TAT-QA table, a FinQA page). The g
 - and ahead of no demos and of its own greedy (point estimates).
 
     python benchmarks/selection_objective_gate.py benchmarks/results/selection_objective_1p5b \\
-        benchmarks/results/finqa_tune_1p5b [--finqa-questions 61:150] [--json OUT]
+        benchmarks/results/finqa_tune_1p5b [--finqa-questions 61:150] [--finqa-pool docs_pool] [--json OUT]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
+from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_at
 from knapsack_dspy.metrics.paired import paired_comparison
 
 NEW = "case_coverage"
@@ -39,19 +40,35 @@ def selector_label(spec: dict) -> str:
     return f"{name} {solver}" if solver and solver != "knapsack" else name
 
 
-def read_scores(results_dir: Path, dataset: str, keep=None, budget: int | None = None) -> dict:
+def read_scores(results_dir: Path, dataset: str, questions: str | None = None, budget: int | None = None,
+                pool: str | None = None) -> dict:
     """label -> {"score": {question: 0/1}, "tokens": {question: prompt tokens}, "doc": {question: document}} of the
-    answered rows (an LM failure counts as wrong, as in the reports), limited to ``keep`` (question ids) and to
-    runs at the whole-prompt ``budget`` without an exemplar budget."""
+    answered rows (an LM failure counts as wrong, as in the reports) of the runs at the whole-prompt ``budget``
+    without an exemplar budget, drawing on the ``pool`` split (all pools if None); ``questions`` (``FROM:TO``): only
+    those positions of the order the runs answered their eval split in (the suite's ``order_seed``). Two runs left
+    for one selector (e.g. two pools) are an error, not a silent pick."""
     try:
-        rows = load_rows(results_dir)
+        rows = [row for row in load_rows(results_dir) if not (
+            row.spec.get("selection_only") or row.spec.get("exemplar_budget")
+            or (budget and row.spec.get("budget") != budget) or (pool and row.spec.get("pool_split") != pool))]
     except ResultsFileError as exc:
         sys.exit(f"selection_objective_gate: {exc}")
+    runs: dict[str, set] = {}
+    for row in rows:
+        runs.setdefault(selector_label(row.spec), set()).add(row.run)
+    for label, keys in runs.items():
+        if len(keys) > 1:
+            sys.exit(f"selection_objective_gate: {results_dir} has {len(keys)} runs of {label} at budget {budget} "
+                     f"({', '.join(sorted(keys))}); name the pool (--finqa-pool)")
+    keep = None
+    if questions:
+        try:
+            keep = questions_at(rows[0].spec, questions) if rows else set()
+        except QuestionRangeError as exc:
+            sys.exit(f"selection_objective_gate: --finqa-questions {exc}")
     out: dict[str, dict] = {}
     for row in rows:
         spec = row.spec
-        if spec.get("selection_only") or spec.get("exemplar_budget") or (budget and spec.get("budget") != budget):
-            continue
         if keep is not None and row.example_id not in keep:
             continue
         entry = out.setdefault(selector_label(spec), {"score": {}, "tokens": {}, "doc": {}})
@@ -114,18 +131,6 @@ def table(name: str, part: dict) -> str:
     return "\n".join(lines)
 
 
-def positions(dataset: str, split: str, spec: str, order_seed: int | None) -> set[str]:
-    """The ids at positions FROM:TO (1-based, inclusive) of a split in the suite's order."""
-    from knapsack_dspy.data.loader import load_examples
-    from knapsack_dspy.data.seeded_order import in_seeded_order
-
-    first, _, last = spec.partition(":")
-    examples = load_examples(dataset, split=split)
-    if order_seed is not None:
-        examples = in_seeded_order(examples, order_seed)
-    return {example["id"] for example in examples[int(first) - 1:int(last)]}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tatqa", type=Path, help="the TAT-QA results directory (selection_objective.toml)")
@@ -133,11 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--finqa-questions", default=None, metavar="FROM:TO",
                         help="FinQA questions at these positions of the suite's order only (61:150: the clean part)")
     parser.add_argument("--budget", type=int, default=2048, help="the whole-prompt budget of the runs compared")
+    parser.add_argument("--finqa-pool", default="docs_pool",
+                        help="the FinQA runs' pool split (docs_pool: the document pool, the gate's; train: the cases)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    keep = positions("finqa", "dev_docs_tune", args.finqa_questions, 26) if args.finqa_questions else None
     tatqa = read_scores(args.tatqa, "tatqa", budget=args.budget)
-    finqa = read_scores(args.finqa, "finqa", keep=keep, budget=args.budget)
+    finqa = read_scores(args.finqa, "finqa", questions=args.finqa_questions, budget=args.budget,
+                        pool=args.finqa_pool)
     parts = {"TAT-QA (EM)": (tatqa, shared_questions(tatqa)), "FinQA (execution accuracy)": (finqa,
                                                                                              shared_questions(finqa))}
     pooled_scores = {label: {field: {**tatqa[label][field], **finqa[label][field]} for field in ("score", "tokens",

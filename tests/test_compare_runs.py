@@ -40,3 +40,23 @@ def test_questions_by_position_restrict_the_pairs(tmp_path, capsys):
     assert "| seer − kate | 4 | 50.0 | 50.0 | +0.0" in capsys.readouterr().out.splitlines()[-1]
     with pytest.raises(SystemExit):
         compare_runs.main([str(results), str(results), "--pairs", "seer:kate", "--questions", "one:two"])
+
+
+def test_positions_follow_the_suites_seeded_order(tmp_path, capsys):
+    from knapsack_dspy.data.seeded_order import in_seeded_order
+
+    seeded = [example["id"] for example in in_seeded_order(load_examples("tatqa", "dev_tune"), 26)[:4]]
+    rows = [{**_row(i, selector, em), "spec": {**_row(i, selector, em)["spec"], "order_seed": 26}}
+            for n, i in enumerate(seeded) for selector, em in (("seer", float(n < 2)), ("kate", float(n >= 2)))]
+    results = _write(tmp_path / "a", rows)
+    compare_runs.main([str(results), str(results), "--pairs", "seer:kate", "--questions", "1:2"])
+    assert "| seer − kate | 2 | 100.0 | 0.0 | +100.0" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_rows_in_two_orders_make_positions_ambiguous(tmp_path):
+    ids = [example["id"] for example in load_examples("tatqa", "dev_tune")[:2]]
+    rows = [_row(ids[0], "seer", 1.0), {**_row(ids[1], "kate", 0.0),
+                                         "spec": {**_row(ids[1], "kate", 0.0)["spec"], "order_seed": 26}}]
+    results = _write(tmp_path / "a", rows)
+    with pytest.raises(SystemExit, match="different orders"):
+        compare_runs.main([str(results), str(results), "--pairs", "seer:kate", "--questions", "1:2"])

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from knapsack_dspy.bench.results.row_schema import as_row
+from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.data.seeded_order import in_seeded_order
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,3 +54,14 @@ def test_a_flattened_program_is_rescored_and_the_rest_keep_their_scores():
     assert [(label, program) for label, _row, program, _result, _scores in changed] == [
         ("seer", "add(45, 45), add(#0, 45), add(#1, 45), add(#2, 44), divide(#3, 5)"),
         ("no_demos", "table_max(revenue, none), divide(#0, 2)")]
+
+
+def test_questions_by_position_follow_each_runs_order():
+    data = Path(os.environ.get("KDSPY_DATA_DIR", ROOT.parent / "shared" / "data"))
+    if not (data / "tatqa" / "dev_tune.json.gz").exists():
+        pytest.skip("TAT-QA data not found")
+    seeded = [example["id"] for example in in_seeded_order(load_examples("tatqa", "dev_tune"), 26)[:3]]
+    spec = {"dataset": "tatqa", "eval_split": "dev_tune", "order_seed": 26}
+    rows = [as_row({"run": "seer", "example_id": i, "spec": {**spec, "selector": "seer"}}) for i in seeded]
+    kept = _script().in_positions(rows, "2:3")
+    assert [r.example_id for r in kept] == seeded[1:]

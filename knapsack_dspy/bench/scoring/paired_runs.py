@@ -10,7 +10,8 @@ difference with its 90 % paired-bootstrap interval, better / worse counts and Mc
 By default every pair is restricted to the questions every selector of directory A has answered (a run still
 growing compares the same questions throughout); ``--all-shared`` takes every question the two selectors share.
 ``--questions 61:120`` keeps the questions at those positions (1-based, inclusive) of the eval split of A's rows,
-e.g. the ones an analysis did not read; one directory twice compares two of its selectors.
+in the order their run answered it (the suite's ``order_seed``, if any), e.g. the ones an analysis did not read;
+one directory twice compares two of its selectors.
 (``benchmarks/compare_runs.py`` runs :func:`main`.)
 """
 
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows, rows_file
-from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, parse_question_range, questions_at
 from knapsack_dspy.metrics.paired import paired_comparison
 
 
@@ -45,18 +46,25 @@ def _rows(results_dir: Path) -> list:
 
 
 def split_positions(results_dir: Path, spec: str) -> set[str]:
-    """The ids of the questions at positions ``FROM:TO`` (1-based, inclusive) of the eval split of the rows."""
-    first, _, last = spec.partition(":")
-    try:
-        first_n, last_n = int(first), int(last)
-    except ValueError:
-        sys.exit(f"compare_runs: --questions wants FROM:TO (e.g. 61:120), got {spec!r}")
+    """The ids of the questions at positions ``FROM:TO`` (1-based, inclusive) of the eval split of the rows, in
+    the order their run answered it (``order_seed``'s when the suite sets one)."""
     rows = _rows(results_dir)
-    if not rows:
-        return set()
-    run = rows[0].spec
-    examples = load_examples(run.get("dataset", "tatqa"), run.get("eval_split"))
-    return {example["id"] for example in examples[first_n - 1:last_n]}
+    orders = {_order_of(row.spec) for row in rows}
+    if len(orders) > 1:
+        sys.exit(f"compare_runs: --questions: the rows of {results_dir} take their questions in "
+                 f"{len(orders)} different orders (data set, split or file, order_seed): positions are ambiguous")
+    try:
+        if not rows:
+            parse_question_range(spec)  # a malformed range is an error even with nothing to restrict
+            return set()
+        return questions_at(rows[0].spec, spec)
+    except QuestionRangeError as exc:
+        sys.exit(f"compare_runs: --questions {exc}")
+
+
+def _order_of(spec: dict) -> tuple:
+    return (spec.get("dataset") or "tatqa", spec.get("eval_split"), spec.get("eval_path") or "",
+            spec.get("order_seed"))
 
 
 def main(argv: list[str] | None = None) -> int:
