@@ -10,7 +10,8 @@ Rows of two calls (a repair) are counted apart and not replayed (the repair's pr
     python benchmarks/replay_finqa_cleaning.py benchmarks/results/finqa_tune_1p5b [--show 10] [--questions 61:150]
 
 ``--questions FROM:TO`` keeps the questions at those positions of the order each run answered its eval split in
-(the suite's ``order_seed``): ``61:150`` is the FinQA tuning suite's clean part.
+(the suite's ``order_seed``; all FinQA runs of the directory must share it): ``61:150`` is the FinQA tuning
+suite's clean part.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from types import SimpleNamespace
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
-from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, parse_question_range, questions_at
+from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_of_rows
 from knapsack_dspy.data.loader import load_examples
 from knapsack_dspy.execution import execute_program
 from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text
@@ -74,20 +75,6 @@ def replay(rows, examples) -> tuple[dict, list]:
     return counts, changed
 
 
-def in_positions(rows, questions: str, data_dir=None) -> list:
-    """The rows whose question is at positions ``questions`` (``FROM:TO``) of its run's order."""
-    chosen: dict[tuple, set[str]] = {}
-    kept = []
-    for row in rows:
-        spec = row.spec
-        order = (spec.get("dataset"), spec.get("eval_split"), spec.get("eval_path"), spec.get("order_seed"))
-        if order not in chosen:
-            chosen[order] = questions_at(spec, questions, data_dir=data_dir)
-        if row.example_id in chosen[order]:
-            kept.append(row)
-    return kept
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", type=Path)
@@ -101,11 +88,14 @@ def main(argv=None) -> int:
     except ResultsFileError as exc:
         raise SystemExit(f"error: {exc}") from None
     if args.questions:
+        finqa = [row for row in rows if row.spec.get("pipeline") == "finqa_pot"]
         try:
-            parse_question_range(args.questions)
+            chosen = questions_of_rows(finqa, args.questions, data_dir=args.data_dir)
         except QuestionRangeError as exc:
             raise SystemExit(f"error: --questions {exc}") from None
-        rows = in_positions(rows, args.questions, args.data_dir)
+        rows = [row for row in finqa if row.example_id in chosen]
+        if finqa and not rows:
+            raise SystemExit(f"error: no FinQA program row answers a question at positions {args.questions}")
     splits = {row.spec["eval_split"] for row in rows if row.spec.get("pipeline") == "finqa_pot"}
     if not splits:
         raise SystemExit("error: no FinQA program rows (pipeline finqa_pot) in that directory")

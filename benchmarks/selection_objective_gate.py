@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
-from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_at
+from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_of_rows
 from knapsack_dspy.metrics.paired import paired_comparison
 
 NEW = "case_coverage"
@@ -53,17 +53,22 @@ def read_scores(results_dir: Path, dataset: str, questions: str | None = None, b
             or (budget and row.spec.get("budget") != budget) or (pool and row.spec.get("pool_split") != pool))]
     except ResultsFileError as exc:
         sys.exit(f"selection_objective_gate: {exc}")
+    if not rows:
+        sys.exit(f"selection_objective_gate: no {dataset} rows answered at budget {budget}"
+                 + (f" from pool {pool!r}" if pool else "") + f" in {results_dir}")
     runs: dict[str, set] = {}
     for row in rows:
-        runs.setdefault(selector_label(row.spec), set()).add(row.run)
+        runs.setdefault(selector_label(row.spec), set()).add((row.run, row.spec.get("pool_split")))
     for label, keys in runs.items():
         if len(keys) > 1:
+            pools = {pool_split for _run, pool_split in keys}
+            hint = "; name the pool (--finqa-pool)" if dataset == "finqa" and len(pools) > 1 else ""
             sys.exit(f"selection_objective_gate: {results_dir} has {len(keys)} runs of {label} at budget {budget} "
-                     f"({', '.join(sorted(keys))}); name the pool (--finqa-pool)")
+                     f"({', '.join(sorted(run for run, _pool in keys))}){hint}")
     keep = None
     if questions:
         try:
-            keep = questions_at(rows[0].spec, questions) if rows else set()
+            keep = questions_of_rows(rows, questions)
         except QuestionRangeError as exc:
             sys.exit(f"selection_objective_gate: --finqa-questions {exc}")
     out: dict[str, dict] = {}

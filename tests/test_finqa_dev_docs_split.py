@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.execution.runner import _chosen_examples
+from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
 from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.config import ConfigError, data_dir
 from knapsack_dspy.data import DataError, load_examples
@@ -94,11 +94,11 @@ def test_seeded_order_is_fixed_by_the_seed_alone_and_keeps_documents_together():
 def test_order_seed_orders_the_questions_before_limit(docs_dir):
     dev = load_examples("finqa", split="dev_docs", data_dir=docs_dir)
     ordered = [ex.id for ex in in_seeded_order(dev, 5)]
-    assert [ex.id for ex in _chosen_examples(dev, RunSpec(dataset="finqa", order_seed=5, limit=4))] == ordered[:4]
-    assert [ex.id for ex in _chosen_examples(dev, RunSpec(dataset="finqa", limit=4))] == [ex.id for ex in dev[:4]]
+    assert [ex.id for ex in chosen_examples(dev, RunSpec(dataset="finqa", order_seed=5, limit=4))] == ordered[:4]
+    assert [ex.id for ex in chosen_examples(dev, RunSpec(dataset="finqa", limit=4))] == [ex.id for ex in dev[:4]]
     wanted = ordered[::-3]  # example_ids pick from the seeded order, in that order
     picked = RunSpec(dataset="finqa", order_seed=5, example_ids=tuple(wanted))
-    assert [ex.id for ex in _chosen_examples(dev, picked)] == [i for i in ordered if i in set(wanted)]
+    assert [ex.id for ex in chosen_examples(dev, picked)] == [i for i in ordered if i in set(wanted)]
     # the suite key; its default leaves existing run keys alone
     plain = suite_from_dict({"selector": "seer"}).runs[0]
     assert suite_from_dict({"selector": "seer", "order_seed": 5}).runs[0].key != plain.key

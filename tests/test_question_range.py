@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.execution.runner import _chosen_examples
-from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, parse_question_range, questions_at
+from knapsack_dspy.bench.scoring.question_range import (
+    QuestionRangeError,
+    parse_question_range,
+    questions_at,
+    questions_of_rows,
+)
+from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
 from knapsack_dspy.bench.suites.suite import RunSpec
 from knapsack_dspy.data.loader import load_examples
 
@@ -28,7 +33,7 @@ def test_a_range_is_read_inclusive_and_one_based():
 
 def _answered(spec: RunSpec) -> list[str]:
     """The ids the bench answers for ``spec``, in its order (the runner's own choice)."""
-    return [example.id for example in _chosen_examples(load_examples(spec.dataset, spec.eval_split), spec)]
+    return [example.id for example in chosen_examples(load_examples(spec.dataset, spec.eval_split), spec)]
 
 
 @needs_data
@@ -40,6 +45,33 @@ def test_positions_are_the_ones_the_bench_answered(order_seed):
     assert questions_at(row_spec, "1:12") == set(answered)
     assert questions_at(row_spec, "5:12") == set(answered[4:])
     assert questions_at(row_spec, "3:3") == {answered[2]}
+
+
+@needs_data
+def test_example_ids_count_positions_among_themselves():
+    # a suite of chosen questions (SARA's entailment cases): position 1 is the first chosen one in the run's order
+    ids = tuple(example["id"] for example in load_examples("tatqa", "dev_tune")[10:40:3])
+    spec = RunSpec(dataset="tatqa", eval_split="dev_tune", order_seed=26, example_ids=ids, limit=4)
+    answered = _answered(spec)
+    assert len(answered) == 4 and set(answered) <= set(ids)
+    assert questions_at(asdict(spec), "1:4") == set(answered)
+    assert questions_at(asdict(spec), "1:100") == set(ids)  # a range past the end stops at the last question
+    with pytest.raises(QuestionRangeError, match="takes 10 questions"):
+        questions_at(asdict(spec), "11:20")
+
+
+@needs_data
+def test_rows_in_two_orders_are_ambiguous():
+    from knapsack_dspy.bench.results.row_schema import as_row
+
+    rows = [as_row({"run": "a", "example_id": "x", "spec": {"dataset": "tatqa", "order_seed": 26}}),
+            as_row({"run": "b", "example_id": "y", "spec": {"dataset": "tatqa", "order_seed": None}})]
+    with pytest.raises(QuestionRangeError, match="2 different orders"):
+        questions_of_rows(rows, "1:2")
+    assert questions_of_rows(rows[:1], "1:2") == questions_at(rows[0].spec, "1:2")
+    assert questions_of_rows([], "1:2") == set()
+    with pytest.raises(QuestionRangeError):
+        questions_of_rows([], "2:1")
 
 
 @needs_data

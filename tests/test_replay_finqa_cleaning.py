@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -56,12 +58,22 @@ def test_a_flattened_program_is_rescored_and_the_rest_keep_their_scores():
         ("no_demos", "table_max(revenue, none), divide(#0, 2)")]
 
 
-def test_questions_by_position_follow_each_runs_order():
+def test_questions_by_position_follow_each_runs_order(tmp_path, capsys):
     data = Path(os.environ.get("KDSPY_DATA_DIR", ROOT.parent / "shared" / "data"))
-    if not (data / "tatqa" / "dev_tune.json.gz").exists():
-        pytest.skip("TAT-QA data not found")
-    seeded = [example["id"] for example in in_seeded_order(load_examples("tatqa", "dev_tune"), 26)[:3]]
-    spec = {"dataset": "tatqa", "eval_split": "dev_tune", "order_seed": 26}
-    rows = [as_row({"run": "seer", "example_id": i, "spec": {**spec, "selector": "seer"}}) for i in seeded]
-    kept = _script().in_positions(rows, "2:3")
-    assert [r.example_id for r in kept] == seeded[1:]
+    if not (data / "finqa" / "dev_docs.json.gz").exists():
+        pytest.skip("FinQA dev documents not found")
+    questions = in_seeded_order(load_examples("finqa", "dev_docs_tune"), 26)[:3]
+    spec = {"dataset": "finqa", "eval_split": "dev_docs_tune", "order_seed": 26, "pipeline": "finqa_pot",
+            "selector": "seer"}
+    # question 1 right, 2 and 3 wrong (no program): positions 2-3 hold only the wrong ones
+    rows = [{"run": "seer", "example_id": q["id"], "output": q["program"] if n == 0 else "", "attempts": 1,
+             "answer": 1.0 if n == 0 else None, "correct": n == 0, "program_correct": n == 0, "spec": spec}
+            for n, q in enumerate(questions)]
+    (tmp_path / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    script = _script()
+    assert script.main([str(tmp_path), "--show", "0", "--questions", "2:3"]) == 0
+    assert re.search(r"^seer\s+2\s+0\s+2 -> 2\s+0\.0 ->\s+0\.0", capsys.readouterr().out, re.M)
+    script.main([str(tmp_path), "--show", "0", "--questions", "1:3"])
+    assert re.search(r"^seer\s+3\s+0\s+2 -> 2\s+33\.3 ->\s+33\.3", capsys.readouterr().out, re.M)
+    with pytest.raises(SystemExit, match="positions 4:5"):
+        script.main([str(tmp_path), "--questions", "4:5"])

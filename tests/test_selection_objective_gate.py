@@ -41,7 +41,7 @@ def test_only_the_named_pools_runs_are_read(tmp_path):
                                           _row("a-1", "seer", True, exemplar_budget=1024)])
     scores = gate.read_scores(results, "finqa", budget=2048, pool="docs_pool")
     assert scores["seer"]["score"] == {"finqa:a-1": 0.0}
-    with pytest.raises(SystemExit, match="2 runs of seer"):
+    with pytest.raises(SystemExit, match=r"2 runs of seer .*name the pool \(--finqa-pool\)"):
         gate.read_scores(results, "finqa", budget=2048)
 
 
@@ -59,3 +59,10 @@ def test_a_malformed_question_range_is_an_error(tmp_path):
     results = _write(tmp_path / "finqa", [_row("a-1", "seer", False)])
     with pytest.raises(SystemExit, match="FROM:TO"):
         gate.read_scores(results, "finqa", questions="150:61", budget=2048)
+
+
+def test_a_pool_without_rows_is_named(tmp_path):
+    gate = _script()
+    results = _write(tmp_path / "finqa", [_row("a-1", "seer", False)])
+    with pytest.raises(SystemExit, match="no finqa rows answered at budget 2048 from pool 'cases'"):
+        gate.read_scores(results, "finqa", budget=2048, pool="cases")

@@ -36,8 +36,8 @@ from knapsack_dspy.bench.results.question_facts import facts_of
 from knapsack_dspy.bench.results.row_outcomes import redo_on_resume
 from knapsack_dspy.bench.results.row_schema import ResultRow
 from knapsack_dspy.bench.results.store import ResultsStore, results_write_error
+from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
 from knapsack_dspy.bench.suites.suite import RunSpec, Suite, SuiteError
-from knapsack_dspy.data.seeded_order import in_seeded_order
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.llm.local_server import request_slots
 from knapsack_dspy.modules.compile_hooks import PrefetchesEmbeddings
@@ -124,7 +124,7 @@ def _plan(specs: list[RunSpec], store, data_dir, retry_errors: bool, log, facts:
         key = (spec.dataset, spec.eval_split, spec.eval_path)
         if key not in evalsets:
             evalsets[key] = run_program.load_split(spec, "eval", data_dir)
-        examples = _chosen_examples(evalsets[key], spec)
+        examples = chosen_examples(evalsets[key], spec)
         facts.update(facts_of(examples, spec.dataset))
         todo = [ex for ex in examples if not store.done(spec.key, ex.id)]
         again = sum(store.to_redo(spec.key, ex.id) for ex in todo)
@@ -200,18 +200,3 @@ def _same_origin(path: Path) -> Callable:
             raise ProvenanceMismatchError(f"{path}: a worker's rows come from another origin than this run's "
                                           f"({difference}); {hint}, or pass --allow-mixed to add its rows anyway")
     return check
-
-
-def _chosen_examples(evalset, spec: RunSpec) -> list:
-    """The eval split's questions this run answers, in the split's order or the one ``order_seed`` fixes
-    (``data.seeded_order``): ``example_ids`` (if given), then the first ``limit``."""
-    examples = list(evalset) if spec.order_seed is None else in_seeded_order(evalset, spec.order_seed)
-    if spec.example_ids:
-        wanted = set(spec.example_ids)
-        examples = [ex for ex in examples if ex.id in wanted]
-        missing = wanted - {ex.id for ex in examples}
-        if missing:
-            where = spec.eval_path or spec.eval_split
-            raise SuiteError(f"{len(missing)} example_ids are not in {spec.dataset} {where}: "
-                             f"{', '.join(sorted(missing)[:5])}{' ...' if len(missing) > 5 else ''}")
-    return examples[: spec.limit] if spec.limit else examples

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows, rows_file
-from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, parse_question_range, questions_at
+from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_of_rows
 from knapsack_dspy.metrics.paired import paired_comparison
 
 
@@ -47,24 +47,11 @@ def _rows(results_dir: Path) -> list:
 
 def split_positions(results_dir: Path, spec: str) -> set[str]:
     """The ids of the questions at positions ``FROM:TO`` (1-based, inclusive) of the eval split of the rows, in
-    the order their run answered it (``order_seed``'s when the suite sets one)."""
-    rows = _rows(results_dir)
-    orders = {_order_of(row.spec) for row in rows}
-    if len(orders) > 1:
-        sys.exit(f"compare_runs: --questions: the rows of {results_dir} take their questions in "
-                 f"{len(orders)} different orders (data set, split or file, order_seed): positions are ambiguous")
+    the order their run answered it (``order_seed``, ``example_ids``)."""
     try:
-        if not rows:
-            parse_question_range(spec)  # a malformed range is an error even with nothing to restrict
-            return set()
-        return questions_at(rows[0].spec, spec)
+        return questions_of_rows(_rows(results_dir), spec)
     except QuestionRangeError as exc:
         sys.exit(f"compare_runs: --questions {exc}")
-
-
-def _order_of(spec: dict) -> tuple:
-    return (spec.get("dataset") or "tatqa", spec.get("eval_split"), spec.get("eval_path") or "",
-            spec.get("order_seed"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="every question the two selectors share (default: only the questions every selector "
                              "of dir_a answered)")
     parser.add_argument("--questions", metavar="FROM:TO",
-                        help="only the questions at these positions of the eval split (1-based, inclusive)")
+                        help="only the questions at these positions of the eval split, in the order the run "
+                             "answered it (1-based, inclusive)")
     args = parser.parse_args(argv)
     a, b = scores(args.dir_a), scores(args.dir_b)
     common = None if args.all_shared or not a else set.intersection(*(set(m["em"]) for m in a.values()))

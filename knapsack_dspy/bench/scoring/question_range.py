@@ -1,23 +1,25 @@
 """Questions by position: ``FROM:TO`` (1-based, inclusive) in the order the run answered its eval split.
 
-A run takes its eval split (``eval_path`` or ``eval_split``) in the split's order or, with ``order_seed``, in the
-order that seed fixes (``data.seeded_order``; the FinQA tuning questions). "Questions 61-150" in a report are
-positions in that order, so a script that restricts rows to them must read the same order from the rows' ``spec``
--- positions in the file's order would pick other questions without a word.
+A run takes its eval split (``eval_path`` or ``eval_split``) in the split's order or the one ``order_seed`` fixes,
+then its ``example_ids`` (``bench.suites.chosen_questions``, what the runner asks). "Questions 61-150" in a report
+are positions in that order, so a script that restricts rows to them reads the order from the rows' ``spec`` --
+positions in the file's order would pick other questions without a word.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterable, Mapping
 
+from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
+from knapsack_dspy.bench.suites.suite import RunSpec
 from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.data.seeded_order import in_seeded_order
 
-__all__ = ["QuestionRangeError", "parse_question_range", "questions_at"]
+__all__ = ["QuestionRangeError", "order_key", "parse_question_range", "questions_at", "questions_of_rows"]
 
 
 class QuestionRangeError(ValueError):
-    """A ``FROM:TO`` that is not two positions 1 <= FROM <= TO."""
+    """A ``FROM:TO`` that is not two positions 1 <= FROM <= TO, or that starts past the run's last question."""
 
 
 def parse_question_range(text: str) -> tuple[int, int]:
@@ -32,15 +34,36 @@ def parse_question_range(text: str) -> tuple[int, int]:
     return first_n, last_n
 
 
+def order_key(spec: Mapping) -> tuple:
+    """What fixes a run's question order (rows with equal keys count positions alike)."""
+    return (spec.get("dataset") or "tatqa", spec.get("eval_split"), spec.get("eval_path") or "",
+            spec.get("order_seed"), tuple(spec.get("example_ids") or ()))
+
+
 def questions_at(spec: Mapping, text: str, data_dir=None) -> set[str]:
-    """The ids of the questions at positions ``text`` (``FROM:TO``) of the run ``spec`` (a row's ``spec``): its
-    eval file or split, in its ``order_seed``'s order when it has one."""
+    """The ids of the questions at positions ``text`` (``FROM:TO``) of the run ``spec`` (a row's ``spec``), in
+    the order the runner asks them (its ``limit`` aside); a range past the last question is an error."""
     first, last = parse_question_range(text)
-    dataset = spec.get("dataset") or "tatqa"
-    if spec.get("eval_path"):
-        examples = load_examples(dataset, path=spec["eval_path"], data_dir=data_dir)
+    run = dataclasses.replace(RunSpec.from_dict(spec), limit=None)
+    if run.eval_path:
+        evalset = load_examples(run.dataset, path=run.eval_path, data_dir=data_dir)
     else:
-        examples = load_examples(dataset, split=spec.get("eval_split") or None, data_dir=data_dir)
-    if spec.get("order_seed") is not None:
-        examples = in_seeded_order(examples, int(spec["order_seed"]))
-    return {str(example["id"]) for example in list(examples)[first - 1:last]}
+        evalset = load_examples(run.dataset, split=run.eval_split, data_dir=data_dir)
+    examples = chosen_examples(evalset, run)
+    if first > len(examples):
+        raise QuestionRangeError(f"{text}: the run takes {len(examples)} questions of {run.dataset} "
+                                 f"{run.eval_path or run.eval_split}")
+    return {str(example.id) for example in examples[first - 1:last]}
+
+
+def questions_of_rows(rows: Iterable, text: str, data_dir=None) -> set[str]:
+    """:func:`questions_at` for rows that take their questions in one order; rows in several orders (another
+    split, seed or ``example_ids``) make positions ambiguous: :class:`QuestionRangeError`."""
+    specs = {order_key(row.spec): row.spec for row in rows}
+    if len(specs) > 1:
+        raise QuestionRangeError(f"{text}: the rows take their questions in {len(specs)} different orders (data set, "
+                                 "split or file, order_seed, example_ids): positions are ambiguous")
+    if not specs:
+        parse_question_range(text)  # a malformed range is an error even with nothing to restrict
+        return set()
+    return questions_at(next(iter(specs.values())), text, data_dir=data_dir)
