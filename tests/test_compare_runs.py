@@ -9,6 +9,7 @@ import pytest
 
 from knapsack_dspy.bench.scoring import paired_runs as compare_runs
 from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.data.seeded_order import in_seeded_order
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_tune.json.gz").exists(), reason="TAT-QA data not found")
@@ -43,8 +44,6 @@ def test_questions_by_position_restrict_the_pairs(tmp_path, capsys):
 
 
 def test_positions_follow_the_suites_seeded_order(tmp_path, capsys):
-    from knapsack_dspy.data.seeded_order import in_seeded_order
-
     seeded = [example["id"] for example in in_seeded_order(load_examples("tatqa", "dev_tune"), 26)[:4]]
     rows = [{**_row(i, selector, em), "spec": {**_row(i, selector, em)["spec"], "order_seed": 26}}
             for n, i in enumerate(seeded) for selector, em in (("seer", float(n < 2)), ("kate", float(n >= 2)))]

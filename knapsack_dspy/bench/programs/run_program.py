@@ -15,20 +15,10 @@ from types import SimpleNamespace
 
 from knapsack_dspy.bench.programs.baseline_runs import compile_baseline_run, wants_validation_slice
 from knapsack_dspy.bench.suites.baseline_names import is_dspy_baseline
+from knapsack_dspy.bench.suites.chosen_questions import load_split  # noqa: F401  (run_program.load_split)
 from knapsack_dspy.bench.suites.suite import RunSpec
-from knapsack_dspy.data import load_examples
 from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
-
-
-def load_split(spec: RunSpec, which: str, data_dir):
-    """The run's ``"pool"`` or ``"eval"`` examples: its file (``pool_path`` / ``eval_path``) or its split."""
-    path = spec.pool_path if which == "pool" else spec.eval_path
-    split = spec.pool_split if which == "pool" else spec.eval_split
-    dataset = (spec.pool_dataset or spec.dataset) if which == "pool" else spec.dataset
-    if path:
-        return load_examples(dataset, path=path, data_dir=data_dir)
-    return load_examples(dataset, split=split, data_dir=data_dir)
 
 
 def _question_text(question) -> str:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
+from knapsack_dspy.bench.suites.chosen_questions import chosen_examples, load_split
 from knapsack_dspy.bench.suites.suite import RunSpec
-from knapsack_dspy.data.loader import load_examples
 
 __all__ = ["QuestionRangeError", "order_key", "parse_question_range", "questions_at", "questions_of_rows"]
 
@@ -45,11 +44,7 @@ def questions_at(spec: Mapping, text: str, data_dir=None) -> set[str]:
     the order the runner asks them (its ``limit`` aside); a range past the last question is an error."""
     first, last = parse_question_range(text)
     run = dataclasses.replace(RunSpec.from_dict(spec), limit=None)
-    if run.eval_path:
-        evalset = load_examples(run.dataset, path=run.eval_path, data_dir=data_dir)
-    else:
-        evalset = load_examples(run.dataset, split=run.eval_split, data_dir=data_dir)
-    examples = chosen_examples(evalset, run)
+    examples = chosen_examples(load_split(run, "eval", data_dir), run)
     if first > len(examples):
         raise QuestionRangeError(f"{text}: the run takes {len(examples)} questions of {run.dataset} "
                                  f"{run.eval_path or run.eval_split}")
