@@ -35,14 +35,27 @@ def tight_rows(results_dir: Path, exemplar_budget: int | None = None) -> list:
     if not rows:
         sys.exit("finqa_tight_budget: no LM rows with an exemplar budget"
                  + (f" of {exemplar_budget}" if exemplar_budget else "") + f" in {results_dir}")
-    runs: dict[str, set] = {}
+    runs: dict[str, dict] = {}
     for row in rows:
-        runs.setdefault(row.spec.get("selector", ""), set()).add(row.run)
-    for selector, keys in runs.items():
+        runs.setdefault(selector_label(row.spec), {})[row.run] = row.spec.get("exemplar_budget")
+    for label, keys in runs.items():
         if len(keys) > 1:
-            sys.exit(f"finqa_tight_budget: {results_dir} has {len(keys)} runs of {selector} with an exemplar budget "
-                     f"({', '.join(sorted(keys))}); name one (--exemplar-budget)")
+            hint = ("; name the exemplar budget (--exemplar-budget)" if len(set(keys.values())) > 1
+                    else "; keep one run of it in the directory")
+            sys.exit(f"finqa_tight_budget: {results_dir} has {len(keys)} runs of {label} with an exemplar budget "
+                     f"({', '.join(sorted(keys))}){hint}")
     return rows
+
+
+def selector_label(spec: dict) -> str:
+    """The selector a run stands for: its name, with its pool when that is not the document pool and its solver
+    when that is not the knapsack (case coverage's greedy)."""
+    label = spec.get("selector", "")
+    solver = (spec.get("selector_params") or {}).get("solver")
+    if solver and solver != "knapsack":
+        label += f" {solver}"
+    pool = spec.get("pool_split")
+    return label if pool in (None, "", "docs_pool") else f"{label} ({pool})"
 
 
 def summary(rows: list, questions: str | None = None) -> dict:
@@ -53,25 +66,31 @@ def summary(rows: list, questions: str | None = None) -> dict:
             keep = questions_of_rows(rows, questions)
         except QuestionRangeError as exc:
             sys.exit(f"finqa_tight_budget: --questions {exc}")
+        answered = len({row.example_id for row in rows})
         rows = [row for row in rows if row.example_id in keep]
+        if not rows:
+            sys.exit(f"finqa_tight_budget: no row at positions {questions} (the runs answered {answered} questions)")
     by_selector: dict[str, dict] = {}
     for row in rows:
-        by_selector.setdefault(row.spec.get("selector", ""), {})[row.example_id] = row
+        by_selector.setdefault(selector_label(row.spec), {})[row.example_id] = row
     if REFERENCE not in by_selector:
         sys.exit(f"finqa_tight_budget: no {REFERENCE} rows to compare with ({', '.join(sorted(by_selector))})")
     shared = set.intersection(*(set(answered) for answered in by_selector.values()))
     if not shared:
         sys.exit("finqa_tight_budget: no question answered by every selector")
     groups = {q: by_selector[REFERENCE][q].doc_id or q for q in shared}
-    out = {"n": len(shared), "pages": len(set(groups.values())), "selectors": {}, "differences": {}}
+    out = {"n": len(shared), "pages": len(set(groups.values())), "questions": questions,
+           "exemplar_budgets": sorted({row.spec.get("exemplar_budget") for row in rows}), "selectors": {},
+           "differences": {}}
     for selector, answered in sorted(by_selector.items()):
         chosen = [answered[q] for q in sorted(shared)]
         programs = [bool(r.program_correct) for r in chosen if r.program_correct is not None]
+        selected = [r for r in chosen if r.prompt_tokens is not None]  # a failed selection measured nothing
         out["selectors"][selector] = {
             "execution_accuracy": 100.0 * sum(bool(r.correct) for r in chosen) / len(chosen),
             "program_accuracy": 100.0 * sum(programs) / len(programs) if programs else None,
-            "exemplars": sum(len(r.exemplar_ids or []) for r in chosen) / len(chosen),
-            "prompt_tokens": sum(r.prompt_tokens or 0 for r in chosen) / len(chosen)}
+            "exemplars": sum(len(r.exemplar_ids) for r in selected) / len(selected) if selected else None,
+            "prompt_tokens": sum(r.prompt_tokens for r in selected) / len(selected) if selected else None}
     reference = {q: 100.0 * bool(by_selector[REFERENCE][q].correct) for q in shared}
     for selector, answered in sorted(by_selector.items()):
         if selector != REFERENCE:
@@ -81,7 +100,9 @@ def summary(rows: list, questions: str | None = None) -> dict:
 
 
 def table(part: dict) -> str:
-    lines = [f"FinQA, exemplar budget: {part['n']} questions on {part['pages']} pages", "",
+    lines = [f"FinQA, exemplar budget {'/'.join(map(str, part['exemplar_budgets']))}"
+             f"{', questions ' + part['questions'] if part['questions'] else ''}: {part['n']} questions on "
+             f"{part['pages']} pages", "",
              f"| selector | execution accuracy | program accuracy | exemplars | prompt tokens "
              f"| − {REFERENCE} [90 % by page] | wins / losses |", "|---|---|---|---|---|---|---|"]
     for selector, s in part["selectors"].items():
@@ -89,8 +110,10 @@ def table(part: dict) -> str:
         diff = "–" if d is None else f"{d['difference']:+.1f} [{d['cluster_low']:+.1f}, {d['cluster_high']:+.1f}]"
         wins = "–" if d is None else f"{d['wins']} / {d['losses']}"
         pa = "–" if s["program_accuracy"] is None else f"{s['program_accuracy']:.1f}"
-        lines.append(f"| {selector} | {s['execution_accuracy']:.1f} | {pa} | {s['exemplars']:.2f} "
-                     f"| {s['prompt_tokens']:.0f} | {diff} | {wins} |")
+        exemplars = "–" if s["exemplars"] is None else f"{s['exemplars']:.2f}"
+        tokens = "–" if s["prompt_tokens"] is None else f"{s['prompt_tokens']:.0f}"
+        lines.append(f"| {selector} | {s['execution_accuracy']:.1f} | {pa} | {exemplars} | {tokens} | {diff} "
+                     f"| {wins} |")
     return "\n".join(lines)
 
 

@@ -86,3 +86,44 @@ def test_no_tight_rows_or_no_reference_is_an_error(tmp_path):
     no_reference = _write(tmp_path / "b", [_row("a-1", "seer", True)])
     with pytest.raises(SystemExit, match="no kate_within_budget rows"):
         script.main([str(no_reference)])
+
+
+def test_greedy_and_other_pools_are_their_own_rows_and_a_failed_call_counts_wrong(tmp_path):
+    script = _script()
+    failed = {**_row("b-1", "seer", False), "error": "timeout", "error_kind": "transient"}
+    del failed["correct"], failed["program_correct"]
+    no_selection = {**_row("c-1", "seer", False, False), "prompt_tokens": None, "exemplar_ids": []}
+    rows = [_row("a-1", "seer", True, True), failed, no_selection,
+            *[_row(q, "kate_within_budget", False, False) for q in ("a-1", "b-1", "c-1")],
+            *[_row(q, "case_coverage", True, True, selector_params={"solver": "greedy"}) for q in ("a-1", "b-1",
+                                                                                                  "c-1")],
+            *[_row(q, "case_coverage", False, False) for q in ("a-1", "b-1", "c-1")],
+            *[_row(q, "seer", True, True, pool_split="train") for q in ("a-1", "b-1", "c-1")]]
+    figures = script.summary(script.tight_rows(_write(tmp_path / "finqa", rows)))
+    assert set(figures["selectors"]) == {"seer", "kate_within_budget", "case_coverage greedy", "case_coverage",
+                                         "seer (train)"}
+    seer = figures["selectors"]["seer"]
+    assert seer["execution_accuracy"] == pytest.approx(100 / 3)  # the failed call and the failed selection: wrong
+    assert seer["program_accuracy"] == pytest.approx(50.0)  # of a-1 and c-1: the failed call defines none
+    assert (seer["exemplars"], seer["prompt_tokens"]) == (4.0, 1040.0)  # the failed selection measured nothing
+    assert figures["differences"]["case_coverage greedy"]["difference"] == pytest.approx(100.0)
+    assert figures["differences"]["case_coverage"]["difference"] == pytest.approx(0.0)
+
+
+def test_questions_keep_the_range_and_an_empty_range_is_named(tmp_path, monkeypatch):
+    script = _script()
+    rows = [_row(q, s, q == "a-1") for q in ("a-1", "a-2", "b-1") for s in ("seer", "kate_within_budget")]
+    results = _write(tmp_path / "finqa", rows)
+    asked = []
+
+    def positions(rows, text):
+        asked.append(text)
+        return {"a-2", "b-1"} if text == "2:3" else set()
+
+    monkeypatch.setattr(script, "questions_of_rows", positions)
+    figures = script.summary(script.tight_rows(results), "2:3")
+    assert (figures["n"], figures["questions"]) == (2, "2:3")
+    assert figures["selectors"]["seer"]["execution_accuracy"] == 0.0  # a-1, the only right one, is outside
+    with pytest.raises(SystemExit, match=r"no row at positions 9:10 \(the runs answered 3 questions\)"):
+        script.summary(script.tight_rows(results), "9:10")
+    assert asked == ["2:3", "9:10"]
