@@ -19,6 +19,7 @@ from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
 from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_of_rows
+from knapsack_dspy.bench.scoring.run_metrics import selector_label
 from knapsack_dspy.metrics.paired import paired_comparison
 
 REFERENCE = "kate_within_budget"
@@ -37,7 +38,7 @@ def tight_rows(results_dir: Path, exemplar_budget: int | None = None) -> list:
                  + (f" of {exemplar_budget}" if exemplar_budget else "") + f" in {results_dir}")
     runs: dict[str, dict] = {}
     for row in rows:
-        runs.setdefault(selector_label(row.spec), {})[row.run] = row.spec.get("exemplar_budget")
+        runs.setdefault(run_label(row.spec), {})[row.run] = row.spec.get("exemplar_budget")
     for label, keys in runs.items():
         if len(keys) > 1:
             hint = ("; name the exemplar budget (--exemplar-budget)" if len(set(keys.values())) > 1
@@ -47,15 +48,10 @@ def tight_rows(results_dir: Path, exemplar_budget: int | None = None) -> list:
     return rows
 
 
-def selector_label(spec: dict) -> str:
-    """The selector a run stands for: its name, with its pool when that is not the document pool and its solver
-    when that is not the knapsack (case coverage's greedy)."""
-    label = spec.get("selector", "")
-    solver = (spec.get("selector_params") or {}).get("solver")
-    if solver and solver != "knapsack":
-        label += f" {solver}"
+def run_label(spec: dict) -> str:
+    """The selector a run stands for (``selector_label``), with its pool when that is not the document pool."""
     pool = spec.get("pool_split")
-    return label if pool in (None, "", "docs_pool") else f"{label} ({pool})"
+    return selector_label(spec) if pool in (None, "", "docs_pool") else f"{selector_label(spec)} ({pool})"
 
 
 def summary(rows: list, questions: str | None = None) -> dict:
@@ -72,7 +68,7 @@ def summary(rows: list, questions: str | None = None) -> dict:
             sys.exit(f"finqa_tight_budget: no row at positions {questions} (the runs answered {answered} questions)")
     by_selector: dict[str, dict] = {}
     for row in rows:
-        by_selector.setdefault(selector_label(row.spec), {})[row.example_id] = row
+        by_selector.setdefault(run_label(row.spec), {})[row.example_id] = row
     if REFERENCE not in by_selector:
         sys.exit(f"finqa_tight_budget: no {REFERENCE} rows to compare with ({', '.join(sorted(by_selector))})")
     shared = set.intersection(*(set(answered) for answered in by_selector.values()))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
 from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_of_rows
+from knapsack_dspy.bench.scoring.run_metrics import selector_label
 from knapsack_dspy.metrics.paired import paired_comparison
 
 NEW = "case_coverage"
@@ -31,13 +32,6 @@ GREEDY = "case_coverage greedy"
 OTHERS = (GREEDY, "kate_within_budget", "seer", "no_demos")
 NON_INFERIORITY_MARGIN = -2.0
 TOKEN_SHARE = 0.80
-
-
-def selector_label(spec: dict) -> str:
-    """The selector a run stands for: its name, with ``greedy`` for case coverage's greedy solver."""
-    name = spec.get("selector", "")
-    solver = (spec.get("selector_params") or {}).get("solver")
-    return f"{name} {solver}" if solver and solver != "knapsack" else name
 
 
 def read_scores(results_dir: Path, dataset: str, questions: str | None = None, budget: int | None = None,

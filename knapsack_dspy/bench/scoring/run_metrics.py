@@ -242,6 +242,14 @@ def _questions_label(ids) -> str:
     return f"{len(ids)} named questions from {ids[0]}" if ids else "all questions"
 
 
+def selector_label(spec: Mapping) -> str:
+    """The selector a run stands for in a comparison script: its name, with its solver when that is not the
+    knapsack (``case_coverage greedy``)."""
+    name = spec.get("selector", "")
+    solver = (spec.get("selector_params") or {}).get("solver")
+    return f"{name} {solver}" if solver and solver != "knapsack" else name
+
+
 def setting_of(spec: Mapping) -> tuple:
     """What makes runs comparable in one table: dataset, pipeline, budget, M, model (or selection-only),
     retrieval, exemplar budget (None: none)."""
