@@ -91,3 +91,66 @@ def test_an_older_rows_single_reply_is_rebuilt_as_the_chat_adapter_wrote_it(tmp_
     assert recorded.rebuilt == 3 and recorded.from_completions == 0
     signature = dspy.Predict("question -> program").signature
     assert dspy.ChatAdapter().parse(signature, recorded.replies["s1"]) == {"program": "ans = 2"}
+
+
+def test_verify_re_asks_recorded_prompts_and_reports_the_agreement(env, capsys):
+    """``--verify N``: the first N prompts with a recorded reply are asked live too (the live reply is kept), and
+    the agreement is printed and written to replay_check.json -- 100 % when the model answers as recorded, and
+    each difference listed when it does not."""
+    suite = env / "suite.toml"
+    with StubOpenAIServer(reply=chat_adapter_reply(program="ans = 7")) as server:
+        write_suite(suite, server.base_url)
+        assert main(["bench", str(suite), "--out", str(env / "first"), "--quiet", "--no-cache"]) == 0
+        before = server.completion_count()
+        assert main(["bench", str(suite), "--out", str(env / "same"), "--quiet", "--no-cache",
+                     "--reuse", str(env / "first"), "--verify", "4"]) == 0
+        assert server.completion_count() - before == 4  # four re-asked, two replayed
+    assert "replay check: 4 of 4 re-asked prompts gave the recorded reply" in capsys.readouterr().out
+    check = json.loads((env / "same" / "replay_check.json").read_text())
+    assert (check["asked"], check["identical"], check["agreement"], check["differences"]) == (4, 4, 1.0, [])
+    assert sorted(row.replayed or 0 for row in load_rows(env / "same")) == [0, 0, 0, 0, 1, 1]
+
+    with StubOpenAIServer(reply=chat_adapter_reply(program="ans = 8")) as other:  # the model answers otherwise now
+        write_suite(suite, other.base_url)
+        assert main(["bench", str(suite), "--out", str(env / "other"), "--quiet", "--no-cache",
+                     "--reuse", str(env / "first"), "--verify", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "replay check: 0 of 3 re-asked prompts gave the recorded reply; 3 differ" in out
+    check = json.loads((env / "other" / "replay_check.json").read_text())
+    assert check["agreement"] == 0.0 and len(check["differences"]) == 3
+    assert {d["live"] for d in check["differences"]} == {chat_adapter_reply(program="ans = 8")}
+    rows = load_rows(env / "other")
+    assert sum(row.answer == 8 for row in rows) == 3 and sum(row.answer == 7 for row in rows) == 3
+
+
+def test_verify_needs_reuse_and_a_model(env, capsys):
+    suite = env / "suite.toml"
+    write_suite(suite, "http://127.0.0.1:9")
+    assert main(["bench", str(suite), "--out", str(env / "x"), "--verify", "2"]) == 2
+    assert "--verify needs --reuse DIR" in capsys.readouterr().err
+    assert main(["bench", str(suite), "--out", str(env / "x"), "--reuse", str(env), "--replay-only",
+                 "--verify", "2"]) == 2
+    assert "cannot be combined with --replay-only" in capsys.readouterr().err
+
+
+def test_a_recorded_reply_answers_only_the_same_model_weights_runtime_and_decoding():
+    """The reply key holds the model, an embedded model's weights sha256 and runtime version and the decoding
+    settings: another temperature, token limit or model is asked live; retries and timeouts do not matter."""
+    from knapsack_dspy.llm import recorded_replies as rr
+    from knapsack_dspy.llm.prompt_fingerprint import reply_context, reply_key
+
+    messages = [{"role": "user", "content": "2 + 2?"}]
+    recorded = {reply_key(messages, "openai/m", {"temperature": 0.0, "max_tokens": 64}): "REPLAYED"}
+
+    def ask(**kwargs):
+        return rr._live_text(rr._wrap_sync(lambda **kw: rr._response("LIVE", kw.get("model")))(**kwargs))
+
+    with rr.replaying({}, keyed=recorded):
+        assert ask(model="openai/m", messages=messages, temperature=0.0, max_tokens=64, num_retries=3,
+                   timeout=5) == "REPLAYED"
+        assert ask(model="openai/m", messages=messages, temperature=0.7, max_tokens=64) == "LIVE"
+        assert ask(model="openai/m", messages=messages, temperature=0.0, max_tokens=32) == "LIVE"
+        assert ask(model="openai/other", messages=messages, temperature=0.0, max_tokens=64) == "LIVE"
+    local = reply_context("local/qwen2.5-coder-1.5b-instruct", {"temperature": 0})
+    assert local["weights_sha256"] and local["decoding"] == {"temperature": 0}
+    assert local["weights_sha256"] != reply_context("local/qwen2.5-coder-0.5b-instruct")["weights_sha256"]

@@ -82,6 +82,10 @@ def register(subparsers) -> None:
                         "model; other prompts are asked (today's code does everything after the LM)")
     p.add_argument("--replay-only", action="store_true",
                    help="with --reuse: never ask the model; a prompt no row recorded gets an error row")
+    p.add_argument("--verify", type=int, metavar="N", default=0,
+                   help="with --reuse: ask the model too for the first N prompts that have a recorded reply (their "
+                        "live reply is kept) and report how many replies were identical (replay_check.json in the "
+                        "results directory); replayed rows stand in for live ones only when all N are")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="seconds per LM attempt, for every run (default: the suite's 'timeout', else 120; "
                         "local/ models: 600 of generation)")
@@ -149,6 +153,7 @@ def run(args) -> int:
     if args.mlflow and args.mlflow.endswith(".toml") and not args.suite:
         raise UserError(f"--mlflow took {args.mlflow!r} as its store; put the suite first: "
                         f"kdspy bench {args.mlflow} --mlflow")
+    _check_reuse_options(args)
     if not args.rescore:
         _check_lm_setup(args, suite)
     tags = {"kdspy.command": "bench" + (" --rescore" if args.rescore else ""), "kdspy.results": str(out.resolve())}
@@ -156,17 +161,30 @@ def run(args) -> int:
         return _run_and_report(args, suite, out, data_dir, tracking)
 
 
+def _check_reuse_options(args) -> None:
+    """``--reuse`` / ``--replay-only`` / ``--verify`` together, checked before anything runs."""
+    if args.verify < 0:
+        raise UserError(f"--verify takes a number of prompts >= 0, got {args.verify}")
+    if not args.reuse:
+        if args.replay_only:
+            raise UserError("--replay-only needs --reuse DIR (the results whose replies answer the prompts)")
+        if args.verify:
+            raise UserError("--verify needs --reuse DIR (the results whose replies it checks)")
+        return
+    if args.verify and args.replay_only:
+        raise UserError("--verify asks the model: it cannot be combined with --replay-only")
+    if args.ray is not None:
+        raise UserError("--reuse answers in this process: it cannot be combined with --ray")
+
+
 def _reusing(args):
     """``--reuse DIR ...``: the recorded replies of those results answer the prompts they recorded (a context
     manager; a no-op without ``--reuse``)."""
     from contextlib import nullcontext
 
+    _check_reuse_options(args)
     if not args.reuse:
-        if args.replay_only:
-            raise UserError("--replay-only needs --reuse DIR (the results whose replies answer the prompts)")
         return nullcontext()
-    if args.ray is not None:
-        raise UserError("--reuse answers in this process: it cannot be combined with --ray")
     from knapsack_dspy.bench.results.recorded_rows import recorded_replies
     from knapsack_dspy.bench.results.store import ResultsFileError
     from knapsack_dspy.llm.recorded_replies import replaying
@@ -176,7 +194,7 @@ def _reusing(args):
     except ResultsFileError as exc:
         raise UserError(f"--reuse: {exc}") from None
     print(f"--reuse: {recorded.summary()}")
-    return replaying(recorded.replies, only=args.replay_only)
+    return replaying(recorded.replies, keyed=recorded.keyed, only=args.replay_only, verify=args.verify)
 
 
 def _check_lm_setup(args, suite) -> None:
@@ -201,12 +219,14 @@ def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
         if tracking is not None:
             _log_to_mlflow(args, suite, out, data_dir)
         return code
-    with _reusing(args):
+    with _reusing(args) as check:
         metrics = run_suite(suite, out, data_dir=data_dir, limit=args.limit, seed=args.seed,
                             selection_only=True if args.selection_only else None, progress=not args.quiet,
                             retry_errors=args.retry_errors, allow_mixed=args.allow_mixed, workers=args.workers,
                             ray=args.ray)
     code = _print_results(out, len(metrics))
+    if check is not None and check.wanted:
+        _write_replay_check(out, check, args.reuse)
     if tracking is not None:
         _log_to_mlflow(args, suite, out, data_dir)
     not_asked = sum(m.get("could_not_ask", 0) for m in metrics.values())
@@ -218,6 +238,19 @@ def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
                         f"after a fix); see 'could not ask' in {out / 'report.md'} and 'error' in "
                         f"{out / 'predictions.jsonl'}")
     return code
+
+
+def _write_replay_check(out: Path, check, reused) -> None:
+    """``--verify``: print the agreement and keep it beside the rows (``replay_check.json``, replaced each run)."""
+    import json
+
+    print(check.summary())
+    path = out / "replay_check.json"
+    try:
+        path.write_text(json.dumps({"reused": [str(d) for d in reused], **check.to_dict()}, indent=1,
+                                   ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise UserError(f"could not write {path}: {exc}") from None
 
 
 def _rescore(out: Path, suite_name: str, data_dir) -> int:

@@ -194,7 +194,8 @@ class Selection:
     reason: str = ""
     shared: tuple[bool, ...] = ()
     shared_prefix: int = 0
-    time_limited: bool = False  # a knapsack's time limit ended a search: the best set found, perhaps not the best
+    limit: str = ""  # "work" / "time": a knapsack's limit ended a search (the best set found, perhaps not the best)
+    outcome: str = ""  # with a limit: "incumbent" (the solver's best) or "greedy" (the greedy's, better)
 
     def as_dict(self, pool: ExemplarPool) -> dict:
         out = {"ids": [pool.ids[i] for i in self.indices], "total_cost": self.total_cost,
@@ -202,8 +203,8 @@ class Selection:
                "reason": self.reason, "shared_prefix": self.shared_prefix}
         if any(self.shared):
             out["shared"] = list(self.shared)
-        if self.time_limited:
-            out["time_limited"] = True
+        if self.limit:
+            out["limit"], out["outcome"] = self.limit, self.outcome
         return out
 
 
@@ -265,9 +266,10 @@ def shown_before(ordered, groups: np.ndarray) -> tuple[bool, ...]:
 
 
 def make_selection(pool: ExemplarPool, request: SelectionRequest, indices, similarities, status="ok",
-                   relaxed=(), reason="", *, prefix=(), time_limited: bool = False) -> Selection:
+                   relaxed=(), reason="", *, prefix=(), solution=None) -> Selection:
     """The selection of ``prefix`` (exemplars every query gets: they open the prompt, in the order given) and
-    ``indices`` (the rest, in :func:`prompt_order`: least similar first)."""
+    ``indices`` (the rest, in :func:`prompt_order`: least similar first). ``solution``: the knapsack's
+    ``KnapsackSolution`` behind it, whose ``limit`` / ``outcome`` the selection reports."""
     prefix = tuple(int(i) for i in prefix)
     first = set(prefix)
     rest = [int(i) for i in indices if int(i) not in first]
@@ -275,7 +277,9 @@ def make_selection(pool: ExemplarPool, request: SelectionRequest, indices, simil
     total = pool.cost_of(ordered)
     shared = shown_before(ordered, pool.groups)
     return Selection(ordered, total, total <= request.capacity + 1e-9, status, tuple(relaxed), reason,
-                     shared if any(shared) else (), shared_prefix=len(prefix), time_limited=bool(time_limited))
+                     shared if any(shared) else (), shared_prefix=len(prefix),
+                     limit=solution.limit if solution is not None else "",
+                     outcome=solution.outcome if solution is not None and solution.limit else "")
 
 
 def canonical_keys(pool: ExemplarPool) -> np.ndarray:

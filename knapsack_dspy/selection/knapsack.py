@@ -34,6 +34,18 @@ Infeasible attribute constraints never crash: they are dropped **last given firs
 feasible, and the dropped names are reported in ``relaxed`` (status ``"relaxed"``). The returned
 selection never exceeds ``capacity`` or ``max_items``, whatever happens (the solver's answer is
 re-checked in exact arithmetic on the caller's numbers).
+
+**Limits never degrade a selection below its greedy.** Before the ILP, a greedy solution of the same objective
+that satisfies the active constraints (:func:`constrained_greedy`) is computed; its objective is handed to HiGHS
+as a cutoff (``objective_bound``: only strictly better solutions are searched for, so a proof that none exists
+proves the greedy optimal). ``milp`` takes no starting solution, so when a limit ends the search the better of
+the solver's incumbent and the greedy is returned (``outcome``: ``"optimal"``, ``"incumbent"`` or
+``"greedy"``) -- never the empty selection while the greedy has one.
+
+**Limits count work, not seconds.** The default limit is HiGHS's branch-and-bound node count (``work_limit``,
+:data:`DEFAULT_WORK_LIMIT`), on one HiGHS thread, so the same instance gets the same answer on an idle and on a
+loaded machine; the wall-clock ``time_limit`` stays as a safety net, and ``limit`` says which one fired
+(``"work"`` or ``"time"``; ``""``: none).
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,10 +62,21 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, OptimizeWarning, milp
 from scipy.sparse import csr_array
 
-__all__ = ["AttributeConstraint", "KnapsackSolution", "greedy_knapsack", "prune_dominated", "solve_knapsack"]
+from knapsack_dspy.selection import exact_search
+
+__all__ = ["DEFAULT_TIME_LIMIT", "DEFAULT_WORK_LIMIT", "OUTCOMES", "AttributeConstraint", "KnapsackSolution",
+           "bound_prune", "constrained_greedy", "greedy_knapsack", "prune_dominated", "solve_knapsack"]
 
 _FJ_OPTION = "mip_heuristic_run_feasibility_jump"
 _TOL = 1e-9
+#: Branch-and-bound nodes one ILP solve may explore before it stops with its best (``work_limit``): counted work,
+#: so a limited selection is the same on any machine at any load. The product's instances (<= 200 candidates,
+#: M <= 8) are proven optimal in far fewer (``benchmarks/exact_selection.py``).
+DEFAULT_WORK_LIMIT = 5_000
+#: Seconds one ILP solve may take (the safety net behind the work limit; reported when it fires).
+DEFAULT_TIME_LIMIT = 10.0
+#: How a selection was found: proven optimal, the solver's incumbent at a limit, or the greedy at a limit.
+OUTCOMES = ("optimal", "incumbent", "greedy")
 
 
 @dataclass(frozen=True)
@@ -117,15 +141,25 @@ class AttributeConstraint:
 
 @dataclass(frozen=True)
 class KnapsackSolution:
+    """``status``: ``"optimal"`` (every constraint kept), ``"relaxed"`` (some dropped: ``relaxed``) or, from
+    :func:`greedy_knapsack`, ``"greedy"``. ``outcome``: how the last solve's selection was found (``OUTCOMES``);
+    ``limit``: which limit ended a solve of this selection (``"work"``, ``"time"``; ``""``: none)."""
+
     selected: tuple[int, ...]
     objective: float
-    status: str  # "optimal" | "time_limit" | "relaxed"
+    status: str  # "optimal" | "relaxed" | "greedy"
     relaxed: tuple[str, ...] = ()
     reason: str = ""
     candidates: int = 0  # items left after dominance pruning (what the ILP saw)
-    proven_optimal: bool = True  # the last ILP solve proved optimality (False after a time limit)
-    time_limited: bool = False  # an ILP solve of this selection ended at its time limit (the last or a relaxed one)
+    proven_optimal: bool = True  # the last solve proved optimality (False when a limit ended it)
+    outcome: str = "optimal"  # "optimal" | "incumbent" | "greedy"
+    limit: str = ""  # "" | "work" | "time": the limit that ended a solve of this selection (the last or a relaxed one)
     stats: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def limited(self) -> bool:
+        """A limit ended a solve of this selection: the best found then, perhaps not the best."""
+        return bool(self.limit)
 
 
 def _validate(values, costs, capacity, max_items, constraints):
@@ -248,11 +282,52 @@ def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray,
     return np.flatnonzero(keep)
 
 
+def bound_prune(values, costs, capacity, max_items, floor: float, *, fit_costs=None, kinds=None,
+                kind_values=None) -> np.ndarray:
+    """Indices of the items that can belong to a selection worth at least ``floor`` (e.g. a feasible greedy's
+    objective, so an optimal selection survives). Exact: an item goes only when an upper bound on every selection
+    containing it is below ``floor``.
+
+    The bound for item i, ignoring attribute constraints (a relaxation): its value as the first of its kind plus
+    the ``r_i`` largest entries of a list holding, for every item, its value -- plus its kind's value for the one
+    item of largest value of each kind -- counted when positive, where ``r_i`` is the most other items that fit
+    beside it (``min(max_items - 1, how many of the cheapest own costs fit in capacity - fit_costs[i])``). Any
+    selection's other items are worth at most that: each covered kind's value is collected once, and swapping a
+    kind's member for the kind's most valuable item in the list only raises the sum (see DEVELOPERS.md,
+    "Exact selection"). ``fit_costs``: what each item costs alone (its own cost plus its group's); the others
+    count their own costs only (a group's cost may already be paid)."""
+    values = np.asarray(values, dtype=float)
+    costs = np.asarray(costs, dtype=float)
+    n = values.size
+    fit_costs = costs if fit_costs is None else np.asarray(fit_costs, dtype=float)
+    kinds = np.full(n, -1) if kinds is None else np.asarray(kinds)
+    kind_values = np.zeros(0) if kind_values is None else np.asarray(kind_values, dtype=float)
+    own_kind = np.where(kinds >= 0, kind_values[np.maximum(kinds, 0)] if kind_values.size else 0.0, 0.0)
+    entries = values.copy()
+    if (kinds >= 0).any():  # each kind's value once, on its most valuable item (ties: the lower index)
+        order = np.lexsort((np.arange(n), -values, kinds))
+        first = order[np.r_[True, kinds[order][1:] != kinds[order][:-1]]]
+        first = first[kinds[first] >= 0]
+        entries[first] += own_kind[first]
+    top = np.r_[0.0, np.cumsum(np.sort(np.maximum(entries, 0.0))[::-1])]  # top[r]: the r largest entries
+    cheapest = np.r_[0.0, np.cumsum(np.sort(costs))]  # cheapest[r]: the r cheapest own costs
+    # the most other items that fit beside i: counted over all items' cheapest own costs (i's own among them:
+    # never fewer than over the others)
+    others = np.searchsorted(cheapest, capacity - fit_costs + _TOL, side="right") - 1
+    others = np.clip(np.minimum(others, max_items - 1), 0, n - 1)
+    bound = values + own_kind + top[others]
+    keep = (fit_costs <= capacity + _TOL) & (bound >= floor - _TOL * max(1.0, abs(floor)))
+    return np.flatnonzero(keep)
+
+
 def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=None, shared=None, kinds=None,
-          kind_values=None):
-    """Solve the ILP on the given (already pruned) items. Returns (x or None, status string). With
-    ``groups`` (ids into ``shared``, -1 for none), one extra binary per used group pays its shared cost; with
-    ``kinds`` (ids into ``kind_values``), one extra binary per present kind collects its value once."""
+          kind_values=None, *, work_limit: int = DEFAULT_WORK_LIMIT, cutoff: float | None = None):
+    """Solve the ILP on the given (already pruned) items. Returns (x or None, status string, limit): status
+    ``"optimal"``, ``"infeasible"`` (with a ``cutoff``: nothing strictly better than it), ``"limit"`` (x: the
+    incumbent) or ``"limit_no_solution"``; limit ``"work"`` / ``"time"`` / ``""``. With ``groups`` (ids into
+    ``shared``, -1 for none), one extra binary per used group pays its shared cost; with ``kinds`` (ids into
+    ``kind_values``), one extra binary per present kind collects its value once. ``cutoff``: an objective value
+    already achieved (the greedy's): only solutions better than it are searched for."""
     n = values.size
     used = sorted({int(g) for g in groups if g >= 0}) if groups is not None else []
     present = sorted({int(c) for c in kinds if c >= 0}) if kinds is not None else []
@@ -294,38 +369,58 @@ def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=No
             upper.append(0.0)
     # presolve off: the dominance pruning already did the useful reductions; HiGHS's presolve costs
     # ~1 ms a call on these models (median 3.3 -> 2.4 ms at k=200, M=8, four constraints).
-    options = {"mip_rel_gap": 0.0, "time_limit": float(time_limit), "presolve": False, **_highs_pass_through()}
+    options = {"mip_rel_gap": 0.0, "time_limit": float(time_limit), "presolve": False,
+               **_highs_options(work_limit, cutoff)}
     objective = np.concatenate([-values, np.zeros(len(used)), [-kind_values[c] for c in present]])
     result = milp(objective, integrality=np.ones(n + k), bounds=Bounds(0, 1),
                   constraints=LinearConstraint(csr_array(np.vstack(rows)), lower, upper), options=options)
     if result.status == 0:
-        return np.round(result.x[:n]).astype(bool), "optimal"
+        return np.round(result.x[:n]).astype(bool), "optimal", ""
     if result.status == 2:
-        return None, "infeasible"
-    if result.x is not None:  # time / node limit with an incumbent
-        return np.round(result.x[:n]).astype(bool), "time_limit"
-    return None, "time_limit_no_solution"
+        return None, "infeasible", ""
+    limit = "time" if "time limit" in str(result.message).lower() else "work"
+    if result.x is not None:  # a limit with an incumbent
+        return np.round(result.x[:n]).astype(bool), "limit", limit
+    return None, "limit_no_solution", limit
+
+
+def _highs_options(work_limit: int, cutoff: float | None) -> dict:
+    """HiGHS options passed through ``milp``: feasibility jump off (~6 ms a tiny model), one thread and at most
+    ``work_limit`` nodes (a counted limit: deterministic whatever the load), the ``cutoff`` (HiGHS minimises:
+    only solutions below ``-cutoff`` are searched for). An option the bundled HiGHS does not know is left out."""
+    wanted = {_FJ_OPTION: False, "threads": 1, "mip_max_nodes": int(work_limit)}
+    if cutoff is not None:
+        wanted["objective_bound"] = -float(cutoff)
+    known = _highs_known_options()
+    return {name: value for name, value in wanted.items() if name in known}
+
+
+_PASSED_OPTIONS = {_FJ_OPTION: False, "threads": 1, "mip_max_nodes": 1, "objective_bound": 1.0}
 
 
 @functools.cache
-def _highs_pass_through() -> dict:
-    """HiGHS options passed through ``milp`` (feasibility jump off), probed on the first solve, not at import.
+def _highs_known_options() -> frozenset:
+    """The options of :func:`_highs_options` the bundled HiGHS knows, probed on the first solve, not at import.
 
     ``milp`` hands options it does not know itself to HiGHS verbatim with a ``RuntimeWarning``; HiGHS warns
-    (``OptimizeWarning``) about options it does not know either, as an older build would about this one.
-    When the bundled HiGHS knows it, scipy's warning for this one option is silenced from then on (a
-    process-wide filter on that exact message, installed here, once); otherwise the option is not used."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            milp(np.array([-1.0]), integrality=np.ones(1), bounds=Bounds(0, 1), options={_FJ_OPTION: False})
-        except Exception:  # noqa: BLE001 - any failure means: do not pass the option
-            return {}
-    if any(issubclass(w.category, OptimizeWarning) for w in caught):
-        return {}
-    warnings.filterwarnings("ignore", message=rf"Unrecognized options detected: \{{'{_FJ_OPTION}'\}}",
-                            category=RuntimeWarning)
-    return {_FJ_OPTION: False}
+    (``OptimizeWarning``) about options it does not know either, as an older build would. scipy's warning for a
+    call passing only known ones of ours is silenced from then on (a process-wide filter on that exact message,
+    installed here, once: ``warnings.catch_warnings`` around each solve would race in threads)."""
+    known = set()
+    for option, value in _PASSED_OPTIONS.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                milp(np.array([-1.0]), integrality=np.ones(1), bounds=Bounds(0, 1), options={option: value})
+            except Exception:  # noqa: BLE001 - any failure means: do not pass the option
+                continue
+        if not any(issubclass(w.category, OptimizeWarning) for w in caught):
+            known.add(option)
+    if known:
+        names = "|".join(re.escape(name) for name in sorted(known))
+        warnings.filterwarnings("ignore", category=RuntimeWarning,
+                                message=rf"Unrecognized options detected: \{{'(?:{names})'(?:, '(?:{names})')*\}}")
+    return frozenset(known)
 
 
 def _enforce_limits(chosen: np.ndarray, values, costs, capacity, max_items, groups, shared) -> np.ndarray:
@@ -336,8 +431,92 @@ def _enforce_limits(chosen: np.ndarray, values, costs, capacity, max_items, grou
     return np.asarray(chosen, dtype=int)
 
 
-def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limit: float = 5.0, *,
-                   groups=None, group_costs=None, kinds=None, kind_values=None) -> KnapsackSolution:
+def _objective(chosen, values, kinds, kind_values) -> float:
+    chosen = np.asarray(chosen, dtype=int)
+    return float(values[chosen].sum()) + _coverage(chosen, kinds, kind_values) if chosen.size else 0.0
+
+
+def constrained_greedy(values, costs, capacity, max_items, constraints=(), *, groups=None, group_costs=None,
+                       kinds=None, kind_values=None) -> tuple[int, ...] | None:
+    """A greedy selection of :func:`solve_knapsack`'s objective that satisfies every constraint, or ``None`` when
+    this greedy finds none (the constraints may still be satisfiable).
+
+    First each constraint with a positive ``min_count``, in the order given, takes its members of the largest
+    marginal value that still fit (whatever their value: the ILP would too); then the items of the largest
+    positive marginal value that fit and keep every upper bound (counts and fractions), as
+    :func:`greedy_knapsack` (which this is without constraints). A marginal value is an item's value plus its
+    kind's value when the kind is not yet covered; its cost, its own plus its group's shared cost when the group
+    is not yet in. Ties go to the lower index. The result is checked against every constraint. Returns the
+    indices in the order taken."""
+    values, costs, capacity, max_items, constraints = _validate(values, costs, capacity, max_items, constraints)
+    n = values.size
+    groups, shared = _validate_groups(groups, group_costs, n)
+    kinds, kind_values = _validate_kinds(kinds, kind_values, n)
+    return _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values)
+
+
+def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values):
+    n = values.size
+    members = np.array([c.members for c in constraints], dtype=bool).reshape(len(constraints), n)
+    counts = np.zeros(len(constraints))
+    chosen: list[int] = []
+    used = 0.0
+    paid = np.zeros(shared.size, dtype=bool)
+    covered = np.zeros(kind_values.size, dtype=bool)
+    available = np.ones(n, dtype=bool)
+    in_group, in_kind = groups >= 0, kinds >= 0
+    group_cost = np.where(in_group, shared[np.maximum(groups, 0)] if shared.size else 0.0, 0.0)
+    kind_value = np.where(in_kind, kind_values[np.maximum(kinds, 0)] if kind_values.size else 0.0, 0.0)
+
+    def margins():
+        extra = costs + np.where(in_group & ~paid[np.maximum(groups, 0)] if shared.size else in_group, group_cost, 0.0)
+        gain = values + np.where(in_kind & ~covered[np.maximum(kinds, 0)] if kind_values.size else in_kind,
+                                 kind_value, 0.0)
+        return extra, gain
+
+    def keeps_upper_bounds() -> np.ndarray:  # items whose addition keeps every max count and max fraction
+        ok = np.ones(n, dtype=bool)
+        size = len(chosen) + 1
+        for j, con in enumerate(constraints):
+            after = counts[j] + members[j]
+            if con.max_count is not None:
+                ok &= after <= float(con.max_count) + _TOL
+            if con.max_fraction is not None:
+                ok &= after <= float(con.max_fraction) * size + _TOL
+        return ok
+
+    def take(mask) -> bool:
+        nonlocal used
+        extra, gain = margins()
+        fits = mask & available & (used + extra <= capacity + _TOL) & keeps_upper_bounds()
+        if len(chosen) >= max_items or not fits.any():
+            return False
+        candidates = np.flatnonzero(fits)
+        best = int(candidates[np.lexsort((candidates, -gain[candidates]))[0]])
+        chosen.append(best)
+        available[best] = False
+        used += float(extra[best])
+        counts[:] += members[:, best]
+        if groups[best] >= 0:
+            paid[groups[best]] = True
+        if kinds[best] >= 0:
+            covered[kinds[best]] = True
+        return True
+
+    for j, con in enumerate(constraints):
+        while con.min_count > 0 and counts[j] < float(con.min_count) - _TOL:
+            if not take(members[j]):
+                return None
+    while take(margins()[1] > 0):
+        pass
+    if not all(con.is_satisfied(chosen) for con in constraints):
+        return None
+    return tuple(chosen)
+
+
+def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limit: float = DEFAULT_TIME_LIMIT, *,
+                   work_limit: int = DEFAULT_WORK_LIMIT, groups=None, group_costs=None, kinds=None,
+                   kind_values=None, search_limit: int = exact_search.DEFAULT_NODE_LIMIT) -> KnapsackSolution:
     """Choose items maximising total value under a capacity, a maximum count and attribute constraints.
 
     Parameters
@@ -347,18 +526,24 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     capacity: total cost allowed. A negative capacity (the query alone exceeds the budget) selects nothing.
     max_items: the most items that may be chosen (>= 0).
     constraints: ``AttributeConstraint`` objects. Infeasible ones are dropped last given first.
-    time_limit: seconds for each ILP solve; on expiry the best solution found is returned
-        (status ``"time_limit"``).
+    time_limit: wall-clock seconds for each ILP solve (the safety net behind ``work_limit``).
+    work_limit: branch-and-bound nodes for each ILP solve (:data:`DEFAULT_WORK_LIMIT`). When a limit ends a
+        solve, the better of the solver's best and :func:`constrained_greedy`'s selection is returned.
     groups / group_costs: optional shared costs: ``groups[i]`` is item i's group id (-1: none) and
         ``group_costs[g]`` a cost paid once when any item of group g is chosen (see the module docstring).
     kinds / kind_values: optional coverage values: ``kinds[i]`` is item i's kind id (-1: none) and
         ``kind_values[k]`` (>= 0) a value collected once when any item of kind k is chosen.
 
     Returns a ``KnapsackSolution``: ``selected`` (indices, highest value first), ``objective``,
-    ``status`` (``"optimal"``, ``"time_limit"`` or ``"relaxed"``), ``relaxed`` (names of dropped
-    constraints), ``reason`` (why the selection is empty or constraints were dropped).
+    ``status`` (``"optimal"`` or ``"relaxed"``), ``relaxed`` (names of dropped constraints), ``outcome``
+    (``"optimal"``, ``"incumbent"`` or ``"greedy"``), ``limit`` (``"work"`` / ``"time"`` when a limit ended a
+    solve), ``reason`` (why the selection is empty, constraints were dropped or a limit fired).
     """
     values, costs, capacity, max_items, constraints = _validate(values, costs, capacity, max_items, constraints)
+    if isinstance(work_limit, bool) or int(work_limit) != work_limit or work_limit < 1:
+        raise ValueError(f"work_limit must be a positive integer (branch-and-bound nodes), got {work_limit!r}")
+    if isinstance(time_limit, bool) or not float(time_limit) > 0:
+        raise ValueError(f"time_limit must be a number of seconds > 0, got {time_limit!r}")
     n = values.size
     groups, shared = _validate_groups(groups, group_costs, n)
     kinds, kind_values = _validate_kinds(kinds, kind_values, n)
@@ -369,7 +554,8 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     active = list(constraints)
     relaxed: list[str] = []
     notes: list[str] = []
-    timed_out = False  # any solve of this selection ended at its time limit
+    limit = ""  # the limit that ended a solve of this selection
+    unfound = False  # that limit came before the solver found any selection
     if n == 0 or max_items == 0 or capacity < 0 or not (alone <= capacity + _TOL).any():
         if n == 0:
             why = "no candidate items"
@@ -386,6 +572,9 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
         return KnapsackSolution((), 0.0, "relaxed" if dropped else "optimal", dropped,
                                 reason=f"empty selection: {why}")
     while True:
+        status, held = "", "greedy"  # held: what the selection in hand (``greedy``) is, should a limit fire
+        greedy = _greedy(values, costs, capacity, max_items, active, groups, shared, kinds, kind_values)
+        cutoff = None if greedy is None else _objective(greedy, values, kinds, kind_values)
         profiles = (np.column_stack([c.members for c in active]) if active
                     else np.zeros((n, 0), dtype=bool))
         if has_groups:  # compare items of one group only: a swap inside a group keeps its shared cost
@@ -393,24 +582,49 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
         if has_kinds:  # and of one kind only: a swap inside a kind keeps its coverage value
             profiles = np.column_stack([profiles, kinds])
         keep = prune_dominated(values, costs, profiles, max_items, capacity, fit_costs=alone)
+        if cutoff is not None:  # and what cannot be in a selection as good as the greedy's
+            keep = np.intersect1d(keep, bound_prune(values, costs, capacity, max_items, cutoff, fit_costs=alone,
+                                                    kinds=kinds if has_kinds else None, kind_values=kind_values))
         sub_constraints = [AttributeConstraint(c.members[keep], c.min_count, c.max_count, c.name,
                                                c.min_fraction, c.max_fraction) for c in active]
-        x, status = _milp(values[keep], costs[keep], capacity, max_items, sub_constraints, time_limit,
-                          groups[keep] if has_groups else None, shared, kinds[keep] if has_kinds else None,
-                          kind_values)
-        proven = status == "optimal"
-        timed_out = timed_out or status in ("time_limit", "time_limit_no_solution")
-        if status in ("optimal", "time_limit"):
-            chosen = keep[x]
+        if max_items <= exact_search.MAX_ITEMS:  # small M: the exact search, milp only if it stops early
+            found = exact_search.exact_search(
+                values[keep], costs[keep], capacity, max_items, sub_constraints, groups[keep], shared, kinds[keep],
+                kind_values, floor=-np.inf if cutoff is None else cutoff, node_limit=search_limit)
+            if found.proven:
+                if found.selected is not None:
+                    chosen, outcome = keep[list(found.selected)], "optimal"
+                    break
+                if greedy is not None:  # nothing beats the greedy: it is optimal
+                    chosen, outcome = np.asarray(greedy, dtype=int), "optimal"
+                    break
+                status = "infeasible"  # no set satisfies the active constraints
+            elif found.selected is not None:  # stopped early: its best is the selection to beat
+                greedy, cutoff, held = tuple(int(i) for i in keep[list(found.selected)]), found.objective, "incumbent"
+        if status != "infeasible":
+            x, status, fired = _milp(values[keep], costs[keep], capacity, max_items, sub_constraints, time_limit,
+                                     groups[keep] if has_groups else None, shared,
+                                     kinds[keep] if has_kinds else None, kind_values, work_limit=work_limit,
+                                     cutoff=cutoff)
+            limit = limit or fired
+        if status == "infeasible" and greedy is not None:  # nothing beats the greedy: it is optimal
+            chosen, outcome = np.asarray(greedy, dtype=int), "optimal"
             break
-        if status == "time_limit_no_solution":
-            proven = False
-            notes.append(f"no feasible selection found within the time limit ({time_limit:g} s)")
-            if not active:
-                chosen = np.zeros(0, dtype=int)
+        if status in ("optimal", "limit"):
+            chosen = keep[x]
+            outcome = "optimal" if status == "optimal" else "incumbent"
+            if greedy is not None and _objective(greedy, values, kinds, kind_values) > \
+                    _objective(chosen, values, kinds, kind_values) + _TOL:
+                chosen, outcome = np.asarray(greedy, dtype=int), "optimal" if status == "optimal" else held
+            break
+        if status == "limit_no_solution":
+            if greedy is not None:
+                chosen, outcome, unfound = np.asarray(greedy, dtype=int), held, True
                 break
-        if not active:  # cannot happen: the empty selection is feasible without attribute constraints
-            chosen = np.zeros(0, dtype=int)
+            notes.append(f"the {_LIMIT_NAMES[fired](work_limit, time_limit)} ended the search before a feasible "
+                         "selection was found")
+        if not active:  # cannot happen: without attribute constraints the greedy is always a selection
+            chosen, outcome = np.zeros(0, dtype=int), "greedy"
             break
         dropped = active.pop()
         relaxed.append(dropped.label(len(active)))
@@ -418,17 +632,28 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     marginal = values + np.where(kinds >= 0, kind_values[np.maximum(kinds, 0)] if kind_values.size else 0.0, 0.0)
     chosen = _enforce_limits(chosen, marginal, costs, capacity, max_items, groups, shared)
     order = sorted(chosen.tolist(), key=lambda i: (-marginal[i], i))
-    objective = float(values[order].sum()) + _coverage(order, kinds, kind_values) if order else 0.0
+    objective = _objective(order, values, kinds, kind_values)
+    status = "optimal"
     if relaxed:
         status = "relaxed"
         notes.insert(0, "infeasible constraints dropped (last given first): " + ", ".join(relaxed))
+    if outcome != "optimal":
+        notes.append(f"the {_LIMIT_NAMES[limit](work_limit, time_limit)} ended the search: "
+                     + ("the solver's best selection" if outcome == "incumbent" else
+                        "the greedy selection (milp had found none)" if unfound else
+                        "the greedy selection (better than the solver's best)"))
     if not order:
         notes.append("empty selection: every candidate's value is <= 0 (the knapsack adds only items of positive "
                      f"value; the highest is {marginal.max():g})" if (marginal <= 0).all() else
                      "empty selection: no item improves the objective within the limits")
     return KnapsackSolution(tuple(int(i) for i in order), objective, status, tuple(relaxed),
-                            reason="; ".join(notes), candidates=int(keep.size), proven_optimal=proven,
-                            time_limited=timed_out)
+                            reason="; ".join(notes), candidates=int(keep.size), proven_optimal=outcome == "optimal",
+                            outcome=outcome, limit=limit)
+
+
+_LIMIT_NAMES = {"work": lambda nodes, seconds: f"work limit ({nodes:,} nodes)",
+                "time": lambda nodes, seconds: f"time limit ({seconds:g} s)",
+                "": lambda nodes, seconds: "limit"}
 
 
 def greedy_knapsack(values, costs, capacity, max_items, *, groups=None, group_costs=None, kinds=None,
@@ -442,27 +667,9 @@ def greedy_knapsack(values, costs, capacity, max_items, *, groups=None, group_co
     n = values.size
     groups, shared = _validate_groups(groups, group_costs, n)
     kinds, kind_values = _validate_kinds(kinds, kind_values, n)
-    chosen: list[int] = []
-    used = 0.0
-    paid: set[int] = set()
-    covered: set[int] = set()
-    available = np.ones(n, dtype=bool)
-    while len(chosen) < max_items:
-        extra = costs + np.asarray([shared[g] if g >= 0 and g not in paid else 0.0 for g in groups])
-        gain = values + np.asarray([kind_values[c] if c >= 0 and c not in covered else 0.0 for c in kinds])
-        fits = available & (used + extra <= capacity + _TOL) & (gain > 0)
-        if not fits.any():
-            break
-        candidates = np.flatnonzero(fits)
-        best = int(candidates[np.lexsort((candidates, -gain[candidates]))[0]])
-        chosen.append(best)
-        available[best] = False
-        used += float(extra[best])
-        if groups[best] >= 0:
-            paid.add(int(groups[best]))
-        if kinds[best] >= 0:
-            covered.add(int(kinds[best]))
-    objective = float(values[chosen].sum()) + _coverage(chosen, kinds, kind_values) if chosen else 0.0
+    chosen = list(_greedy(values, costs, capacity, max_items, [], groups, shared, kinds, kind_values) or ())
+    objective = _objective(chosen, values, kinds, kind_values)
     reason = "" if chosen else ("empty selection: no item of positive value fits" if max_items else
                                 "empty selection: max_items is 0")
-    return KnapsackSolution(tuple(chosen), objective, "greedy", reason=reason, candidates=n, proven_optimal=False)
+    return KnapsackSolution(tuple(chosen), objective, "greedy", reason=reason, candidates=n, proven_optimal=False,
+                            outcome="greedy")

@@ -44,8 +44,8 @@ def _selection_fields(program, selection: dict, example) -> dict:
         "predicted_attributes": selection.get("predicted_attributes", {}),
         "relaxed": selection.get("relaxed", []),
     }
-    if selection.get("time_limited"):  # a knapsack's time limit ended its search: a loaded machine's selection
-        row["selection_status"] = "time_limit"
+    if selection.get("limit"):  # a knapsack's limit ended its search: the solver's best or the greedy's set
+        row["selection_status"], row["selection_limit"] = selection.get("outcome") or "incumbent", selection["limit"]
     if selection.get("total_cost") is not None:  # the selected exemplars' own tokens (an exemplar budget's measure)
         row["exemplar_tokens"] = round(float(selection["total_cost"]))
     if selection.get("token_count") is not None:  # "estimate": prompt_tokens / within_budget are approximate

@@ -69,10 +69,10 @@ def _main_table(items: list[dict], title: str) -> Table:
                 ("modality match", "attribute_match.modality"), ("within budget", "within_budget"),
                 ("#exemplars", "mean_exemplars"), ("prompt tokens", "mean_prompt_tokens"),
                 ("exemplar tokens", "mean_exemplar_tokens"), ("selection ms (median)", "selection_ms_median"),
-                ("cut by the time limit", "time_limited")]
+                ("ended by a limit", "limited"), ("of which the greedy's", "limited_greedy")]
         cols = [c for c in cols if c[1] != "mean_exemplar_tokens" or any(m.get(c[1]) is not None for m in items)]
-        if not any(m.get("time_limited") for m in items):
-            cols = [c for c in cols if c[1] != "time_limited"]
+        if not any(m.get("limited") for m in items):
+            cols = [c for c in cols if c[1] not in ("limited", "limited_greedy")]
     else:
         cols = [("accuracy", "accuracy"), ("EM", "em"), ("program accuracy", "program_accuracy"), ("F1", "f1"),
                 ("entailment", "entailment_accuracy"), ("numerical, exact $", "numerical_exact"),
@@ -82,14 +82,14 @@ def _main_table(items: list[dict], title: str) -> Table:
                 ("exemplar tokens", "mean_exemplar_tokens"), ("answered wrong", "answered_wrong"),
                 ("could not ask", "could_not_ask"),
                 ("internal errors", "internal_errors"), ("score errors", "score_errors"),
-                ("cut by the time limit", "time_limited"), ("n", "n")]
+                ("selection ended by a limit", "limited"), ("of which the greedy's", "limited_greedy"), ("n", "n")]
         if any((m["spec"].get("samples") or 1) > 1 for m in items):  # self-consistency runs: what it cost
             cols[-1:-1] = [("LM calls / q", "lm_calls_per_question"), ("tokens used / q", "tokens_per_question"),
                            ("votes of the answer", "mean_votes")]
         cols = [c for c in cols if any(m.get(c[1]) is not None for m in items)]
-        for optional in ("score_errors", "internal_errors", "time_limited"):
+        for optional, shown_with in (("score_errors", ()), ("internal_errors", ()), ("limited", ("limited_greedy",))):
             if not any(m.get(optional) for m in items):
-                cols = [c for c in cols if c[1] != optional]
+                cols = [c for c in cols if c[1] != optional and c[1] not in shown_with]
         if any(m.get("em") is not None for m in items):  # accuracy is EM there: show it once
             cols = [c for c in cols if c[1] != "accuracy"]
     rows = [[str(m.get("label")), *(_cell(m, key) for _, key in cols)] for m in items]

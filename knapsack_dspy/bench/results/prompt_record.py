@@ -20,7 +20,7 @@ import threading
 
 from dspy.utils.callback import BaseCallback
 
-from knapsack_dspy.llm.prompt_fingerprint import messages_sha256
+from knapsack_dspy.llm.prompt_fingerprint import messages_sha256, reply_key
 from knapsack_dspy.saved_format import PROMPT_FORMAT_VERSION  # its history is there
 
 __all__ = ["PROMPT_FORMAT_VERSION", "PromptRecorder", "completion_text", "messages_sha256"]
@@ -44,6 +44,7 @@ class PromptRecorder(BaseCallback):
 
     def __init__(self, keep_messages: bool = False):
         self.hashes: list[str] = []
+        self.reply_keys: list[str] = []
         self.completions: list = []
         self.messages: list[list[dict]] = []
         self.keep_messages = keep_messages
@@ -57,6 +58,8 @@ class PromptRecorder(BaseCallback):
         with self._lock:
             self._position[call_id] = len(self.hashes)
             self.hashes.append(messages_sha256(messages))
+            settings = {**(getattr(instance, "kwargs", None) or {}), **(inputs or {})}
+            self.reply_keys.append(reply_key(messages, getattr(instance, "model", None), settings))
             self.completions.append(None)
             if self.keep_messages:
                 self.messages.append([{"role": str(m.get("role", "")), "content": m.get("content")}
@@ -70,4 +73,4 @@ class PromptRecorder(BaseCallback):
 
     def row_fields(self) -> dict:
         return {"prompt_sha256": list(self.hashes), "prompt_format": PROMPT_FORMAT_VERSION,
-                "completions": list(self.completions)}
+                "completions": list(self.completions), "reply_keys": list(self.reply_keys)}

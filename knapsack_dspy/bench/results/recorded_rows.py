@@ -1,4 +1,8 @@
-"""The replies an earlier run recorded, by prompt fingerprint: what ``kdspy bench --reuse DIR`` answers from.
+"""The replies an earlier run recorded, by reply key: what ``kdspy bench --reuse DIR`` answers from.
+
+A row written since reply keys keeps one per call (``reply_keys``: the prompt's fingerprint with the model, its
+weights, the runtime's version and the decoding settings), so its reply answers a later prompt only when all of
+them are the same; an older row's reply is matched on the prompt's fingerprint alone, and the summary says so.
 
 A row written since schema version 2 keeps each call's reply (``completions``, aligned with ``prompt_sha256``).
 An older row kept only what the pipeline made of the reply; for the rows where that is the whole reply it is
@@ -31,26 +35,32 @@ def chat_reply(**fields) -> str:
 
 @dataclass
 class RecordedReplies:
-    """``replies``: prompt fingerprint -> reply text; counts of where they came from."""
+    """``keyed``: reply key (``llm.prompt_fingerprint.reply_key``: messages, model, weights, runtime, decoding) ->
+    reply text; ``replies``: prompt fingerprint -> reply text, for the rows written before reply keys (their model,
+    weights, runtime and decoding settings cannot be checked); counts of where they came from."""
 
     replies: dict[str, str] = field(default_factory=dict)
+    keyed: dict[str, str] = field(default_factory=dict)
     from_completions: int = 0
     rebuilt: int = 0
-    conflicting: int = 0  # fingerprints recorded twice with different replies (the first is kept)
+    conflicting: int = 0  # keys or fingerprints recorded twice with different replies (the first is kept)
     rows: int = 0
 
-    def add(self, sha: str, text: str) -> bool:
-        known = self.replies.get(sha)
+    def add(self, sha: str, text: str, key: str | None = None) -> bool:
+        table, name = (self.keyed, key) if key else (self.replies, sha)
+        known = table.get(name)
         if known is None:
-            self.replies[sha] = text
+            table[name] = text
             return True
         self.conflicting += known != text
         return False
 
     def summary(self) -> str:
-        return (f"{len(self.replies)} recorded replies from {self.rows} rows ({self.from_completions} recorded, "
-                f"{self.rebuilt} rebuilt from older rows" + (f", {self.conflicting} conflicting kept first"
-                                                             if self.conflicting else "") + ")")
+        unkeyed = (f"; {len(self.replies)} from rows without reply keys, matched on the prompt alone (model, weights, "
+                   "runtime and decoding settings unchecked)" if self.replies else "")
+        return (f"{len(self.replies) + len(self.keyed)} recorded replies from {self.rows} rows "
+                f"({self.from_completions} recorded, {self.rebuilt} rebuilt from older rows"
+                + (f", {self.conflicting} conflicting kept first" if self.conflicting else "") + ")" + unkeyed)
 
 
 def _rebuilt_reply(row) -> str | None:
@@ -73,9 +83,11 @@ def recorded_replies(paths: Iterable[str | Path]) -> RecordedReplies:
             out.rows += 1
             hashes = list(row.prompt_sha256 or [])
             completions = row.completions
+            keys = list(row.reply_keys or [])
             if completions:
-                for sha, text in zip(hashes, completions, strict=False):
-                    if isinstance(text, str) and out.add(sha, text):
+                keys = keys if len(keys) == len(hashes) else [None] * len(hashes)
+                for sha, key, text in zip(hashes, keys, completions, strict=False):
+                    if isinstance(text, str) and out.add(sha, text, key):
                         out.from_completions += 1
                 continue
             text = _rebuilt_reply(row)

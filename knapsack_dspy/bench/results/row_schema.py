@@ -143,9 +143,13 @@ class ResultRow(Mapping):
     selection_ms = RowField("float", "milliseconds spent selecting")
     predicted_attributes = RowField("dict", "the question's predicted attribute values (attribute -> value)")
     relaxed = RowField("list", "the constraints the knapsack relaxed to find a feasible set")
-    selection_status = RowField("str", "'time_limit' when the knapsack's time limit ended its search: the best set "
-                                       "found by then, perhaps not the best (absent: solved, or no knapsack); such "
-                                       "a selection depends on the machine's load")
+    selection_status = RowField("str", "how a selection a knapsack's limit ended was found: 'incumbent' (the "
+                                       "solver's best then) or 'greedy' (the constrained greedy's, better); "
+                                       "'time_limit' in rows before the work limit (a wall-clock limit: such a "
+                                       "selection depends on the machine's load); absent: proven optimal, or "
+                                       "no knapsack")
+    selection_limit = RowField("str", "the limit that ended the knapsack's search: 'work' (its node count: the "
+                                      "same on any machine) or 'time' (the wall-clock safety net)")
     new_prompt_tokens = RowField("int", "latency budget: the prompt's tokens outside the cached shared prefix")
     predicted_latency_s = RowField("float", "latency budget: the predicted seconds of the call")
     latency_budget = RowField("float", "latency budget: the seconds the prompt was allowed")
@@ -190,6 +194,10 @@ class ResultRow(Mapping):
     prompt_sha256 = RowField("list", "the sha256 of each LM call's messages, in call order "
                                        "(``bench.results.prompt_record``)")
     prompt_format = RowField("int", "the prompt format version that rendered them (``PROMPT_FORMAT_VERSION``)")
+    reply_keys = RowField("list", "each LM call's reply key, in the order of ``prompt_sha256``: the messages' "
+                                  "fingerprint with the model, its weights' sha256, the runtime's version and the "
+                                  "decoding settings (``llm.prompt_fingerprint.reply_key``): what a recorded "
+                                  "reply must match to answer a prompt of a later run (``--reuse``)")
     completions = RowField("list", "the text each LM call returned, in the order of ``prompt_sha256`` (a list of "
                                    "texts for a call that returned several; None for a call that failed): "
                                    "what a replay serves by prompt fingerprint")

@@ -24,11 +24,15 @@ from knapsack_dspy.bench.results.row_schema import ResultRow, rows_of
 from knapsack_dspy.llm.token_counter import ESTIMATE
 from knapsack_dspy.metrics.intervals import bootstrap_ci, proportion_ci
 
-__all__ = ["LEVEL", "aggregate", "score_key", "setting_of", "time_per_question"]
+__all__ = ["LEVEL", "LIMITED_STATUSES", "aggregate", "score_key", "setting_of", "time_per_question"]
 
 LEVEL = 0.9
 # Spec fields that never tell two runs of a table apart (how many questions, where the rows came from).
 _UNLABELLED_FIELDS = ("limit", "example_ids", "selector")
+
+#: ``selection_status`` values of a selection a knapsack's limit ended (``"time_limit"``: rows before the work
+#: limit, when the limit was wall-clock seconds)
+LIMITED_STATUSES = ("incumbent", "greedy", "time_limit")
 
 
 def _proportion_ci(successes: float, n: int) -> tuple[float, float]:
@@ -172,8 +176,10 @@ def aggregate(rows: Iterable[Mapping], facts: QuestionFacts | None = None) -> di
             lo, hi = _proportion_ci(within, len(selected))
             m["within_budget_ci"] = [100.0 * lo, 100.0 * hi]
             m["mean_exemplars"] = statistics.fmean(len(r.exemplar_ids) for r in selected)
-            # sets the knapsack's time limit cut short (the best found, perhaps not the best): 0 on a quiet machine
-            m["time_limited"] = sum(r.selection_status == "time_limit" for r in selected)
+            # sets a knapsack's limit cut short (the best found, perhaps not the best), and of those the sets its
+            # greedy gave (better than the solver's best); rows of 2026-11-27 say "time_limit" (wall clock)
+            m["limited"] = sum(r.selection_status in LIMITED_STATUSES for r in selected)
+            m["limited_greedy"] = sum(r.selection_status == "greedy" for r in selected)
             # prompts counted without the model's own tokenizer: their within_budget rests on an estimate
             m["token_count_estimated"] = sum(r.token_count == ESTIMATE for r in selected)
         else:

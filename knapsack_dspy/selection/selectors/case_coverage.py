@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
-from knapsack_dspy.selection.knapsack import greedy_knapsack, solve_knapsack
+from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT, greedy_knapsack, solve_knapsack
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, NotFittedError, candidates, make_selection
 
 __all__ = ["SOLVERS", "CaseCoverageFallback", "CaseCoverageSelector", "kind_labels"]
@@ -63,7 +63,8 @@ class CaseCoverageSelector(ExemplarSelector):
     """See the module docstring. Parameters: ``max_exemplars`` (M), ``kind`` (the pool attribute naming an
     exemplar's solution pattern), ``similarity_weight`` and ``temperature`` (the nearest-first term),
     ``token_price`` (value per prompt token, >= 0), ``solver`` ("knapsack" or "greedy"), ``knn_k`` (candidates:
-    the nearest ``knn_k``), ``C`` (the kind classifier's inverse regularisation)."""
+    the nearest ``knn_k``), ``C`` (the kind classifier's inverse regularisation), ``work_limit`` /
+    ``time_limit`` (the knapsack's limits: ``solve_knapsack``)."""
 
     name = "case_coverage"
     needs_fit = True
@@ -71,7 +72,8 @@ class CaseCoverageSelector(ExemplarSelector):
 
     def __init__(self, max_exemplars: int = 8, kind: str = "program_template", similarity_weight: float = 0.5,
                  temperature: float = 0.05, token_price: float = 0.0, solver: str = "knapsack",
-                 knn_k: int | None = 200, C: float = 16.0, time_limit: float = 5.0):
+                 knn_k: int | None = 200, C: float = 16.0, time_limit: float = DEFAULT_TIME_LIMIT,
+                 work_limit: int = DEFAULT_WORK_LIMIT):
         super().__init__(max_exemplars)
         self.kind = kind
         self.similarity_weight = similarity_weight
@@ -81,6 +83,7 @@ class CaseCoverageSelector(ExemplarSelector):
         self.knn_k = knn_k
         self.C = C
         self.time_limit = time_limit
+        self.work_limit = work_limit
 
     def validate_params(self):
         super().validate_params()
@@ -165,7 +168,7 @@ class CaseCoverageSelector(ExemplarSelector):
             sol = greedy_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars, **options)
         else:
             sol = solve_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars,
-                                 time_limit=self.time_limit, **options)
+                                 time_limit=self.time_limit, work_limit=self.work_limit, **options)
         chosen = [int(idx[i]) for i in sol.selected]
         return make_selection(pool, request, chosen, sims, status=sol.status, reason=sol.reason,
-                              time_limited=sol.time_limited)
+                              solution=sol)

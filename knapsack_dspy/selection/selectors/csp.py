@@ -22,4 +22,4 @@ class CSPSelector(KnapsackSelector):
         values = 1.0 + request_rng(request, self.name).random(idx.size)
         chosen, sol = self._solve(pool, request, idx, sims, values, request.capacity, self.max_exemplars)
         return make_selection(pool, request, chosen, sims, status=sol.status, relaxed=sol.relaxed,
-                              reason=sol.reason, time_limited=sol.time_limited)
+                              reason=sol.reason, solution=sol)

@@ -18,7 +18,12 @@ from knapsack_dspy.selection.constraints import (
     modality_template,
     seer_template,
 )
-from knapsack_dspy.selection.knapsack import AttributeConstraint, solve_knapsack
+from knapsack_dspy.selection.knapsack import (
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_WORK_LIMIT,
+    AttributeConstraint,
+    solve_knapsack,
+)
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, candidates, make_selection
 
 
@@ -49,7 +54,9 @@ class KnapsackSelector(ExemplarSelector):
     Parameters: ``max_exemplars`` (M), ``alpha`` / ``beta`` (template shares), ``attributes`` (which
     attributes get a template, in relaxation priority order: the last is dropped first when infeasible),
     ``knn_k`` (pre-filter size, 200 as in SEER), ``max_per_doc`` (optional: at most this many exemplars from
-    one document), ``time_limit`` (seconds per ILP).
+    one document), ``work_limit`` (branch-and-bound nodes per ILP: the limit that decides, the same on any machine)
+    and ``time_limit`` (wall-clock seconds per ILP: the safety net); a limited solve returns the better of the
+    solver's best and the constrained greedy (``solve_knapsack``).
     """
 
     name = "seer"
@@ -57,7 +64,7 @@ class KnapsackSelector(ExemplarSelector):
 
     def __init__(self, max_exemplars: int = 8, alpha: float = 0.75, beta: float = 0.0,
                  attributes: tuple = ("modality",), knn_k: int = 200, max_per_doc: int | None = None,
-                 time_limit: float = 5.0):
+                 time_limit: float = DEFAULT_TIME_LIMIT, work_limit: int = DEFAULT_WORK_LIMIT):
         super().__init__(max_exemplars)
         self.alpha = alpha
         self.beta = beta
@@ -65,6 +72,7 @@ class KnapsackSelector(ExemplarSelector):
         self.knn_k = knn_k
         self.max_per_doc = max_per_doc
         self.time_limit = time_limit
+        self.work_limit = work_limit
 
     def validate_params(self):
         super().validate_params()
@@ -78,8 +86,7 @@ class KnapsackSelector(ExemplarSelector):
                                     self.alpha, self.beta, self.max_per_doc)
         groups, group_costs = pool.knapsack_groups(idx, paid_groups)
         sol = solve_knapsack(values, pool.costs[idx], capacity, max_items, constraints=cons, groups=groups,
-                             group_costs=group_costs,
-                             time_limit=self.time_limit)
+                             group_costs=group_costs, time_limit=self.time_limit, work_limit=self.work_limit)
         return [int(idx[i]) for i in sol.selected], sol
 
     #: from a pool's nearest-neighbour index, the cheapest other candidates it fetched beside the ``knn_k``
@@ -90,7 +97,7 @@ class KnapsackSelector(ExemplarSelector):
         idx, sims = candidates(pool, request, self.knn_k, reserve=self.cheap_reserve)
         chosen, sol = self._solve(pool, request, idx, sims, sims[idx], request.capacity, self.max_exemplars)
         return make_selection(pool, request, chosen, sims, status=sol.status, relaxed=sol.relaxed,
-                              reason=sol.reason, time_limited=sol.time_limited)
+                              reason=sol.reason, solution=sol)
 
 
 class GoldKnapsackSelector(KnapsackSelector):

@@ -22,7 +22,7 @@ import numpy as np
 
 from knapsack_dspy.selection.constraints import MODALITIES, seer_template
 from knapsack_dspy.selection.exemplar_pool import prompt_order
-from knapsack_dspy.selection.knapsack import solve_knapsack
+from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT, solve_knapsack
 from knapsack_dspy.selection.selectors.base import (
     FIT_ON_VALIDATION_QUERIES,
     NotFittedError,
@@ -36,7 +36,7 @@ from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 
 def representative_set(pool, val_embeddings: np.ndarray, capacity: float, max_items: int, beta: float,
-                       attribute: str, time_limit: float):
+                       attribute: str, time_limit: float, work_limit: int):
     """Knapsack over mean similarity to the validation queries. Returns (the chosen ids in their fixed prompt
     order, the solution, each exemplar's value)."""
     val = np.asarray(val_embeddings, dtype=np.float32)
@@ -51,7 +51,7 @@ def representative_set(pool, val_embeddings: np.ndarray, capacity: float, max_it
                              uncertain=("__any__",), domain=domain)
     groups, group_costs = pool.knapsack_groups(np.arange(len(pool)))
     sol = solve_knapsack(values, pool.costs, capacity, max_items, constraints=cons, time_limit=time_limit,
-                         groups=groups, group_costs=group_costs)
+                         work_limit=work_limit, groups=groups, group_costs=group_costs)
     order = prompt_order(sol.selected, values, pool.groups if pool.has_groups else None)
     return [pool.ids[i] for i in order], sol, values
 
@@ -69,9 +69,10 @@ class StaticKnapsackSelector(KnapsackSelector):
         self.validate_params()
         attr = self.attributes[0] if self.attributes else "modality"
         ids, sol, _ = representative_set(pool, val_embeddings, capacity, self.max_exemplars, self.beta, attr,
-                                         self.time_limit)
+                                         self.time_limit, self.work_limit)
         self.fixed_ids_ = ids
-        self.fit_report_ = {"status": sol.status, "relaxed": list(sol.relaxed), "capacity": capacity}
+        self.fit_report_ = {"status": sol.status, "relaxed": list(sol.relaxed), "capacity": capacity,
+                            "outcome": sol.outcome, "limit": sol.limit}
         return self
 
     def get_state(self):
@@ -111,8 +112,9 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
 
     def __init__(self, max_exemplars: int = 8, alpha: float = 0.75, beta: float = 0.0,
                  attributes: tuple = ("modality",), knn_k: int = 200, max_per_doc: int | None = None,
-                 time_limit: float = 5.0, core_size: int = 2, core_budget_share: float = 0.5):
-        super().__init__(max_exemplars, alpha, beta, attributes, knn_k, max_per_doc, time_limit)
+                 time_limit: float = DEFAULT_TIME_LIMIT, work_limit: int = DEFAULT_WORK_LIMIT, core_size: int = 2,
+                 core_budget_share: float = 0.5):
+        super().__init__(max_exemplars, alpha, beta, attributes, knn_k, max_per_doc, time_limit, work_limit)
         self.core_size = core_size
         self.core_budget_share = core_budget_share
 
@@ -125,9 +127,10 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
         self.validate_params()
         attr = self.attributes[0] if self.attributes else "modality"
         ids, sol, _ = representative_set(pool, val_embeddings, capacity * self.core_budget_share, self.core_size,
-                                         0.0, attr, self.time_limit)
+                                         0.0, attr, self.time_limit, self.work_limit)
         self.fixed_ids_ = ids
-        self.fit_report_ = {"status": sol.status, "relaxed": list(sol.relaxed), "capacity": capacity}
+        self.fit_report_ = {"status": sol.status, "relaxed": list(sol.relaxed), "capacity": capacity,
+                            "outcome": sol.outcome, "limit": sol.limit}
         return self
 
     def select(self, pool, request):
@@ -145,4 +148,4 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
                        if slots > 0 and idx.size else ([], None))
         return make_selection(pool, request, chosen, sims, prefix=core,
                               status=sol.status if sol else "ok", relaxed=sol.relaxed if sol else (),
-                              reason=sol.reason if sol else "", time_limited=bool(sol and sol.time_limited))
+                              reason=sol.reason if sol else "", solution=sol)
