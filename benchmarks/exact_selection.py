@@ -9,7 +9,8 @@ agree. ``--busy`` runs one busy-loop process beside the timings (the throughput 
 model is the real load: start ``kdspy bench`` with the 1.5B first and run this beside it.
 
     python benchmarks/knapsack_instances.py benchmarks/selection_objective_selection.toml instances.pkl
-    python benchmarks/exact_selection.py instances.pkl [--selectors case_coverage seer] [--busy] [--json out.json]
+    python benchmarks/exact_selection.py instances.pkl [--selectors case_coverage seer] [--busy] [--milp-only]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
+from knapsack_dspy.selection import exact_search
 from knapsack_dspy.selection.knapsack import solve_knapsack
 from knapsack_dspy.testing.busy_loop import busy_loop
 
@@ -97,10 +99,14 @@ def main(argv=None) -> int:
     parser.add_argument("--selectors", nargs="+", default=["case_coverage", "seer"])
     parser.add_argument("--busy", action="store_true", help="one busy-loop process beside the timings")
     parser.add_argument("--no-check", action="store_true", help="skip the reference optimum (timings only)")
+    parser.add_argument("--milp-only", action="store_true",
+                        help="decide every selection with milp (the exact search off): what it saves")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     with open(args.instances, "rb") as fh:
         instances = pickle.load(fh)
+    if args.milp_only:
+        exact_search.MAX_ITEMS = 0
     report = {}
     with busy_loop(args.busy):
         for selector in args.selectors:
@@ -125,7 +131,8 @@ def main(argv=None) -> int:
                 "p99_ms": float(np.percentile(timings, 99)), "max_ms": max(timings),
                 "outcomes": dict(outcomes), "limits": dict(limits),
                 "below_reference_optimum": None if args.no_check else len(worse),
-                "reference_unproven": None if args.no_check else unproven, "busy": args.busy}
+                "reference_unproven": None if args.no_check else unproven, "busy": args.busy,
+                "milp_only": args.milp_only}
             r = report[selector]
             print(f"{selector}: {r['instances']} selections, median {r['median_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
                   f"max {r['max_ms']:.1f} ms; outcomes {dict(outcomes)}; limits {dict(limits)}"

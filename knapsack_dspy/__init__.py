@@ -40,8 +40,11 @@ _PUBLIC = {
     "AttributeConstraint": "knapsack_dspy.selection.knapsack",
     "register_selector": "knapsack_dspy.selection.selectors.registry",
     "ExemplarSelector": "knapsack_dspy.selection.selectors.base",
+    "check_selector": "knapsack_dspy.selection.selector_checks",
     "load_examples": "knapsack_dspy.data",
     "make_lm": "knapsack_dspy.llm.lm_factory",
+    "KnapsackDspyError": "knapsack_dspy.errors",
+    "KnapsackDspyWarning": "knapsack_dspy.errors",
 }
 
 __all__ = sorted(_PUBLIC)

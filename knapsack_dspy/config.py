@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from knapsack_dspy.errors import KnapsackDspyError
+
 DATA_DIR_ENV = "KDSPY_DATA_DIR"
 CACHE_DIR_ENV = "KDSPY_CACHE_DIR"
 
 
-class ConfigError(ValueError):
+class ConfigError(KnapsackDspyError, ValueError):
     """A setting is missing or points somewhere unusable."""
 
 

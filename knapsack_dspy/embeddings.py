@@ -24,6 +24,7 @@ import numpy as np
 
 from knapsack_dspy import config
 from knapsack_dspy._env import apply_openmp_wait_defaults, apply_tokenizers_default
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.memo import BoundedMemo
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def _progress_bar(total: int, desc: str):
     return tqdm(total=total, desc=desc, unit="text", leave=False)
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(KnapsackDspyError, RuntimeError):
     """The embedding model could not be loaded."""
 
 

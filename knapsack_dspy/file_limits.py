@@ -33,6 +33,8 @@ import os
 import zlib
 from pathlib import Path
 
+from knapsack_dspy.errors import KnapsackDspyError
+
 __all__ = [
     "DEFAULT_MAX_FILE_MB",
     "GZIP_ERRORS",
@@ -61,7 +63,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 22  # numpy chunk for the depth scan
 
 
-class FileLimitError(ValueError):
+class FileLimitError(KnapsackDspyError, ValueError):
     """A file exceeds a reading limit (size, values, nesting depth); the message names the limit."""
 
 
@@ -240,7 +242,7 @@ def _parse_int(literal: str):
     return int(literal)
 
 
-class DuplicateKeyError(ValueError):
+class DuplicateKeyError(KnapsackDspyError, ValueError):
     """A JSON object names the same key twice (``key``); ``json`` would silently keep the last value."""
 
     def __init__(self, key: str):

@@ -47,6 +47,9 @@ def test_a_rerun_from_recorded_replies_gives_the_same_rows_without_the_model(env
     again = load_rows(env / "again")
     assert answers(env / "again") == answers(env / "first")
     assert all(row.replayed == 1 and row.lm_calls == 0 for row in again)
+    report = (env / "again" / "report.md").read_text()
+    assert "6 of 6 rows took some reply" in report and "Not checked against the model" in report
+    assert "Replayed replies" not in (env / "first" / "report.md").read_text()
 
 
 def test_prompts_not_recorded_are_asked_or_with_replay_only_refused(env):
@@ -109,6 +112,7 @@ def test_verify_re_asks_recorded_prompts_and_reports_the_agreement(env, capsys):
     check = json.loads((env / "same" / "replay_check.json").read_text())
     assert (check["asked"], check["identical"], check["agreement"], check["differences"]) == (4, 4, 1.0, [])
     assert sorted(row.replayed or 0 for row in load_rows(env / "same")) == [0, 0, 0, 0, 1, 1]
+    assert "Re-asked live: 4 of 4 identical" in (env / "same" / "report.md").read_text()
 
     with StubOpenAIServer(reply=chat_adapter_reply(program="ans = 8")) as other:  # the model answers otherwise now
         write_suite(suite, other.base_url)
@@ -121,6 +125,8 @@ def test_verify_re_asks_recorded_prompts_and_reports_the_agreement(env, capsys):
     assert {d["live"] for d in check["differences"]} == {chat_adapter_reply(program="ans = 8")}
     rows = load_rows(env / "other")
     assert sum(row.answer == 8 for row in rows) == 3 and sum(row.answer == 7 for row in rows) == 3
+    assert "only 0 of 3 identical (replay_check.json): compare runs on rows produced live" in \
+        (env / "other" / "report.md").read_text()
 
 
 def test_verify_needs_reuse_and_a_model(env, capsys):

@@ -122,3 +122,23 @@ def test_decode_threads_from_env_or_load(monkeypatch):
     assert local_server._default_threads() == 2
     monkeypatch.delenv("KDSPY_LOCAL_THREADS")
     assert local_server._default_batch_threads() == 2  # prompt processing keeps every core
+
+
+def test_reproducible_replies_fix_the_threads_and_skip_the_prompt_cache(monkeypatch):
+    """``KDSPY_LOCAL_REPRODUCIBLE``: the thread count (which changes a reply's numbers) no longer follows the load,
+    and every prompt is processed whole (what the prompt cache held changes them too)."""
+    from knapsack_dspy.llm.local_provider import build_request
+
+    monkeypatch.setattr(local_server, "_usable_cores", lambda: 2)
+    monkeypatch.delenv("KDSPY_LOCAL_THREADS", raising=False)
+    monkeypatch.setattr(local_server, "other_busy_cores", lambda **kw: 1.0)
+    messages = [{"role": "user", "content": "hi"}]
+    monkeypatch.delenv("KDSPY_LOCAL_REPRODUCIBLE", raising=False)
+    assert local_server._default_threads() == 1 and "cache_prompt" not in build_request(messages, {})
+    for off in ("0", "false", ""):
+        monkeypatch.setenv("KDSPY_LOCAL_REPRODUCIBLE", off)
+        assert not local_server.reproducible()
+    monkeypatch.setenv("KDSPY_LOCAL_REPRODUCIBLE", "1")
+    assert local_server._default_threads() == 2 and build_request(messages, {})["cache_prompt"] is False
+    monkeypatch.setenv("KDSPY_LOCAL_THREADS", "1")  # a user's number still wins
+    assert local_server._default_threads() == 1

@@ -225,8 +225,8 @@ def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
                             retry_errors=args.retry_errors, allow_mixed=args.allow_mixed, workers=args.workers,
                             ray=args.ray)
     code = _print_results(out, len(metrics))
-    if check is not None and check.wanted:
-        _write_replay_check(out, check, args.reuse)
+    if check is not None and check.wanted:  # run_suite kept it beside the rows (replay_check.json)
+        print(check.summary())
     if tracking is not None:
         _log_to_mlflow(args, suite, out, data_dir)
     not_asked = sum(m.get("could_not_ask", 0) for m in metrics.values())
@@ -238,19 +238,6 @@ def _run_and_report(args, suite, out: Path, data_dir, tracking) -> int:
                         f"after a fix); see 'could not ask' in {out / 'report.md'} and 'error' in "
                         f"{out / 'predictions.jsonl'}")
     return code
-
-
-def _write_replay_check(out: Path, check, reused) -> None:
-    """``--verify``: print the agreement and keep it beside the rows (``replay_check.json``, replaced each run)."""
-    import json
-
-    print(check.summary())
-    path = out / "replay_check.json"
-    try:
-        path.write_text(json.dumps({"reused": [str(d) for d in reused], **check.to_dict()}, indent=1,
-                                   ensure_ascii=False) + "\n")
-    except OSError as exc:
-        raise UserError(f"could not write {path}: {exc}") from None
 
 
 def _rescore(out: Path, suite_name: str, data_dir) -> int:

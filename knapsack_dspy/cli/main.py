@@ -13,6 +13,7 @@ import os
 import sys
 
 from knapsack_dspy import __version__
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
 
 # Sub-command modules, in the order shown by --help. Missing ones are skipped.
@@ -20,33 +21,22 @@ SUBCOMMAND_MODULES = ("score", "compile", "ask", "bench", "report", "serve", "de
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
 
 
-class UserError(Exception):
+class UserError(KnapsackDspyError):
     """An error caused by the user's input: printed as one clear line, exit code 2."""
 
 
 def _user_facing_errors() -> tuple[type[BaseException], ...]:
-    """Errors whose message is the whole story (bad config, data, model set-up): no traceback.
+    """Errors whose message is the whole story (bad config, data, model set-up): no traceback. Every error of
+    knapsack-dspy's tree (``knapsack_dspy.errors.KnapsackDspyError``), and MLflow's when MLflow is loaded (a store
+    it cannot open or write).
 
     Only modules already imported are consulted: an error can only come from a loaded module, and importing
-    DSPy or LiteLLM while a failed read's data is still referenced (by the traceback) would raise the peak
-    memory of a one-line error (by ~115 MB for a 200 MB file) or fail on its own."""
-    from knapsack_dspy.config import ConfigError
-
-    errors: list[type[BaseException]] = [UserError, ConfigError]
-    for module, name in (("knapsack_dspy.data.errors", "DataError"), ("knapsack_dspy.llm.errors", "LLMError"),
-                         ("knapsack_dspy.bench.suites.suite", "SuiteError"),
-                         ("knapsack_dspy.teleprompt.knapsack_few_shot", "CompileError"),
-                         ("knapsack_dspy.selection.config", "SelectionConfigError"),
-                         ("knapsack_dspy.metrics.errors", "ScoringInputError"),
-                         ("knapsack_dspy.bench.results.store", "ResultsFileError"),
-                         ("knapsack_dspy.bench.results.lock", "ResultsBusyError"),
-                         ("knapsack_dspy.bench.results.provenance", "ProvenanceMismatchError"),
-                         ("knapsack_dspy.bench.execution.ray_workers", "RayWorkerError"),
-                         ("knapsack_dspy.bench.reporting.mlflow_tracking", "MlflowUnavailableError"),
-                         ("mlflow.exceptions", "MlflowException")):  # a store MLflow cannot open or write
-        error = getattr(sys.modules.get(module), name, None)
-        if error is not None:
-            errors.append(error)
+    MLflow while a failed read's data is still referenced (by the traceback) would raise the peak memory of a
+    one-line error or fail on its own."""
+    errors: list[type[BaseException]] = [KnapsackDspyError]
+    mlflow_error = getattr(sys.modules.get("mlflow.exceptions"), "MlflowException", None)
+    if mlflow_error is not None:
+        errors.append(mlflow_error)
     return tuple(errors)
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
 
 __all__ = ["DataError", "LoadReport", "SkippedRecord"]
 
 
-class DataError(ValueError):
+class DataError(KnapsackDspyError, ValueError):
     """Bad or missing input data. ``str(error)`` is one line: ``<source>: record <i> (id '<id>'): field '<f>': ...``.
 
     Attributes (``None`` when not applicable): ``source`` (file path or ``hub:<id>``), ``index`` (0-based

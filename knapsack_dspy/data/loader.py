@@ -19,11 +19,12 @@ from knapsack_dspy.data.finqa_cases import parse_finqa_case
 from knapsack_dspy.data.readers import read_hub_rows, read_records
 from knapsack_dspy.data.sara import parse_sara_case
 from knapsack_dspy.data.tatqa import parse_tatqa_record, record_size
+from knapsack_dspy.errors import KnapsackDspyWarning
 
 __all__ = ["DATASETS", "DataWarning", "DatasetSpec", "LoadedExamples", "find_split_file", "load_examples"]
 
 
-class DataWarning(UserWarning):
+class DataWarning(KnapsackDspyWarning, UserWarning):
     """Emitted when ``skip_invalid=True`` skipped records (the summary names the first one)."""
 
 

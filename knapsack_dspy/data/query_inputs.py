@@ -7,10 +7,12 @@ pair, which JSON can carry but no LM can be sent). Every problem is one line nam
 
 from __future__ import annotations
 
+from knapsack_dspy.errors import KnapsackDspyError
+
 __all__ = ["QueryInputError", "check_query_inputs"]
 
 
-class QueryInputError(ValueError):
+class QueryInputError(KnapsackDspyError, ValueError):
     """The question, table or paragraphs are not what a program can be asked; one line naming the field."""
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from knapsack_dspy.errors import KnapsackDspyError
+
 __all__ = [
     "ALL_OPERATIONS",
     "MATH_OPERATIONS",
@@ -56,7 +58,7 @@ _NUMBER = re.compile(r"[+-]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
 _OPERATION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class ProgramError(ValueError):
+class ProgramError(KnapsackDspyError, ValueError):
     """A FinQA program that is not well formed; the message names the step / token at fault."""
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.llm.empty_reply import EMPTY_REPLY_MESSAGE
 
 
-class LLMError(RuntimeError):
+class LLMError(KnapsackDspyError, RuntimeError):
     """Base class of the LLM layer's own errors."""
 
 

@@ -19,6 +19,8 @@ import os
 import struct
 from typing import Any, BinaryIO
 
+from knapsack_dspy.errors import KnapsackDspyError
+
 __all__ = ["GGUFError", "read_tokenizer_metadata", "tokenizer_fingerprint"]
 
 # value types: uint8, int8, uint16, int16, uint32, int32, float32, bool, string, array, uint64, int64, float64
@@ -29,7 +31,7 @@ TOKENIZER_KEYS_PREFIX = "tokenizer."
 _MAX_STRING = 1 << 26  # 64 MiB: a chat template or a token is far shorter
 
 
-class GGUFError(ValueError):
+class GGUFError(KnapsackDspyError, ValueError):
     """The file is not a GGUF file this reader understands (the message names the file)."""
 
 

@@ -33,7 +33,7 @@ from litellm.utils import custom_llm_setup
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.errors import LLMError
 from knapsack_dspy.llm.local_models import LOCAL_PROVIDER
-from knapsack_dspy.llm.local_server import text_messages
+from knapsack_dspy.llm.local_server import reproducible, text_messages
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,8 @@ def build_request(messages: list[dict], optional_params: dict) -> dict[str, Any]
             request[key] = params[key]
     if isinstance(request.get("stop"), str):
         request["stop"] = [request["stop"]]
+    if reproducible():  # each prompt processed whole: the reply does not depend on what the cache held
+        request["cache_prompt"] = False
     return request
 
 

@@ -35,6 +35,10 @@ from knapsack_dspy.llm.local_weights import ensure_local_weights
 logger = logging.getLogger(__name__)
 
 THREADS_ENV = "KDSPY_LOCAL_THREADS"  # generation (decode) threads
+#: "1": replies that are a function of the prompt: generation threads fixed (every usable core unless
+#: KDSPY_LOCAL_THREADS says otherwise) and no prompt-cache reuse (each prompt processed whole), at the cost of the
+#: prefix reuse (experiments/replay_determinism/)
+REPRODUCIBLE_ENV = "KDSPY_LOCAL_REPRODUCIBLE"
 BATCH_THREADS_ENV = "KDSPY_LOCAL_BATCH_THREADS"  # prompt-processing (prefill) threads
 SLOTS_ENV = "KDSPY_LOCAL_SLOTS"  # completions decoded at once (llama.cpp parallel slots)
 # The HTTP endpoints are on loopback: never route them through a proxy from the environment.
@@ -82,13 +86,21 @@ def default_slots() -> int:
     return _count_from_env(SLOTS_ENV, _requested_slots, "parallel slots", "slot")
 
 
+def reproducible() -> bool:
+    """``$KDSPY_LOCAL_REPRODUCIBLE`` is set (to anything but "", "0", "false", "no"): greedy replies must not
+    depend on the machine's load or on what the prompt cache held (see :data:`REPRODUCIBLE_ENV`)."""
+    return os.environ.get(REPRODUCIBLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def _default_threads() -> int:
-    """Generation threads: ``$KDSPY_LOCAL_THREADS``, else the usable cores other processes leave free now."""
+    """Generation threads: ``$KDSPY_LOCAL_THREADS``, else every usable core when :func:`reproducible`, else the
+    usable cores other processes leave free now (the thread count changes a reply's numbers: a load-dependent
+    choice is fast, not reproducible)."""
     if os.environ.get(THREADS_ENV, "").strip():
         return _threads_from_env(THREADS_ENV)
     cores = _usable_cores()
-    if cores == 1:
-        return 1
+    if cores == 1 or reproducible():
+        return cores
     other = other_busy_cores(cores=cores)
     threads = decode_threads_for(cores, other)
     if threads < cores:

@@ -29,10 +29,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.llm.call_counter import install_call_counter, note_replayed
 from knapsack_dspy.llm.prompt_fingerprint import messages_sha256, reply_key
 
-__all__ = ["NotRecordedError", "ReplayCheck", "replaying"]
+__all__ = ["REPLAY_CHECK_FILE", "NotRecordedError", "ReplayCheck", "active_check", "replaying"]
+
+#: Where a results directory keeps the check of its replayed replies (``kdspy bench --reuse DIR --verify N``).
+REPLAY_CHECK_FILE = "replay_check.json"
 
 _MARK = "_kdspy_replaying"
 _lock = threading.Lock()
@@ -90,7 +94,7 @@ class ReplayCheck:
                 "agreement": self.agreement, "differences": list(self.differences)}
 
 
-class NotRecordedError(RuntimeError):
+class NotRecordedError(KnapsackDspyError, RuntimeError):
     """A replay without the model met a prompt no recorded reply answers."""
 
 
@@ -184,6 +188,11 @@ def _install() -> None:
         litellm.completion = _wrap_sync(litellm.completion)
     if not getattr(litellm.acompletion, _MARK, False):
         litellm.acompletion = _wrap_async(litellm.acompletion)
+
+
+def active_check() -> ReplayCheck | None:
+    """The check of the open ``replaying(..., verify=N)`` block (None: no block, or no check asked for)."""
+    return _state["check"]
 
 
 @contextmanager

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
 
 __all__ = ["ScoringInputError"]
 
 
-class ScoringInputError(ValueError):
+class ScoringInputError(KnapsackDspyError, ValueError):
     """Bad scoring input. ``str(error)`` is one line naming where: ``<file>: <record>: field '<f>': <problem>``.
 
     Attributes (``None`` when not applicable): ``source`` (file path), ``where`` (record description such as

@@ -32,6 +32,7 @@ import numpy as np
 from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.embeddings import TextEmbedder
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.llm.latency_rates import latency_rates
 from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
 from knapsack_dspy.modules.shared_fields import referring_demo
@@ -57,7 +58,7 @@ _STORE_BACKED = ("pool_ids", "demos", "costs", "groups", "group_costs", "pool_at
                  "programs")
 
 
-class NotCompiledError(RuntimeError):
+class NotCompiledError(KnapsackDspyError, RuntimeError):
     """SelectExemplars was used before compile / fit / load."""
 
 

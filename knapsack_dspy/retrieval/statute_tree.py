@@ -35,6 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from knapsack_dspy.errors import KnapsackDspyError
+
 __all__ = [
     "KIND_DEPTH",
     "Sentence",
@@ -62,7 +64,7 @@ _ABBREVIATIONS = ("sec.", "secs.", "u.s.", "no.", "e.g.", "i.e.", "jan.", "feb."
                   "sept.", "oct.", "nov.", "dec.", "etc.", "inc.", "co.", "st.", "v.", "pub.", "stat.")
 
 
-class StatuteParseError(ValueError):
+class StatuteParseError(KnapsackDspyError, ValueError):
     """A statute text could not be parsed (the message names the section and the line)."""
 
 

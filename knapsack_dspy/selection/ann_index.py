@@ -91,6 +91,7 @@ from typing import Any
 import numpy as np
 
 from knapsack_dspy._env import apply_openmp_wait_defaults
+from knapsack_dspy.errors import KnapsackDspyWarning
 from knapsack_dspy.selection.query_similarity import query_similarities
 
 #: Pools of at least this many exemplars get the index (and the prefilter uses it); smaller pools: exact search.
@@ -124,7 +125,7 @@ META_FILE = "ivf.json"
 INSTALL_HINT = "pip install 'knapsack-dspy[ann]'"
 
 
-class FaissMissingWarning(UserWarning):
+class FaissMissingWarning(KnapsackDspyWarning, UserWarning):
     """A pool store's index was built with faiss, which is not installed here: searched with numpy instead."""
 
 

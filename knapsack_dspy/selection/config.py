@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, ExemplarSelector
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, make_selector, selector_class
@@ -33,7 +34,7 @@ DEMO_ORDERS = ("similarity", "canonical")
 SELECTOR_SETTINGS = ("max_exemplars", "alpha", "beta", "attributes", "knn_k", "max_per_doc", "core_size", "seed")
 
 
-class SelectionConfigError(ValueError):
+class SelectionConfigError(KnapsackDspyError, ValueError):
     """A selection setting is invalid (the message names it)."""
 
 

@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from knapsack_dspy import config
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.selection import ann_index
 
@@ -76,7 +77,7 @@ STORES_FOLDER = "pools"  # beside a saved program
 _search_dirs: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar("pool_store_dirs", default=())
 
 
-class PoolStoreError(ValueError):
+class PoolStoreError(KnapsackDspyError, ValueError):
     """A pool store is missing, altered or not a store (the message says which and what to do)."""
 
 

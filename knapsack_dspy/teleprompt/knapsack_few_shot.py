@@ -52,6 +52,7 @@ from dspy.teleprompt import Teleprompter
 from tqdm.auto import tqdm
 
 from knapsack_dspy.embeddings import TextEmbedder
+from knapsack_dspy.errors import KnapsackDspyError, KnapsackDspyWarning
 from knapsack_dspy.llm.call_counter import call_counts
 from knapsack_dspy.llm.errors import LLMConfigError, describe_lm_error, lm_error_kind
 from knapsack_dspy.llm.model_check import check_model_offline
@@ -88,11 +89,11 @@ _REPORTED = ("alpha", "beta", "max_exemplars")  # settings every entry of the re
 _DSPY_LM = dspy.LM  # the LiteLLM-backed LM class (as imported: a caller may rebind ``dspy.LM`` to a factory)
 
 
-class CompileError(ValueError):
+class CompileError(KnapsackDspyError, ValueError):
     """The student or the data cannot be compiled (message says why)."""
 
 
-class ZeroShotWarning(UserWarning):
+class ZeroShotWarning(KnapsackDspyWarning, UserWarning):
     """A compiled predictor will send no exemplar to most queries (the message says why, with the numbers): its
     budget leaves no room for the cheapest demo, or its values give the knapsack nothing worth taking."""
 

@@ -25,6 +25,7 @@ from typing import Any
 import dspy
 from tqdm.auto import tqdm
 
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.modules.compile_hooks import DemoFor, InputsFor
 from knapsack_dspy.modules.selection_context import selection_hints
 
@@ -32,7 +33,7 @@ __all__ = ["PoolError", "PredictorPool", "empty_pool_reason", "pools_from_teache
            "query_inputs"]
 
 
-class PoolError(ValueError):
+class PoolError(KnapsackDspyError, ValueError):
     """A pool cannot be built (the message says why)."""
 
 

@@ -47,6 +47,7 @@ import dspy
 
 from knapsack_dspy.bench.execution.example_runner import example_row, failed_row
 from knapsack_dspy.bench.execution.run_job import Task, default_lm, spec_provenance
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.modules.pipeline import program_from_state
@@ -62,7 +63,7 @@ KEPT_RUNS = 2  # programs an actor keeps (runs are fed in order: the current one
 _POLL_S = 0.2
 
 
-class RayWorkerError(RuntimeError):
+class RayWorkerError(KnapsackDspyError, RuntimeError):
     """Ray, or a worker on it, could not start or prepare a run; one line saying what and where."""
 
 

@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from knapsack_dspy.errors import KnapsackDspyError
+
 __all__ = ["STORE_DIR", "MlflowUnavailableError", "log_bench_results", "log_compile", "require_mlflow",
            "tracked_run", "tracking_uri"]
 
@@ -40,7 +42,7 @@ _RUN_METRICS = ("n", "accuracy", "em", "f1", "authors_rule", "within_budget", "g
 _RESULT_FILES = ("report.md", "metrics.json", "comparisons.json", "suite.json", "predictions.jsonl", "page.html")
 
 
-class MlflowUnavailableError(ValueError):
+class MlflowUnavailableError(KnapsackDspyError, ValueError):
     """--mlflow was asked for, but MLflow is not installed."""
 
 

@@ -21,8 +21,11 @@ from knapsack_dspy.bench.reporting.plots import Plots, make_plots
 from knapsack_dspy.bench.reporting.report_tables import Table, report_tables
 from knapsack_dspy.bench.results.provenance import code_provenance, describe_code, provenance_summary
 from knapsack_dspy.bench.results.question_facts import QuestionFacts
+from knapsack_dspy.bench.results.row_schema import as_row
 from knapsack_dspy.bench.scoring.comparisons import compare_selectors
 from knapsack_dspy.bench.scoring.run_metrics import aggregate
+from knapsack_dspy.file_limits import read_json
+from knapsack_dspy.llm.recorded_replies import REPLAY_CHECK_FILE
 
 __all__ = ["Report", "aggregate", "render_markdown", "token_count_lines", "token_count_note", "write_report",
            "write_report_files"]
@@ -80,9 +83,38 @@ def token_count_lines(metrics: dict[str, dict]) -> list[str]:
     return [*lines, ""]
 
 
+def replay_lines(rows: list, out_dir: Path) -> list[str]:
+    """``## Replayed replies`` when some rows took replies from recorded ones (``kdspy bench --reuse``): how many,
+    and whether re-asking a sample of them (``--verify N``, ``replay_check.json``) found the model answering the
+    same -- paired comparisons that mix replayed and live replies are exact only then."""
+    replayed = [r for r in rows if (as_row(r).replayed or 0) > 0]
+    if not replayed:
+        return []
+    lines = ["## Replayed replies", "",
+             f"{len(replayed)} of {len(rows)} rows took some reply from an earlier run's recorded replies "
+             "(`kdspy bench --reuse`)."]
+    path = Path(out_dir) / REPLAY_CHECK_FILE
+    check = None
+    if path.is_file():
+        try:
+            check = read_json(path)
+        except (OSError, ValueError):
+            check = None
+    if not isinstance(check, dict) or not check.get("asked"):
+        lines.append("Not checked against the model (`--verify N` re-asks N of them): a comparison between runs "
+                     "that pairs replayed with live replies is exact only as far as the model would answer the "
+                     "same again.")
+    elif check.get("identical") == check.get("asked"):
+        lines.append(f"Re-asked live: {check['identical']} of {check['asked']} identical ({REPLAY_CHECK_FILE}).")
+    else:
+        lines.append(f"Re-asked live: only {check.get('identical')} of {check.get('asked')} identical "
+                     f"({REPLAY_CHECK_FILE}): compare runs on rows produced live in one run, not on these.")
+    return [*lines, ""]
+
+
 def render_markdown(tables: list[Table], suite_name: str, plots: Plots,
                     provenance: list[tuple[str, int]] | None = None,
-                    token_counts: list[str] | None = None) -> str:
+                    token_counts: list[str] | None = None, replays: list[str] | None = None) -> str:
     lines = [f"# Benchmark report: {suite_name}", "", INTRO, ""]
     heading = None
     for table in tables:
@@ -94,6 +126,7 @@ def render_markdown(tables: list[Table], suite_name: str, plots: Plots,
             lines += ["## Across settings", ""]
         lines += table.markdown()
     lines += token_counts or []
+    lines += replays or []
     lines += _provenance_lines(provenance or [])
     if plots.written or plots.not_drawn:
         lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots.written] + [""]
@@ -117,7 +150,7 @@ def write_report_files(rows: Iterable[dict], out_dir: Path, suite_name: str,
     plots = make_plots(metrics, out_dir)
     tables = report_tables(metrics, comparisons)
     (out_dir / "report.md").write_text(render_markdown(tables, suite_name, plots, provenance_summary(rows),
-                                                       token_count_lines(metrics)))
+                                                       token_count_lines(metrics), replay_lines(rows, out_dir)))
     return Report(metrics, comparisons, tables, plots)
 
 

@@ -27,6 +27,7 @@ from knapsack_dspy.bench.results.question_facts import eval_split_of, facts_of
 from knapsack_dspy.bench.results.row_schema import ResultRow, as_row
 from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, ResultsStore, rows_file
 from knapsack_dspy.bench.scoring.example_scores import score_prediction, selection_quality
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.modules.pipeline import load_program
 
 R = ResultRow
@@ -41,7 +42,7 @@ SELECTION_FIELDS = (R.gold_case_hit, R.program_score, R.attribute_match_modality
 _PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")
 
 
-class RescoreError(ValueError):
+class RescoreError(KnapsackDspyError, ValueError):
     """The results cannot be re-scored (no such file, or rows whose questions are not in their split)."""
 
 

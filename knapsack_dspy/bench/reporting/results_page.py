@@ -30,6 +30,7 @@ from knapsack_dspy.bench.results.question_facts import eval_split_of, load_quest
 from knapsack_dspy.bench.results.row_schema import ResultRow
 from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, load_rows, rows_file
 from knapsack_dspy.bench.suites.suite import RunSpec
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
 
 __all__ = ["ALL_QUESTIONS", "PAGE_NAME", "PageOutcome", "ResultsPageError", "write_results_page"]
@@ -38,7 +39,7 @@ PAGE_NAME = "page.html"
 ALL_QUESTIONS = "all"
 
 
-class ResultsPageError(ValueError):
+class ResultsPageError(KnapsackDspyError, ValueError):
     """The results directory cannot be reported (no rows, unknown question ids): one line saying so."""
 
 

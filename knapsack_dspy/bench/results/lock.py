@@ -16,11 +16,12 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from knapsack_dspy.bench.results.store import results_write_error
+from knapsack_dspy.errors import KnapsackDspyError
 
 LOCK_NAME = ".lock"
 
 
-class ResultsBusyError(RuntimeError):
+class ResultsBusyError(KnapsackDspyError, RuntimeError):
     """Another process is writing this results directory."""
 
 

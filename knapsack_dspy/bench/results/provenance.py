@@ -26,6 +26,7 @@ from pathlib import Path
 
 from knapsack_dspy import _commit
 from knapsack_dspy.bench.results.row_schema import as_row, rows_of
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 
 __all__ = [
@@ -47,7 +48,7 @@ _PACKAGES = ("dspy", "litellm", "knapsack-dspy")
 _REPO = Path(_commit.__file__).resolve().parents[1]  # the checkout that holds the package
 
 
-class ProvenanceMismatchError(ValueError):
+class ProvenanceMismatchError(KnapsackDspyError, ValueError):
     """The rows about to be written come from a different origin than the rows of the results directory."""
 
 

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from knapsack_dspy.bench.results.row_schema import ResultRow
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ ROWS_FILE = "predictions.jsonl"
 COMPRESSED_ROWS_FILE = ROWS_FILE + ".gz"
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(KnapsackDspyError, ValueError):
     """The results file cannot be read or written; one line naming the file and what to do."""
 
 

@@ -13,11 +13,12 @@ from collections.abc import Iterable, Mapping
 
 from knapsack_dspy.bench.suites.chosen_questions import chosen_examples, load_split
 from knapsack_dspy.bench.suites.suite import RunSpec
+from knapsack_dspy.errors import KnapsackDspyError
 
 __all__ = ["QuestionRangeError", "order_key", "parse_question_range", "questions_at", "questions_of_rows"]
 
 
-class QuestionRangeError(ValueError):
+class QuestionRangeError(KnapsackDspyError, ValueError):
     """A ``FROM:TO`` that is not two positions 1 <= FROM <= TO, or that starts past the run's last question."""
 
 

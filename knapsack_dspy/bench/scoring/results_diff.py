@@ -34,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows, rows_file
+from knapsack_dspy.errors import KnapsackDspyError
 
 # provenance (the code commit, packages, ...) differs between two commits by definition: what this compares them by
 ROW_IGNORED = frozenset({"latency_s", "selection_ms", "lm_seconds", "traceback", "spec", "provenance"})
@@ -41,7 +42,7 @@ METRIC_IGNORED = frozenset({"spec", "provenance"})
 TIMING_MARKERS = ("_ms", "latency", "seconds", "time_per")
 
 
-class ResultsReadError(ValueError):
+class ResultsReadError(KnapsackDspyError, ValueError):
     """A results directory or one of its files cannot be read."""
 
 

@@ -48,6 +48,7 @@ from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES, is_dspy_ba
 from knapsack_dspy.bench.suites.schema import group_model, group_problems, run_problems
 from knapsack_dspy.bench.suites.selection_settings import config_values, with_selection_settings
 from knapsack_dspy.data.loader import DATASETS
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.file_limits import FileLimitError, read_file_text
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.modules.pipeline import (
@@ -71,7 +72,7 @@ MAX_SUITE_BYTES = 1_000_000  # a suite is a few hundred bytes of TOML
 TRANSPORT_KEYS = ("timeout", "num_retries")  # how the LM is asked, not what: no part of a run's identity
 
 
-class SuiteError(ValueError):
+class SuiteError(KnapsackDspyError, ValueError):
     """The suite file is malformed (message names the file and the key)."""
 
 

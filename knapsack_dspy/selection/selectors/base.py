@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.selection import ann_index
 from knapsack_dspy.selection.exemplar_pool import (
     ExemplarPool,
@@ -41,7 +42,7 @@ FIT_ON = (None, FIT_ON_VALIDATION_QUERIES, FIT_ON_SCORING_FUNCTION)
 _PARAM_NAMES: dict[type, tuple[str, ...]] = {}  # ExemplarSelector.param_names, per class
 
 
-class NotFittedError(RuntimeError):
+class NotFittedError(KnapsackDspyError, RuntimeError):
     """``select`` was called on a selector that needs ``fit`` first."""
 
 
@@ -63,7 +64,10 @@ class ExemplarSelector:
     - ``selects_demos``: ``False`` for a selector that sends no exemplars by design (``no_demos``), so an empty
       selection is not reported as a problem;
     - ``pool_attributes``: pool attributes ``fit`` / ``select`` read besides the configured ones (the pool carries
-      them: ``SelectExemplars.fit`` takes each from the examples' field of that name).
+      them: ``SelectExemplars.fit`` takes each from the examples' field of that name);
+    - ``respects_budget``: its selections stay within the request's capacity (``False`` for the baselines that
+      ignore the token budget by design, as SEER's KATE and random; ``selector_checks.check_selector`` holds a
+      selector to what it declares).
 
     Parameters are the ``__init__`` arguments (``get_params`` reads them back); ``SelectionConfig`` checks
     its ``selector_params`` against them.
@@ -77,6 +81,7 @@ class ExemplarSelector:
     default_attribute_source = "classifier"
     selects_demos = True
     pool_attributes: tuple[str, ...] = ()
+    respects_budget = True
 
     def __init__(self, max_exemplars: int = 8):
         self.max_exemplars = max_exemplars
@@ -148,6 +153,10 @@ class RankingSelector(ExemplarSelector):
     def __init__(self, max_exemplars: int = 8, respect_budget: bool = False):
         super().__init__(max_exemplars)
         self.respect_budget = respect_budget
+
+    @property
+    def respects_budget(self) -> bool:  # as its parameter says
+        return bool(self.respect_budget)
 
     def rank(self, request: SelectionRequest, idx: np.ndarray, sims: np.ndarray) -> np.ndarray:
         raise NotImplementedError

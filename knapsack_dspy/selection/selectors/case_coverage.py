@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from knapsack_dspy.errors import KnapsackDspyWarning
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT, greedy_knapsack, solve_knapsack
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, NotFittedError, candidates, make_selection
@@ -40,7 +41,7 @@ SOLVERS = ("knapsack", "greedy")
 ANSWER_TYPE = "answer_type"
 
 
-class CaseCoverageFallback(UserWarning):
+class CaseCoverageFallback(KnapsackDspyWarning, UserWarning):
     """The pool has no kinds: case coverage selects by similarity alone (the nearest first, under the budget)."""
 
 

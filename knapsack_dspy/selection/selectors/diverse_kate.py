@@ -13,6 +13,7 @@ class DiverseKATESelector(ExemplarSelector):
     values in order); a value with too few candidates leaves its slots to the nearest of the rest."""
 
     name = "diverse_kate"
+    respects_budget = False  # KATE's quota per value, whatever the tokens (a SEER baseline)
 
     def __init__(self, max_exemplars: int = 8, attribute: str = "modality", values: tuple = MODALITIES):
         super().__init__(max_exemplars)

@@ -30,8 +30,8 @@ from knapsack_dspy.selection.selectors.random_selector import RandomSelector
 from knapsack_dspy.selection.selectors.seer import GoldKnapsackSelector, KnapsackSelector
 from knapsack_dspy.selection.selectors.static_knapsack import HybridKnapsackSelector, StaticKnapsackSelector
 
-__all__ = ["DEFAULT_SELECTOR", "MODE_SELECTORS", "SELECTORS", "make_selector", "register_selector",
-           "selector_class", "selector_for_mode"]
+__all__ = ["DEFAULT_SELECTOR", "MODE_SELECTORS", "SELECTORS", "declaration_problems", "make_selector",
+           "register_selector", "selector_class", "selector_for_mode"]
 
 _REGISTRY: dict[str, type[ExemplarSelector]] = {}
 #: name -> selector class, read-only (``register_selector`` adds to it).
@@ -42,6 +42,23 @@ SELECTORS = types.MappingProxyType(_REGISTRY)
 DEFAULT_SELECTOR = "kate_within_budget"
 #: The selector a ``--mode`` chooses when none is named (per_query: SEER's knapsack per query).
 MODE_SELECTORS = {"per_query": DEFAULT_SELECTOR, "static": "static", "hybrid": "hybrid"}
+
+
+def declaration_problems(klass: type[ExemplarSelector]) -> list[str]:
+    """What is wrong with a selector class's declarations (``fit_on``, ``mode``, ...): empty when nothing."""
+    problems = []
+    if klass.fit_on not in FIT_ON:
+        problems.append(f"fit_on must be one of {FIT_ON}, got {klass.fit_on!r}")
+    if klass.fit_on is not None and not klass.needs_fit:
+        problems.append(f"fit_on={klass.fit_on!r} needs needs_fit = True")
+    if klass.mode not in MODES:
+        problems.append(f"mode must be one of {MODES}, got {klass.mode!r}")
+    if klass.default_attribute_source not in ATTRIBUTE_SOURCES:
+        problems.append(f"default_attribute_source must be one of {ATTRIBUTE_SOURCES}, "
+                        f"got {klass.default_attribute_source!r}")
+    if "max_exemplars" not in klass.param_names():
+        problems.append("__init__ must take max_exemplars")
+    return problems
 
 
 def register_selector(cls: type[ExemplarSelector] | None = None, *, name: str | None = None,
@@ -59,18 +76,7 @@ def register_selector(cls: type[ExemplarSelector] | None = None, *, name: str | 
         if key in _REGISTRY and _REGISTRY[key] is not klass and not replace:
             raise ValueError(f"register_selector: the name {key!r} is taken by {_REGISTRY[key].__name__} "
                              "(pass replace=True to replace it)")
-        problems = []
-        if klass.fit_on not in FIT_ON:
-            problems.append(f"fit_on must be one of {FIT_ON}, got {klass.fit_on!r}")
-        if klass.fit_on is not None and not klass.needs_fit:
-            problems.append(f"fit_on={klass.fit_on!r} needs needs_fit = True")
-        if klass.mode not in MODES:
-            problems.append(f"mode must be one of {MODES}, got {klass.mode!r}")
-        if klass.default_attribute_source not in ATTRIBUTE_SOURCES:
-            problems.append(f"default_attribute_source must be one of {ATTRIBUTE_SOURCES}, "
-                            f"got {klass.default_attribute_source!r}")
-        if "max_exemplars" not in klass.param_names():
-            problems.append("__init__ must take max_exemplars")
+        problems = declaration_problems(klass)
         if problems:
             raise ValueError(f"register_selector: {klass.__name__}: {'; '.join(problems)}")
         _REGISTRY[key] = klass
