@@ -17,7 +17,7 @@ LAYERS = {
     "knapsack_dspy": 0, "knapsack_dspy._env": 0, "knapsack_dspy.config": 0, "knapsack_dspy.memo": 0,
     "knapsack_dspy.numbers": 0, "knapsack_dspy.file_limits": 0, "knapsack_dspy.messages": 0,
     "knapsack_dspy._commit": 0, "knapsack_dspy.table_layout": 0, "knapsack_dspy.disk_memo": 0,
-    "knapsack_dspy.saved_format": 0, "knapsack_dspy.text_holes": 0,
+    "knapsack_dspy.saved_format": 0, "knapsack_dspy.text_holes": 0, "knapsack_dspy.errors": 0,
     "knapsack_dspy.selection": 1, "knapsack_dspy.llm": 1, "knapsack_dspy.embeddings": 1,
     "knapsack_dspy.retrieval": 1,
     "knapsack_dspy.execution": 2,

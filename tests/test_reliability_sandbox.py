@@ -97,4 +97,4 @@ def test_execution_imports_only_the_standard_library():
         "if m.startswith('knapsack_dspy.') and not m.startswith('knapsack_dspy.execution'))))"
     )
     out = subprocess.run([sys.executable, "-c", own], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == [f"knapsack_dspy.{m}" for m in ("messages", "numbers", "table_layout")]
+    assert json.loads(out) == [f"knapsack_dspy.{m}" for m in ("errors", "messages", "numbers", "table_layout")]

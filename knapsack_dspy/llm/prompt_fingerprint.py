@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
+
 __all__ = ["DECODING_SETTINGS", "messages_sha256", "reply_context", "reply_key"]
 
 
@@ -28,8 +30,6 @@ DECODING_SETTINGS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "ma
 def reply_context(model: str | None, settings: Mapping[str, Any] | None = None) -> dict:
     """What a reply depends on besides its messages: the model, its weights (an embedded model's sha256), the
     runtime that runs it (xllamacpp's version) and the decoding settings of :data:`DECODING_SETTINGS`."""
-    from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
-
     local = bool(model) and is_local_model(str(model))
     settings = settings or {}
     return {"model": model, "weights_sha256": local_model_spec(str(model)).sha256 if local else None,
