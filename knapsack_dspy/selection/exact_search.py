@@ -9,11 +9,12 @@ selection found so far (the greedy's, to begin with):
 
 - items in the order of their *optimistic* value (own value plus their kind's value), ties by index;
 - the bound on what items ``j, j+1, ...`` can add with ``r`` slots left: the ``r`` largest positive values among
-  them, plus the ``r`` largest values of the kinds not yet covered that one of them has, where ``r`` is also cut
-  to the number of items the remaining capacity can hold at the cheapest own costs -- each kind's value is
-  collected once, and a set of ``r`` items is worth at most its values plus the values of the kinds it newly
-  covers, so the bound is valid; it only falls as ``j`` grows, so the loop over ``j`` stops at the first ``j``
-  whose bound does not beat the best;
+  them, plus the ``r`` largest values of the kinds not yet covered that one of them has (whose cheapest member
+  still fits), where ``r`` is also cut to the number of items the remaining capacity can hold at the cheapest
+  own costs -- each kind's value is collected once, and a set of ``r`` items is worth at most its values plus the
+  values of the kinds it newly covers, so the bound is valid; it only falls as ``j`` grows, so the loop over ``j``
+  stops at the first ``j`` whose bound does not beat the best; and an item ``j`` is skipped when its own gain plus
+  the bound of the items after it, in the room it leaves, does not beat the best;
 - attribute constraints are checked exactly on every set considered (counts and fractions); an upper bound
   already reached skips an item, and a subtree where some lower bound can no longer be met is not entered.
 
@@ -168,11 +169,20 @@ def exact_search(values: np.ndarray, costs: np.ndarray, capacity: float, max_ite
             if m and any(member[c][j] and highs[c] is not None and counts[c] + 1 > highs[c] + _TOL
                          for c in range(m)):
                 continue
+            k = kind[j]
+            gain = val[j] + (kind_value[k] if k >= 0 and not covered[k] else 0.0)
+            # with j taken: the set itself and what the items after it can add in the room j leaves (a bound
+            # that knows j's cost, so an expensive j is skipped whole)
+            if k >= 0:
+                covered[k] += 1
+            rest = bound(j + 1, r - 1, room - extra) if r > 1 else 0.0
+            if k >= 0:
+                covered[k] -= 1
+            if value + gain + rest <= best_value + IMPROVEMENT:
+                continue
             if nodes == node_limit:
                 raise Stop
             nodes += 1
-            k = kind[j]
-            gain = val[j] + (kind_value[k] if k >= 0 and not covered[k] else 0.0)
             chosen.append(j)
             if g >= 0:
                 paid[g] += 1

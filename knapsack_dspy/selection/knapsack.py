@@ -244,12 +244,16 @@ def _total_cost(chosen, costs, groups, shared) -> float:
 
 
 def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray, max_items: int,
-                    capacity: float, fit_costs: np.ndarray | None = None) -> np.ndarray:
+                    capacity: float, fit_costs: np.ndarray | None = None,
+                    dominator_costs: np.ndarray | None = None) -> np.ndarray:
     """Indices of the items that can appear in some optimal solution (see the module docstring).
 
     ``profiles`` is an ``(n, m)`` boolean matrix of constraint memberships; items are only compared with
     items of the same row pattern. ``fit_costs``: what each item costs when chosen alone (default ``costs``;
-    with shared group costs, its own cost plus its group's). Returns sorted indices.
+    with shared group costs, its own cost plus its group's). ``dominator_costs``: what an item costs when it
+    replaces another (default ``costs``): with shared group costs, its own cost plus its group's -- an item that
+    is at least as valuable and costs, group included, no more than another's own cost dominates it whatever the
+    groups (the comparison across groups). Returns sorted indices.
     """
     n = values.size
     fits = (costs if fit_costs is None else fit_costs) <= capacity + _TOL
@@ -262,7 +266,8 @@ def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray,
         group = np.zeros(n, dtype=int)
     # Order: group, value descending, cost ascending, index ascending. Every item before j in its
     # group has value >= v_j; it dominates j iff its cost is <= c_j.
-    order = np.lexsort((np.arange(n), costs, -values, group))
+    charged = costs if dominator_costs is None else np.asarray(dominator_costs, dtype=float)
+    order = np.lexsort((np.arange(n), charged, -values, group))
     keep = np.zeros(n, dtype=bool)
     current_group = None
     heap: list[float] = []  # max-heap (negated) of the max_items smallest costs seen in the group
@@ -275,10 +280,11 @@ def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray,
         if len(heap) >= max_items and -heap[0] <= c:
             continue  # at least max_items earlier items cost no more: dominated
         keep[j] = True
+        d = charged[j]
         if len(heap) < max_items:
-            heapq.heappush(heap, -c)
-        elif c < -heap[0]:
-            heapq.heapreplace(heap, -c)
+            heapq.heappush(heap, -d)
+        elif d < -heap[0]:
+            heapq.heapreplace(heap, -d)
     return np.flatnonzero(keep)
 
 
@@ -455,7 +461,24 @@ def constrained_greedy(values, costs, capacity, max_items, constraints=(), *, gr
     return _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values)
 
 
-def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values):
+def _best_greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values):
+    """The better of two greedy selections satisfying the constraints -- :func:`constrained_greedy`'s, and the
+    same procedure opening with the item of the largest own value (which the marginal order can crowd out when it
+    is expensive) -- and its objective; ``(None, None)`` when neither satisfies the constraints."""
+    best, best_value = None, None
+    seeds = [None] + ([int(np.argmax(values))] if values.size else [])
+    for seed in seeds:
+        chosen = _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values,
+                         first=seed)
+        if chosen is not None:
+            value = _objective(chosen, values, kinds, kind_values)
+            if best is None or value > best_value + _TOL:
+                best, best_value = chosen, value
+    return best, best_value
+
+
+def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values, first=None):
+    """:func:`constrained_greedy`'s procedure; ``first``: an item taken before anything else (when it fits)."""
     n = values.size
     members = np.array([c.members for c in constraints], dtype=bool).reshape(len(constraints), n)
     counts = np.zeros(len(constraints))
@@ -503,6 +526,11 @@ def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kin
             covered[kinds[best]] = True
         return True
 
+    if first is not None:
+        only = np.zeros(n, dtype=bool)
+        only[int(first)] = True
+        if not take(only):
+            return None
     for j, con in enumerate(constraints):
         while con.min_count > 0 and counts[j] < float(con.min_count) - _TOL:
             if not take(members[j]):
@@ -573,8 +601,7 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
                                 reason=f"empty selection: {why}")
     while True:
         status, held = "", "greedy"  # held: what the selection in hand (``greedy``) is, should a limit fire
-        greedy = _greedy(values, costs, capacity, max_items, active, groups, shared, kinds, kind_values)
-        cutoff = None if greedy is None else _objective(greedy, values, kinds, kind_values)
+        greedy, cutoff = _best_greedy(values, costs, capacity, max_items, active, groups, shared, kinds, kind_values)
         profiles = (np.column_stack([c.members for c in active]) if active
                     else np.zeros((n, 0), dtype=bool))
         if has_groups:  # compare items of one group only: a swap inside a group keeps its shared cost
@@ -582,6 +609,13 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
         if has_kinds:  # and of one kind only: a swap inside a kind keeps its coverage value
             profiles = np.column_stack([profiles, kinds])
         keep = prune_dominated(values, costs, profiles, max_items, capacity, fit_costs=alone)
+        if has_groups:  # and across groups: an item whose cost, group included, is at most another's own cost
+            across = profiles[:, :-2] if has_kinds else profiles[:, :-1]  # without the group column
+            if has_kinds:
+                across = np.column_stack([across, kinds])
+            sub = prune_dominated(values[keep], costs[keep], across[keep], max_items, capacity,
+                                  fit_costs=alone[keep], dominator_costs=alone[keep])
+            keep = keep[sub]
         if cutoff is not None:  # and what cannot be in a selection as good as the greedy's
             keep = np.intersect1d(keep, bound_prune(values, costs, capacity, max_items, cutoff, fit_costs=alone,
                                                     kinds=kinds if has_kinds else None, kind_values=kind_values))
