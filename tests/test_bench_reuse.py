@@ -127,6 +127,11 @@ def test_verify_re_asks_recorded_prompts_and_reports_the_agreement(env, capsys):
     assert sum(row.answer == 8 for row in rows) == 3 and sum(row.answer == 7 for row in rows) == 3
     assert "only 0 of 3 identical (replay_check.json): compare runs on rows produced live" in \
         (env / "other" / "report.md").read_text()
+    # the same directory again with --reuse and no --verify: the check no longer describes every replayed row
+    assert main(["bench", str(suite), "--out", str(env / "other"), "--quiet", "--no-cache",
+                 "--reuse", str(env / "first"), "--replay-only"]) == 0
+    assert not (env / "other" / "replay_check.json").exists()
+    assert "Not checked against the model" in (env / "other" / "report.md").read_text()
 
 
 def test_verify_needs_reuse_and_a_model(env, capsys):
@@ -160,3 +165,32 @@ def test_a_recorded_reply_answers_only_the_same_model_weights_runtime_and_decodi
     local = reply_context("local/qwen2.5-coder-1.5b-instruct", {"temperature": 0})
     assert local["weights_sha256"] and local["decoding"] == {"temperature": 0}
     assert local["weights_sha256"] != reply_context("local/qwen2.5-coder-0.5b-instruct")["weights_sha256"]
+
+
+def test_a_calls_own_sampling_settings_are_in_its_recorded_reply_key(monkeypatch):
+    """DSPy hands a callback a call's keyword arguments nested under ``kwargs``: a sample's own temperature and
+    seed must enter the recorded key as they enter the key the replay computes from LiteLLM's arguments."""
+    import litellm
+
+    from knapsack_dspy.bench.results.prompt_record import PromptRecorder
+    from knapsack_dspy.llm.lm_factory import make_lm
+    from knapsack_dspy.llm.prompt_fingerprint import reply_key
+
+    sent = []
+
+    def stub(*args, **kwargs):
+        sent.append(kwargs)
+        reply = litellm.ModelResponse(model=kwargs.get("model"), choices=[litellm.Choices(
+            index=0, finish_reason="stop", message=litellm.Message(role="assistant", content="hi"))])
+        reply.usage = litellm.Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2)
+        return reply
+
+    monkeypatch.setattr(litellm, "completion", stub)
+    lm = make_lm("openai/test-model", api_base="http://127.0.0.1:9/v1", cache=False)
+    recorder = PromptRecorder()
+    messages = [{"role": "user", "content": "hello"}]
+    with dspy.context(callbacks=[recorder]):
+        lm(messages=messages)
+        lm(messages=messages, temperature=0.7, seed=1)
+    replayed = [reply_key(kw.get("messages"), kw.get("model"), kw) for kw in sent]
+    assert recorder.reply_keys == replayed and replayed[0] != replayed[1]

@@ -181,3 +181,13 @@ def test_an_optimal_selection_carries_no_limit():
     solved = KnapsackSelector(max_exemplars=2).select(
         pool, SelectionRequest(vectors[0], capacity=25.0, target_attributes={"modality": "table"}))
     assert not solved.limit and "limit" not in solved.as_dict(pool) and "outcome" not in solved.as_dict(pool)
+
+
+def test_the_search_limit_is_validated_and_costs_within_the_tolerance_are_kept():
+    with pytest.raises(ValueError, match="search_limit must be a positive integer"):
+        solve_knapsack([1.0], [1.0], 1, 1, search_limit=0)
+    # float costs summing to capacity + 1 ulp: the set the search proved best is not cut afterwards
+    v = [0.898, 0.451, 0.081, 0.342, 0.138, 0.185, 0.963, 0.792, 0.687, 0.959, 0.976]
+    c = [1.17, 1.58, 4.26, 3.6, 4.17, 3.09, 3.39, 0.64, 1.76, 3.22, 4.45]
+    sol = solve_knapsack(v, c, 8.54, 7, kinds=[0, 1, 1, 0, 1, -1, 0, -1, -1, 0, 0], kind_values=[1.084, 0.854])
+    assert sol.objective == pytest.approx(5.729, abs=1e-3) and sorted(sol.selected) == [0, 1, 6, 7, 8]

@@ -33,7 +33,7 @@ from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.llm.call_counter import install_call_counter, note_replayed
 from knapsack_dspy.llm.prompt_fingerprint import messages_sha256, reply_key
 
-__all__ = ["REPLAY_CHECK_FILE", "NotRecordedError", "ReplayCheck", "active_check", "replaying"]
+__all__ = ["REPLAY_CHECK_FILE", "NotRecordedError", "ReplayCheck", "active_check", "replaying", "replaying_now"]
 
 #: Where a results directory keeps the check of its replayed replies (``kdspy bench --reuse DIR --verify N``).
 REPLAY_CHECK_FILE = "replay_check.json"
@@ -193,6 +193,11 @@ def _install() -> None:
 def active_check() -> ReplayCheck | None:
     """The check of the open ``replaying(..., verify=N)`` block (None: no block, or no check asked for)."""
     return _state["check"]
+
+
+def replaying_now() -> bool:
+    """A ``replaying`` block is open (recorded replies answer prompts)."""
+    return _state["replies"] is not None
 
 
 @contextmanager

@@ -38,9 +38,10 @@ re-checked in exact arithmetic on the caller's numbers).
 
 **Limits never degrade a selection below its greedy.** Before the ILP, a greedy solution of the same objective
 that satisfies the active constraints (:func:`constrained_greedy`) is computed; its objective is handed to HiGHS
-as a cutoff (``objective_bound``: only strictly better solutions are searched for, so a proof that none exists
-proves the greedy optimal). ``milp`` takes no starting solution, so when a limit ends the search the better of
-the solver's incumbent and the greedy is returned (``outcome``: ``"optimal"``, ``"incumbent"`` or
+as a cutoff (``objective_bound``: HiGHS searches only for solutions at least as good, within its tolerance;
+when it finds none the greedy is optimal, and a solution it returns is kept only when it beats the greedy).
+``milp`` takes no starting solution, so when a limit ends the search the better of the solver's incumbent and
+the greedy is returned (``outcome``: ``"optimal"``, ``"incumbent"`` or
 ``"greedy"``) -- never the empty selection while the greedy has one.
 
 **Limits count work, not seconds.** The default limit is HiGHS's branch-and-bound node count (``work_limit``,
@@ -433,7 +434,7 @@ def _highs_known_options() -> frozenset:
 def _enforce_limits(chosen: np.ndarray, values, costs, capacity, max_items, groups, shared) -> np.ndarray:
     """Exact re-check on the caller's numbers: drop the least valuable items until both limits hold."""
     chosen = list(chosen[np.argsort(-values[chosen], kind="stable")])
-    while chosen and (len(chosen) > max_items or _total_cost(chosen, costs, groups, shared) > capacity):
+    while chosen and (len(chosen) > max_items or _total_cost(chosen, costs, groups, shared) > capacity + _TOL):
         chosen.pop()
     return np.asarray(chosen, dtype=int)
 
@@ -573,6 +574,9 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
         raise ValueError(f"work_limit must be a positive integer (branch-and-bound nodes), got {work_limit!r}")
     if isinstance(time_limit, bool) or not float(time_limit) > 0:
         raise ValueError(f"time_limit must be a number of seconds > 0, got {time_limit!r}")
+    if isinstance(search_limit, bool) or int(search_limit) != search_limit or search_limit < 1:
+        raise ValueError(f"search_limit must be a positive integer (sets the exact search considers), "
+                         f"got {search_limit!r}")
     n = values.size
     groups, shared = _validate_groups(groups, group_costs, n)
     kinds, kind_values = _validate_kinds(kinds, kind_values, n)

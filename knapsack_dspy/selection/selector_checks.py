@@ -44,6 +44,13 @@ class SelectorContractError(KnapsackDspyError, AssertionError):
     """A selector class breaks the selector contract; the message names the rule and what happened."""
 
 
+def _same(a, b) -> bool:
+    """Equal parameters, numpy arrays included (compared element by element)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    return bool(a == b)
+
+
 def _fail(selector, rule: str, detail: str):
     raise SelectorContractError(f"{type(selector).__name__ if not isinstance(selector, type) else selector.__name__}"
                                 f": {rule}: {detail}")
@@ -102,7 +109,7 @@ def check_selector(cls: type[ExemplarSelector], **params) -> None:
     given = {"max_exemplars": 3, **params}
     stored = selector.get_params()
     for name, value in given.items():
-        if name not in stored or stored[name] != value:
+        if name not in stored or not _same(stored[name], value):
             _fail(selector, "__init__ stores its parameters", f"{name}={value!r} came back as {stored.get(name)!r}")
     try:
         selector.set_params(no_such_parameter_xyz=1)
@@ -126,7 +133,9 @@ def check_selector(cls: type[ExemplarSelector], **params) -> None:
     if tuple(again.indices) != tuple(first.indices):
         _fail(selector, "the same request gives the same selection", f"{first.indices} then {again.indices}")
     restored = cls(**given).set_state(state)
-    if restored is None or tuple(restored.select(pool, request).indices) != tuple(first.indices):
+    if not isinstance(restored, cls):
+        _fail(selector, "set_state returns the selector", f"got {restored!r}")
+    if tuple(restored.select(pool, request).indices) != tuple(first.indices):
         _fail(selector, "set_state(get_state()) selects the same", "a restored selector chose otherwise")
     try:  # parameters may refuse M = 0 (a hybrid's core larger than M): a ValueError there is the contract too
         empty = cls(**{**given, "max_exemplars": 0})

@@ -44,8 +44,10 @@ def _selection_fields(program, selection: dict, example) -> dict:
         "predicted_attributes": selection.get("predicted_attributes", {}),
         "relaxed": selection.get("relaxed", []),
     }
-    if selection.get("limit"):  # a knapsack's limit ended its search: the solver's best or the greedy's set
-        row["selection_status"], row["selection_limit"] = selection.get("outcome") or "incumbent", selection["limit"]
+    if selection.get("limit"):  # a knapsack's limit ended a search (of this set, or of one a relaxation replaced)
+        row["selection_limit"] = selection["limit"]
+        if selection.get("outcome") in ("incumbent", "greedy"):  # the set is the solver's best or the greedy's
+            row["selection_status"] = selection["outcome"]
     if selection.get("total_cost") is not None:  # the selected exemplars' own tokens (an exemplar budget's measure)
         row["exemplar_tokens"] = round(float(selection["total_cost"]))
     if selection.get("token_count") is not None:  # "estimate": prompt_tokens / within_budget are approximate

@@ -40,7 +40,7 @@ from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
 from knapsack_dspy.bench.suites.suite import RunSpec, Suite, SuiteError
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.llm.local_server import request_slots
-from knapsack_dspy.llm.recorded_replies import REPLAY_CHECK_FILE, active_check
+from knapsack_dspy.llm.recorded_replies import REPLAY_CHECK_FILE, active_check, replaying_now
 from knapsack_dspy.modules.compile_hooks import PrefetchesEmbeddings
 
 
@@ -110,11 +110,14 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
 
 def _write_replay_check(out_dir: Path) -> None:
     """``--reuse --verify N``: the agreement of the re-asked recorded replies, beside the rows (the report reads
-    it), replacing an earlier run's."""
+    it). A run that replayed without re-asking anything removes an earlier run's file: it no longer describes
+    every replayed row."""
     check = active_check()
-    if check is not None:
-        path = out_dir / REPLAY_CHECK_FILE
+    path = out_dir / REPLAY_CHECK_FILE
+    if check is not None and check.asked:
         path.write_text(json.dumps(check.to_dict(), indent=1, ensure_ascii=False) + "\n")
+    elif replaying_now() and path.exists():
+        path.unlink()
 
 
 def _worker_count(suite: Suite, workers: int | None) -> int:
