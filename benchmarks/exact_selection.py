@@ -23,66 +23,19 @@ import time
 from collections import Counter
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import csr_array
 
 from knapsack_dspy.selection import exact_search
 from knapsack_dspy.selection.knapsack import solve_knapsack
+from knapsack_dspy.testing import knapsack_reference
 from knapsack_dspy.testing.busy_loop import busy_loop
 
 
-def reference_optimum(inst: dict, time_limit: float = 600.0) -> tuple[float, bool]:
-    """The proven optimum of an instance (objective, proven) by a plain formulation over every candidate."""
-    values = np.asarray(inst["values"], float)
-    costs = np.asarray(inst["costs"], float)
-    n = values.size
-    groups = np.asarray(inst.get("groups") if inst.get("groups") is not None else np.full(n, -1))
-    shared = np.asarray(inst.get("group_costs") if inst.get("group_costs") is not None else [], float)
-    kinds = np.asarray(inst.get("kinds") if inst.get("kinds") is not None else np.full(n, -1))
-    kind_values = np.asarray(inst.get("kind_values") if inst.get("kind_values") is not None else [], float)
-    used, present = sorted({int(g) for g in groups if g >= 0}), sorted({int(k) for k in kinds if k >= 0})
-    width = n + len(used) + len(present)
-    rows, lower, upper = [], [], []
-
-    def row(coeffs, lo, hi):
-        rows.append(coeffs)
-        lower.append(lo)
-        upper.append(hi)
-
-    cap = np.zeros(width)
-    cap[:n] = costs
-    for j, g in enumerate(used):
-        cap[n + j] = shared[g]
-        for i in np.flatnonzero(groups == g):
-            link = np.zeros(width)
-            link[i], link[n + j] = 1.0, -1.0
-            row(link, -np.inf, 0.0)
-    row(cap, -np.inf, float(inst["capacity"]))
-    count = np.zeros(width)
-    count[:n] = 1.0
-    row(count, -np.inf, float(inst["max_items"]))
-    for j, k in enumerate(present):
-        link = np.zeros(width)
-        link[np.flatnonzero(kinds == k)] = -1.0
-        link[n + len(used) + j] = 1.0
-        row(link, -np.inf, 0.0)
-    for con in inst["constraints"]:
-        m = np.zeros(width)
-        m[:n] = con.members
-        if con.min_count > 0 or con.max_count is not None:
-            row(m, float(con.min_count) if con.min_count > 0 else -np.inf,
-                float(con.max_count) if con.max_count is not None else np.inf)
-        if con.min_fraction is not None and con.min_fraction > 0:
-            row(m - np.r_[np.full(n, con.min_fraction), np.zeros(width - n)], 0.0, np.inf)
-        if con.max_fraction is not None and con.max_fraction < 1:
-            row(m - np.r_[np.full(n, con.max_fraction), np.zeros(width - n)], -np.inf, 0.0)
-    objective = -np.r_[values, np.zeros(len(used)), kind_values[present] if present else []]
-    result = milp(objective, integrality=np.ones(width), bounds=Bounds(0, 1),
-                  constraints=LinearConstraint(csr_array(np.vstack(rows)), lower, upper),
-                  options={"mip_rel_gap": 0.0, "time_limit": time_limit})
-    if result.x is None:
-        return float("nan"), False
-    return float(-result.fun), result.status == 0
+def reference_optimum(inst: dict) -> tuple[float, bool]:
+    """The proven optimum of a recorded instance (objective, proven): ``testing.knapsack_reference``."""
+    best, proven = knapsack_reference.reference_optimum(
+        inst["values"], inst["costs"], inst["capacity"], inst["max_items"], inst["constraints"],
+        **{k: inst[k] for k in ("groups", "group_costs", "kinds", "kind_values") if inst.get(k) is not None})
+    return (float("nan") if best is None else best), proven
 
 
 def time_product(inst: dict) -> tuple[float, object]:

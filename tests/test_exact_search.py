@@ -13,45 +13,12 @@ from test_knapsack import instances
 from knapsack_dspy.selection import exact_search
 from knapsack_dspy.selection.constraints import attribute_constraint
 from knapsack_dspy.selection.knapsack import constrained_greedy, solve_knapsack
+from knapsack_dspy.testing.knapsack_reference import reference_optimum
 
 
-def reference(values, costs, capacity, m, constraints=(), groups=None, group_costs=None, kinds=None,
-              kind_values=None):
-    """milp on every item: x_i, y_g (group paid), z_k (kind covered); no pruning, no cutoff, no node limit."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    n = len(values)
-    groups = np.full(n, -1) if groups is None else np.asarray(groups)
-    kinds = np.full(n, -1) if kinds is None else np.asarray(kinds)
-    used, present = sorted({g for g in groups.tolist() if g >= 0}), sorted({k for k in kinds.tolist() if k >= 0})
-    width = n + len(used) + len(present)
-    rows, lo, hi = [], [], []
-    cap = np.zeros(width)
-    cap[:n] = costs
-    for j, g in enumerate(used):
-        cap[n + j] = group_costs[g]
-        for i in np.flatnonzero(groups == g):
-            row = np.zeros(width)
-            row[i], row[n + j] = 1, -1
-            rows.append(row), lo.append(-np.inf), hi.append(0)
-    count = np.zeros(width)
-    count[:n] = 1
-    rows += [cap, count]
-    lo += [-np.inf, -np.inf]
-    hi += [capacity, m]
-    for j, k in enumerate(present):
-        row = np.zeros(width)
-        row[np.flatnonzero(kinds == k)] = -1
-        row[n + len(used) + j] = 1
-        rows.append(row), lo.append(-np.inf), hi.append(0)
-    for con in constraints:
-        row = np.zeros(width)
-        row[:n] = con.members
-        rows.append(row), lo.append(con.min_count), hi.append(np.inf if con.max_count is None else con.max_count)
-    objective = -np.r_[values, np.zeros(len(used)), [kind_values[k] for k in present]]
-    result = milp(objective, integrality=np.ones(width), bounds=Bounds(0, 1),
-                  constraints=LinearConstraint(np.vstack(rows), lo, hi), options={"mip_rel_gap": 0})
-    return None if result.x is None else -result.fun
+def reference(values, costs, capacity, m, constraints=(), **options):
+    """milp on every item (no pruning, no cutoff, no node limit): the best objective, None when infeasible."""
+    return reference_optimum(values, costs, capacity, m, constraints, **options)[0]
 
 
 def random_instance(seed, constrained=False):

@@ -182,8 +182,7 @@ def _reusing(args):
     manager; a no-op without ``--reuse``)."""
     from contextlib import nullcontext
 
-    _check_reuse_options(args)
-    if not args.reuse:
+    if not args.reuse:  # the options were checked before anything ran (_check_reuse_options)
         return nullcontext()
     from knapsack_dspy.bench.results.recorded_rows import recorded_replies
     from knapsack_dspy.bench.results.store import ResultsFileError

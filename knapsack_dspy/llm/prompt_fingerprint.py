@@ -37,10 +37,12 @@ def reply_context(model: str | None, settings: Mapping[str, Any] | None = None) 
             "decoding": {key: settings.get(key) for key in DECODING_SETTINGS if settings.get(key) is not None}}
 
 
-def reply_key(messages, model: str | None, settings: Mapping[str, Any] | None = None) -> str:
+def reply_key(messages, model: str | None, settings: Mapping[str, Any] | None = None, *,
+              fingerprint: str | None = None) -> str:
     """sha256 of the messages' fingerprint and the :func:`reply_context`: equal keys, the same model asked the same
-    thing the same way -- what a recorded reply must match to stand in for a live one."""
-    payload = {"messages": messages_sha256(messages), "context": reply_context(model, settings)}
+    thing the same way -- what a recorded reply must match to stand in for a live one. ``fingerprint``: the
+    messages' :func:`messages_sha256`, when the caller has it already."""
+    payload = {"messages": fingerprint or messages_sha256(messages), "context": reply_context(model, settings)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -102,12 +102,12 @@ def _recorded(kwargs: Mapping) -> str | None:
     replies, keyed = _state["replies"], _state["keyed"]
     if replies is None:
         return None
-    messages = kwargs.get("messages")
+    fingerprint = messages_sha256(kwargs.get("messages"))
     if keyed:
-        text = keyed.get(reply_key(messages, kwargs.get("model"), kwargs))
+        text = keyed.get(reply_key(None, kwargs.get("model"), kwargs, fingerprint=fingerprint))
         if text is not None:
             return text
-    return replies.get(messages_sha256(messages)) if replies else None
+    return replies.get(fingerprint) if replies else None
 
 
 def _response(text: str, model: str | None):

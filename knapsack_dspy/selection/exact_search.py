@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,20 +46,14 @@ IMPROVEMENT = 1e-9
 _TOL = 1e-9
 
 
-class SearchResult(tuple):
-    """``(selected, objective, proven, nodes)``: the best selection found (item indices, ``None`` when no set
-    satisfies the constraints and there was no incumbent), its objective, whether the search finished (then it
-    is optimal) and how many sets it considered."""
+class SearchResult(NamedTuple):
+    """The best selection found (item indices; ``None`` when no set satisfying the constraints beats the floor),
+    its objective, whether the search finished (then it is optimal) and how many sets it considered."""
 
-    __slots__ = ()
-
-    def __new__(cls, selected, objective, proven, nodes):
-        return super().__new__(cls, (selected, objective, proven, nodes))
-
-    selected = property(lambda self: self[0])
-    objective = property(lambda self: self[1])
-    proven = property(lambda self: self[2])
-    nodes = property(lambda self: self[3])
+    selected: tuple[int, ...] | None
+    objective: float
+    proven: bool
+    nodes: int
 
 
 def exact_search(values: np.ndarray, costs: np.ndarray, capacity: float, max_items: int, constraints: Sequence,
@@ -89,8 +84,7 @@ def exact_search(values: np.ndarray, costs: np.ndarray, capacity: float, max_ite
     min_fraction = [c.min_fraction for c in constraints]
     max_fraction = [c.max_fraction for c in constraints]
     # a lower bound's cheapest members: member_cheap[c][d] = the d cheapest own costs of constraint c's members
-    member_cheap = [np.r_[0.0, np.cumsum(np.sort(cost_of))].tolist() for cost_of in (c_own[order][mask]
-                                                                                      for mask in members)]
+    member_cheap = [np.r_[0.0, np.cumsum(np.sort(c_own[order][mask]))].tolist() for mask in members]
     for c in range(m):  # a lower bound no selection can meet: nothing satisfies the constraints
         need = int(np.ceil(lows[c] - _TOL))
         if need > max_items or need >= len(member_cheap[c]) or member_cheap[c][need] > capacity + _TOL:
@@ -104,10 +98,9 @@ def exact_search(values: np.ndarray, costs: np.ndarray, capacity: float, max_ite
     for j, k in enumerate(kind):
         if k >= 0:
             last[k] = j
-    kind_cheap = {}
-    for k in last:
-        masked = np.where(kinds[order] == k, c_own[order], np.inf)
-        kind_cheap[k] = np.minimum.accumulate(masked[::-1])[::-1].tolist()
+    kinds_in_order, costs_in_order = kinds[order], c_own[order]
+    kind_cheap = {k: np.minimum.accumulate(np.where(kinds_in_order == k, costs_in_order, np.inf)[::-1])[::-1].tolist()
+                  for k in last}
     kinds_by_value = [(kind_value[k], k, last[k], kind_cheap[k])
                       for k in sorted(last, key=lambda k: (-kind_value[k], k)) if kind_value[k] > 0]
 

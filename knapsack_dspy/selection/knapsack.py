@@ -607,18 +607,14 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     while True:
         status, held = "", "greedy"  # held: what the selection in hand (``greedy``) is, should a limit fire
         greedy, cutoff = _best_greedy(values, costs, capacity, max_items, active, groups, shared, kinds, kind_values)
-        profiles = (np.column_stack([c.members for c in active]) if active
-                    else np.zeros((n, 0), dtype=bool))
-        if has_groups:  # compare items of one group only: a swap inside a group keeps its shared cost
-            profiles = np.column_stack([profiles, groups])
-        if has_kinds:  # and of one kind only: a swap inside a kind keeps its coverage value
-            profiles = np.column_stack([profiles, kinds])
-        keep = prune_dominated(values, costs, profiles, max_items, capacity, fit_costs=alone)
-        if has_groups:  # and across groups: an item whose cost, group included, is at most another's own cost
-            across = profiles[:, :-2] if has_kinds else profiles[:, :-1]  # without the group column
-            if has_kinds:
-                across = np.column_stack([across, kinds])
-            sub = prune_dominated(values[keep], costs[keep], across[keep], max_items, capacity,
+        # items are compared with items of the same constraint memberships and kind (a swap inside a kind keeps
+        # its coverage value), and first of the same group (a swap inside a group keeps its shared cost)
+        profiles = np.column_stack([c.members for c in active] + ([kinds] if has_kinds else [])) \
+            if active or has_kinds else np.zeros((n, 0), dtype=bool)
+        within = np.column_stack([profiles, groups]) if has_groups else profiles
+        keep = prune_dominated(values, costs, within, max_items, capacity, fit_costs=alone)
+        if has_groups:  # then across groups: an item whose cost, group included, is at most another's own cost
+            sub = prune_dominated(values[keep], costs[keep], profiles[keep], max_items, capacity,
                                   fit_costs=alone[keep], dominator_costs=alone[keep])
             keep = keep[sub]
         if cutoff is not None:  # and what cannot be in a selection as good as the greedy's

@@ -57,14 +57,16 @@ class PromptRecorder(BaseCallback):
             messages = [{"role": "user", "content": inputs["prompt"]}]
         with self._lock:
             self._position[call_id] = len(self.hashes)
-            self.hashes.append(messages_sha256(messages))
+            fingerprint = messages_sha256(messages)
+            self.hashes.append(fingerprint)
             # the LM's own settings, then the call's (DSPy's callback gets a call's keyword arguments nested under
             # "kwargs"): what the provider is sent, as the replay side sees it
             call = dict(inputs or {})
             nested = call.pop("kwargs", None)
             settings = {**(getattr(instance, "kwargs", None) or {}), **call,
                         **(nested if isinstance(nested, dict) else {})}
-            self.reply_keys.append(reply_key(messages, getattr(instance, "model", None), settings))
+            self.reply_keys.append(reply_key(messages, getattr(instance, "model", None), settings,
+                                             fingerprint=fingerprint))
             self.completions.append(None)
             if self.keep_messages:
                 self.messages.append([{"role": str(m.get("role", "")), "content": m.get("content")}
