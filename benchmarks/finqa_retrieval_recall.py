@@ -4,7 +4,7 @@
     python benchmarks/finqa_retrieval_recall.py --top-n 3,5,all --out benchmarks/results/finqa_retrieval_recall.json
 
 FinQA's ``dev_docs`` carry no ``gold_inds``, so retrieval is measured by what the gold program reads
-(``knapsack_dspy.data.program_evidence.program_reads_shown``): each number argument shown in a data cell or a
+(``knapsack_dspy.docqa.data.program_evidence.program_reads_shown``): each number argument shown in a data cell or a
 sentence of the query's context, each table operation's row present. The context is the one the FinQA pipeline
 (``DocumentQA``'s ``HybridRetriever(top_n_paragraphs=n)``, the suites' n = 3) puts in a query's prompt: the
 table rows it keeps and the ``n`` sentences most similar to the question. Per ``n``: the share of questions whose
@@ -20,11 +20,11 @@ import sys
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  (offline defaults)
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.data.program_evidence import program_reads_shown
-from knapsack_dspy.data.seeded_order import in_seeded_order
-from knapsack_dspy.metrics.intervals import proportion_ci
-from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.data.program_evidence import program_reads_shown
+from knapsack_dspy.docqa.data.seeded_order import in_seeded_order
+from knapsack_dspy.docqa.metrics.intervals import proportion_ci
+from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
 
 
 def recall(examples: list, top_n: int | None) -> dict:

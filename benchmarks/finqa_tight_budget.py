@@ -20,7 +20,7 @@ from pathlib import Path
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
 from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_of_rows
 from knapsack_dspy.bench.scoring.run_metrics import selector_label
-from knapsack_dspy.metrics.paired import paired_comparison
+from knapsack_dspy.docqa.metrics.paired import paired_comparison
 
 REFERENCE = "kate_within_budget"
 

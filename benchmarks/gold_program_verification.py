@@ -1,8 +1,8 @@
 """Share of pool records whose synthesised gold Python program is verified strictly.
 
-For every record it writes the SEER-style program a demo shows (see ``knapsack_dspy.data.gold_programs``),
+For every record it writes the SEER-style program a demo shows (see ``knapsack_dspy.docqa.data.gold_programs``),
 runs it in the sandbox, compares the result with the gold answer, and applies the strict checks of
-``knapsack_dspy.data.gold_program_checks`` (structural rules on the derivation, perturbation of the cells
+``knapsack_dspy.docqa.data.gold_program_checks`` (structural rules on the derivation, perturbation of the cells
 read); a candidate that gives the gold answer by coincidence is rejected (the next candidate, else the
 literal-answer program).
 
@@ -22,13 +22,13 @@ import time
 from collections import Counter
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.data.gold_program_checks import (
+from knapsack_dspy.docqa.data.gold_program_checks import (
     finding_kind,
     perturbation_finding,
     structural_findings,
 )
-from knapsack_dspy.data.gold_programs import synthesise_python_program, verification_report
-from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.docqa.data.gold_programs import synthesise_python_program, verification_report
+from knapsack_dspy.docqa.data.loader import load_examples
 
 
 def audit(examples, programs: dict, *, show: int) -> int:

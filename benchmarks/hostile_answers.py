@@ -36,7 +36,7 @@ FINQA_PROGRAMS_PER_QUESTION = 19
 
 def _assignments(data_dir: Path) -> tuple[dict, dict]:
     """(question -> hostile reply, run name -> example ids)."""
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
     from knapsack_dspy.testing.hostile_answers import hostile_finqa, hostile_python, hostile_texts
 
     tune = list(load_examples("tatqa", split="dev_tune", data_dir=data_dir))

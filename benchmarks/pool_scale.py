@@ -121,9 +121,9 @@ def peak_rss_mb() -> float:
 def real_pool(args):
     """The real TAT-QA pool as the program-of-thought pipeline sees it: rendered demos, embedded texts, the
     attributes, the pipeline's embedder; and the query examples."""
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
+    from knapsack_dspy.docqa.pipelines.pipeline import PIPELINE_EMBED_FIELDS, build_pipeline
     from knapsack_dspy.embeddings import TextEmbedder
-    from knapsack_dspy.modules.pipeline import PIPELINE_EMBED_FIELDS, build_pipeline
     from knapsack_dspy.modules.select_exemplars import query_text
 
     examples = list(load_examples("tatqa", split="dev_pool"))
@@ -144,7 +144,7 @@ def real_pool(args):
 def query_examples(source: str) -> list:
     """The queries (module docstring): ``unseen`` (``dev_tune`` without its questions 101-200, then FinQA's train
     cases in order), ``dev_tune`` (those 404 alone) or TAT-QA ``dev`` in order."""
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     if source == "dev":
         return list(load_examples("tatqa", split="dev"))

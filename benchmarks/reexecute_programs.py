@@ -17,8 +17,8 @@ from pathlib import Path
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows, rows_file
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.execution import execute_program
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.sandbox import execute_program
 
 
 def _rows(results_dir: Path) -> list:
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     examples = {ex["id"]: ex for split in splits for ex in load_examples("tatqa", split, data_dir=args.data_dir)}
     retriever = None
     if not args.full_tables:
-        from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
+        from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
 
         retriever = HybridRetriever()
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

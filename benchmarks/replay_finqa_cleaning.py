@@ -25,9 +25,9 @@ import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_of_rows
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.execution import execute_program
-from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.sandbox import execute_program
+from knapsack_dspy.docqa.solvers.program_of_thought_answerer import clean_program_text
 
 
 def _label(row) -> str:

@@ -7,7 +7,7 @@ For every question with gold text evidence, paragraphs are ranked three ways and
 of gold paragraphs among the first n (n = 1, 2, 3, 5, all), averaged over questions:
 
 * ``dense``: ``HybridRetriever.rank_paragraphs`` (sentence-transformers cosine, all-MiniLM-L6-v2);
-* ``bm25``: Okapi BM25 over the paragraphs of the same report (``knapsack_dspy.retrieval.bm25``);
+* ``bm25``: Okapi BM25 over the paragraphs of the same report (``knapsack_dspy.docqa.retrieval.bm25``);
 * ``lead``: document order (the first n paragraphs), the no-retrieval baseline.
 
 Gold: TAT-QA ``rel_paragraphs`` (``gold_evidence`` "text_<i>"); FinQA ``gold_inds`` "text_<i>" for paragraphs
@@ -42,10 +42,10 @@ def _cut_name(n: int | None) -> str:
 
 
 def _rankers(retriever):
-    from knapsack_dspy.retrieval.bm25 import BM25
-    from knapsack_dspy.retrieval.ranking import rank_indices
-    from knapsack_dspy.retrieval.table_rows import row_text
-    from knapsack_dspy.table_layout import header_row_count
+    from knapsack_dspy.docqa.retrieval.bm25 import BM25
+    from knapsack_dspy.docqa.retrieval.ranking import rank_indices
+    from knapsack_dspy.docqa.retrieval.table_rows import row_text
+    from knapsack_dspy.docqa.table_layout import header_row_count
 
     bm25 = BM25()
 
@@ -70,8 +70,8 @@ def _rankers(retriever):
 
 def evaluate_recall(examples, retriever, with_rows: bool) -> dict:
     """Mean recall@n per method over examples with gold text (and, if ``with_rows``, gold row) evidence."""
-    from knapsack_dspy.retrieval.evidence_recall import gold_indices, recall_at_n
-    from knapsack_dspy.table_layout import header_row_count
+    from knapsack_dspy.docqa.retrieval.evidence_recall import gold_indices, recall_at_n
+    from knapsack_dspy.docqa.table_layout import header_row_count
 
     rank_paragraphs, rank_rows = _rankers(retriever)
     sums = {kind: {m: {_cut_name(n): 0.0 for n in CUTS} for m in METHODS} for kind in ("text", "rows")}
@@ -118,8 +118,8 @@ def evaluate_recall(examples, retriever, with_rows: bool) -> dict:
 
 
 def evaluate_sara(examples, corpus) -> dict:
-    from knapsack_dspy.modules.statute_retriever import StatuteRetriever
-    from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
+    from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
+    from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES
 
     by_type: dict[str, list[int]] = {}
     tokens = {strategy: [] for strategy in STRATEGIES}
@@ -165,10 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="JSON output path")
     args = parser.parse_args(argv)
 
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
+    from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
+    from knapsack_dspy.docqa.pipelines.statute_retriever import load_statute_corpus
     from knapsack_dspy.embeddings import TextEmbedder
-    from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
-    from knapsack_dspy.modules.statute_retriever import load_statute_corpus
 
     started = time.perf_counter()
     embedder = TextEmbedder()

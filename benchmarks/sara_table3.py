@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
-from knapsack_dspy.metrics.intervals import cluster_bootstrap_ci
-from knapsack_dspy.metrics.paired import paired_comparison
+from knapsack_dspy.docqa.metrics.intervals import cluster_bootstrap_ci
+from knapsack_dspy.docqa.metrics.paired import paired_comparison
 
 STRATEGIES = ("mentioned_only", "entire_section", "references")
 MAJORITY = 50.0

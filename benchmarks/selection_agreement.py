@@ -22,7 +22,7 @@ from pathlib import Path
 import knapsack_dspy  # noqa: F401  (offline defaults)
 from knapsack_dspy.bench.results.row_schema import rows_of
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows, rows_file
-from knapsack_dspy.metrics.intervals import proportion_ci
+from knapsack_dspy.docqa.metrics.intervals import proportion_ci
 
 SETTING_KEYS = ("dataset", "pipeline", "pool_dataset", "pool_split", "budget", "exemplar_budget", "max_exemplars",
                 "retrieval", "eval_split")

@@ -18,7 +18,7 @@ from collections import defaultdict
 import numpy as np
 
 from knapsack_dspy.bench.results.store import load_rows
-from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.docqa.data.loader import load_examples
 
 
 def objective(inst: dict, ids) -> float:

@@ -66,7 +66,7 @@ def _wait_healthy(port: int, proc: subprocess.Popen, limit_s: float) -> None:
 
 
 def _questions(data_dir: str) -> list[bytes]:
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     examples = list(load_examples("tatqa", split="dev_tune", data_dir=data_dir))[:200]
     return [json.dumps({"question": ex.question, "table": ex.table,

@@ -43,9 +43,9 @@ def main(argv=None) -> int:
     import dspy
 
     from knapsack_dspy.bench.scoring.example_scores import score_prediction
-    from knapsack_dspy.data.loader import load_examples
+    from knapsack_dspy.docqa.data.loader import load_examples
+    from knapsack_dspy.docqa.solvers import make_document_solver
     from knapsack_dspy.llm import make_lm
-    from knapsack_dspy.modules.solvers import make_document_solver
 
     pool = load_examples("tatqa", "dev_pool")
     queries = list(load_examples("tatqa", "dev_tune"))

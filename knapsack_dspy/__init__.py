@@ -16,6 +16,7 @@ nor LiteLLM (~3 ms). Runtime defaults (OpenMP waits, tokenizer threads) are set 
 
 import importlib
 
+from knapsack_dspy._moved_modules import install as _install_moved_modules
 from knapsack_dspy.llm.provider_hook import register_local_provider_when_litellm_loads
 
 __version__ = "0.1.0"
@@ -31,17 +32,18 @@ _PUBLIC = {
     "save_pool_stores": "knapsack_dspy.modules.compiled_programs",
     "selection_hints": "knapsack_dspy.modules.selection_context",
     "selection_log": "knapsack_dspy.modules.selection_context",
-    "build_pipeline": "knapsack_dspy.modules.pipeline",
-    "load_program": "knapsack_dspy.modules.pipeline",
-    "save_program": "knapsack_dspy.modules.pipeline",
+    "build_pipeline": "knapsack_dspy.docqa.pipelines.pipeline",
+    "load_program": "knapsack_dspy.docqa.pipelines.pipeline",
+    "save_program": "knapsack_dspy.docqa.pipelines.pipeline",
     "SelectionConfig": "knapsack_dspy.selection.config",
     "PoolStoreError": "knapsack_dspy.selection.pool_store",
     "solve_knapsack": "knapsack_dspy.selection.knapsack",
     "AttributeConstraint": "knapsack_dspy.selection.knapsack",
+    "declare_attribute": "knapsack_dspy.selection.attribute_domains",
     "register_selector": "knapsack_dspy.selection.selectors.registry",
     "ExemplarSelector": "knapsack_dspy.selection.selectors.base",
     "check_selector": "knapsack_dspy.selection.selector_checks",
-    "load_examples": "knapsack_dspy.data",
+    "load_examples": "knapsack_dspy.docqa.data",
     "make_lm": "knapsack_dspy.llm.lm_factory",
     "KnapsackDspyError": "knapsack_dspy.errors",
     "KnapsackDspyWarning": "knapsack_dspy.errors",
@@ -50,6 +52,7 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 register_local_provider_when_litellm_loads()
+_install_moved_modules()  # the application's old module names (knapsack_dspy.metrics, ...): _moved_modules
 
 
 def __getattr__(name: str):

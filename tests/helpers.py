@@ -95,7 +95,7 @@ def bench_on_tatqa_slice(suite, out, monkeypatch, counter, pool_size: int = 40, 
     from knapsack_dspy.bench.execution import runner
     from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.bench.results.store import load_rows
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     data = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=data))[:pool_size]

@@ -29,7 +29,7 @@ SAME_FIELDS = ("answer", "scale", "output", "exemplar_ids", "prompt_tokens", "pr
 
 def tatqa_splits(pool: int = 40, tune: int = 12) -> dict:
     """``{"pool": the first TAT-QA dev_pool questions, "eval": the first dev_tune questions}``."""
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     return {"pool": list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:pool],
             "eval": list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:tune]}

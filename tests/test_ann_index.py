@@ -400,8 +400,9 @@ def test_a_query_on_an_indexed_pool_reads_only_its_candidates(synthetic, monkeyp
     pool, queries, index = synthetic
     monkeypatch.setattr(ann_index, "ANN_MIN_POOL", 1_000)
     plain, guarded = make_pool(pool, index), make_pool(pool, index)
-    attributes = {"modality": plain.attributes["modality"],
-                  "answer_type": np.where(np.arange(len(pool)) % 3 == 0, "span", "arithmetic")}
+    answer_types = np.where(np.arange(len(pool)) % 3 == 0, "span", "arithmetic")
+    attributes = {"modality": plain.attributes["modality"], "answer_type": answer_types,
+                  "kind": np.char.add("answer_type:", answer_types)}
     plain.attributes = guarded.attributes = attributes
     selector.fit(plain)
     requests = [SelectionRequest(q, capacity=600, target_attributes={"modality": "table"},

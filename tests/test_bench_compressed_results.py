@@ -16,7 +16,7 @@ from knapsack_dspy.bench.reporting.rescoring import rescore_results
 from knapsack_dspy.bench.results.store import ResultsFileError, ResultsStore, load_rows, rows_file
 from knapsack_dspy.bench.scoring import paired_runs, results_diff
 from knapsack_dspy.cli.main import main
-from knapsack_dspy.data import load_examples
+from knapsack_dspy.docqa.data import load_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "tatqa|pot|seer|b2048|m2|m|0123abcd"

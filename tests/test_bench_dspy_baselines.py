@@ -13,7 +13,7 @@ from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.cli.main import main
-from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES
+from knapsack_dspy.docqa.pipelines.answer_type_router import EXTRACT_TYPES
 
 __all__ = ["data", "pytestmark"]  # the TAT-QA slice of test_pipeline (90 pool, 8 tuning questions), its skip
 

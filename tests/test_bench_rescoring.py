@@ -13,7 +13,7 @@ from knapsack_dspy.bench.reporting.rescoring import RescoreError, rescore_result
 from knapsack_dspy.bench.results.row_schema import SCHEMA_VERSION
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.cli.main import main
-from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.docqa.data.loader import load_examples
 
 FIXTURE = Path(__file__).parent / "fixtures" / "metrics_tatqa_gold.json"
 RUN = "tatqa|pot|seer|b2048|m4|stub|0"

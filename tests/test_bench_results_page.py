@@ -128,7 +128,7 @@ needs_data = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists
 
 @pytest.fixture(scope="module")
 def splits():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     return (list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:60],
             list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:4])

@@ -150,7 +150,7 @@ def test_the_prompt_recorder_keeps_each_calls_completion_in_the_order_of_its_fin
 @pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="data not found")
 def test_a_bench_row_records_what_the_lm_returned_for_each_prompt(tmp_path, monkeypatch):
     from knapsack_dspy.bench.programs import run_program
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
     from knapsack_dspy.llm import make_lm
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:40]

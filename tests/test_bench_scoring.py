@@ -10,7 +10,7 @@ import pytest
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.scoring.example_scores import correctness_metric, score_prediction
-from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.docqa.data.loader import load_examples
 
 FIXTURE = Path(__file__).parent / "fixtures" / "metrics_tatqa_gold.json"
 

@@ -47,8 +47,10 @@ def test_every_selection_setting_is_a_run_field_with_selection_configs_default()
     for name in SETTINGS:
         expected = BENCH_DEFAULTS.get(name, getattr(defaults, name))
         assert getattr(run, name) == ("" if expected is None and name == "attribute_source" else expected), name
-    assert BENCH_DEFAULTS == {"budget": 2048} and defaults.budget is None  # the one declared difference
-    assert run.selection_config() == dataclasses.replace(defaults, budget=2048)
+    # the declared differences: a budget, and the document-QA tasks' attribute (the engine names none)
+    assert BENCH_DEFAULTS == {"budget": 2048, "attributes": ("modality",)} and defaults.budget is None
+    assert defaults.attributes == ()
+    assert run.selection_config() == dataclasses.replace(defaults, budget=2048, attributes=("modality",))
 
 
 @pytest.mark.parametrize("name", SETTINGS)
@@ -106,7 +108,7 @@ def _compile_args(*argv: str):
 
 
 def test_kdspy_compile_defaults_are_selection_configs_and_setting_sets_any_field():
-    assert compile_cli._selection_config(_compile_args()) == SelectionConfig()
+    assert compile_cli._selection_config(_compile_args()) == SelectionConfig(attributes=("modality",))
     args = _compile_args("-M", "3", "--attributes", "modality,answer_type", "--setting", "knn_k=50",
                          "--setting", "embed_fields=[\"question\"]", "--setting", "demo_order=canonical")
     assert compile_cli._selection_config(args) == SelectionConfig(

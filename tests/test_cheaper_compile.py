@@ -126,8 +126,8 @@ def test_a_disk_memo_serves_another_process_and_keeps_each_codes_values_apart(tm
 def test_a_rendered_demo_comes_from_disk_in_a_new_process(tmp_path, monkeypatch):
     from helpers import HashingEmbedder
 
-    from knapsack_dspy.data import load_examples
-    from knapsack_dspy.modules import pipeline
+    from knapsack_dspy.docqa.data import load_examples
+    from knapsack_dspy.docqa.pipelines import pipeline
 
     monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(pipeline, "_rendered_demos_on_disk", disk_memo.DiskMemo("rendered_demos"))
@@ -142,7 +142,7 @@ def test_a_rendered_demo_comes_from_disk_in_a_new_process(tmp_path, monkeypatch)
 
 def test_compiling_imports_no_litellm():
     code = ("import sys, knapsack_dspy.cli.compile, knapsack_dspy.teleprompt.knapsack_few_shot, "
-            "knapsack_dspy.modules.pipeline, knapsack_dspy.llm.token_counter, knapsack_dspy.llm.call_counter; "
+            "knapsack_dspy.docqa.pipelines.pipeline, knapsack_dspy.llm.token_counter, knapsack_dspy.llm.call_counter; "
             "print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])

@@ -78,9 +78,9 @@ def test_finqa_is_delegated_to_score_finqa_files(tmp_path, capsys, monkeypatch):
         calls.append((str(gold_path), str(predictions_path)))
         return {"execution_accuracy": 61.5, "program_accuracy": 58.25, "count": 200}
 
-    module = types.ModuleType("knapsack_dspy.metrics.finqa")
+    module = types.ModuleType("knapsack_dspy.docqa.metrics.finqa")
     module.score_finqa_files = fake
-    monkeypatch.setitem(sys.modules, "knapsack_dspy.metrics.finqa", module)
+    monkeypatch.setitem(sys.modules, "knapsack_dspy.docqa.metrics.finqa", module)
     gold = _write(tmp_path / "gold.json", [])
     predictions = _write(tmp_path / "pred.json", [])
     assert main(["score", "finqa", "--gold", str(gold), "--predictions", str(predictions), "--json"]) == 0
@@ -93,7 +93,7 @@ def test_finqa_is_delegated_to_score_finqa_files(tmp_path, capsys, monkeypatch):
 
 
 def test_finqa_real_scorer(tmp_path, capsys):
-    finqa = pytest.importorskip("knapsack_dspy.metrics.finqa")
+    finqa = pytest.importorskip("knapsack_dspy.docqa.metrics.finqa")
     if not hasattr(finqa, "score_finqa_files"):
         pytest.skip("FinQA scorer not available")
     record = {"id": "R1", "pre_text": ["Revenue grew."], "post_text": [],

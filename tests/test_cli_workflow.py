@@ -77,7 +77,7 @@ def test_compile_reports_what_its_lm_search_cost_and_a_cached_rerun_costs_no_cal
 
 
 def test_demo_answers_a_mix_of_question_types(env, capsys):
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
     from knapsack_dspy.selection import SelectionConfig
 
     tune = {ex.question: ex for ex in load_examples("tatqa", split="dev_tune")}
@@ -195,7 +195,7 @@ def test_user_errors_are_one_clean_line(env, capsys, argv, message, monkeypatch)
 def test_ask_interactive_answers_each_line_with_the_program_loaded_once(env, capsys, monkeypatch):
     import io
 
-    from knapsack_dspy.modules import pipeline
+    from knapsack_dspy.docqa.pipelines import pipeline
 
     out = env / "prog.json"
     assert main(["compile", "--dataset", "tatqa", "--selector", "seer", "--budget", "3000", "-M", "2",

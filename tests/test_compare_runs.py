@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from knapsack_dspy.bench.scoring import paired_runs as compare_runs
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.data.seeded_order import in_seeded_order
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.data.seeded_order import in_seeded_order
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_tune.json.gz").exists(), reason="TAT-QA data not found")

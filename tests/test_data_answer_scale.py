@@ -2,7 +2,7 @@
 
 import pytest
 
-from knapsack_dspy.data.answer_scale import decide_scale
+from knapsack_dspy.docqa.data.answer_scale import decide_scale
 
 TABLE = [
     ["", "2019", "2018"],

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.data import DataError, DataWarning, load_examples
-from knapsack_dspy.data.example_fields import blank_fields, validate_fields
+from knapsack_dspy.docqa.data import DataError, DataWarning, load_examples
+from knapsack_dspy.docqa.data.example_fields import blank_fields, validate_fields
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TATQA_BROKEN = FIXTURES / "data_tatqa_broken.json"

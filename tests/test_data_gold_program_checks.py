@@ -5,15 +5,15 @@ import ast
 
 import pytest
 
-from knapsack_dspy.data.derivation_roles import align_positions, derivation_roles, parse_folded
-from knapsack_dspy.data.gold_program_checks import (
+from knapsack_dspy.docqa.data.derivation_roles import align_positions, derivation_roles, parse_folded
+from knapsack_dspy.docqa.data.gold_program_checks import (
     finding_kind,
     perturbation_finding,
     strict_findings,
     structural_findings,
 )
-from knapsack_dspy.data.gold_programs import synthesise_python_program
-from knapsack_dspy.execution import execute_program
+from knapsack_dspy.docqa.data.gold_programs import synthesise_python_program
+from knapsack_dspy.docqa.sandbox import execute_program
 
 RATES = [["", "2019", "2018", "2017"],
          ["Salaries and fees", "4", "4", "3"],
@@ -127,7 +127,7 @@ def test_the_issue_patterns_are_found_and_fall_back_to_the_next_candidate():
 
 
 def test_a_rejected_candidate_falls_back_and_is_recorded(monkeypatch):
-    from knapsack_dspy.data import gold_programs
+    from knapsack_dspy.docqa.data import gold_programs
 
     example = arithmetic("What is the average salaries and fees between 2018 and 2019?", "(4+4)/2", 4.0)
     shared = 'table_query_0 = table["Salaries and fees", "2019"]\nans = (table_query_0 + table_query_0) / 2'

@@ -7,15 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.data.gold_programs import (
+from knapsack_dspy.docqa.data.gold_programs import (
     answers_match,
     finqa_dsl_candidates,
     literal_program,
     synthesise_finqa_program,
     synthesise_python_program,
 )
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.execution import execute_program
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.sandbox import execute_program
 
 FIXTURE = Path(__file__).parent / "fixtures" / "solvers_tatqa_contexts.json"
 
@@ -176,7 +176,7 @@ def table_and_expression(draw):
 @given(table_and_expression())
 def test_random_derivations_over_table_cells_verify(case):
     table, derivation = case
-    from knapsack_dspy.data.tatqa_derivation import parse_derivation
+    from knapsack_dspy.docqa.data.tatqa_derivation import parse_derivation
 
     value = parse_derivation(derivation).value
     example = {"answer_type": "arithmetic", "answer": round(value, 2), "answer_value": round(value, 2), "scale": "",

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import knapsack_dspy  # noqa: F401  (offline defaults before dspy / datasets)
-from knapsack_dspy.data import FIELDS, DataError, load_examples, load_statutes
-from knapsack_dspy.data.example_fields import validate_fields
+from knapsack_dspy.docqa.data import FIELDS, DataError, load_examples, load_statutes
+from knapsack_dspy.docqa.data.example_fields import validate_fields
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FINQA = FIXTURES / "finqa_small.json"
@@ -261,7 +261,7 @@ def test_hub_errors_are_data_errors(tmp_path, hub_cache):
 
 
 def test_summary_command(tmp_path, capsys):
-    from knapsack_dspy.data.__main__ import main
+    from knapsack_dspy.docqa.data.__main__ import main
 
     root = make_data_dir(tmp_path / "data")
     assert main(["--data-dir", str(root), "--repeat", "1"]) == 0

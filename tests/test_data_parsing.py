@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.data.program_template import finqa_program_template
-from knapsack_dspy.data.sara import statute_of_case_id
-from knapsack_dspy.data.tatqa_derivation import DerivationLiteral, parse_derivation, parse_expression
-from knapsack_dspy.numbers import number_text, parse_number
+from knapsack_dspy.docqa.data.program_template import finqa_program_template
+from knapsack_dspy.docqa.data.sara import statute_of_case_id
+from knapsack_dspy.docqa.data.tatqa_derivation import DerivationLiteral, parse_derivation, parse_expression
+from knapsack_dspy.docqa.number_text import number_text, parse_number
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -168,7 +168,7 @@ def test_number_text_is_what_every_reader_of_numbers_starts_from(value, expected
 
 
 def test_dollars_and_numbers_share_their_input_handling():
-    from knapsack_dspy.metrics.sara import parse_dollars
+    from knapsack_dspy.docqa.metrics.sara import parse_dollars
 
     for value in (None, True, float("nan"), [5], 7, " \u2212250 "):
         assert parse_dollars(value) == parse_number(value)

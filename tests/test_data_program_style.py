@@ -2,8 +2,8 @@
 
 import pytest
 
-from knapsack_dspy.data.program_style import as_literal_program, read_cited_cells, variable_name
-from knapsack_dspy.execution import execute_program
+from knapsack_dspy.docqa.data.program_style import as_literal_program, read_cited_cells, variable_name
+from knapsack_dspy.docqa.sandbox import execute_program
 
 TABLE = [["", "2019", "2018"], ["", "$'000", "$'000"], ["Revenue", "4,411", "4,044"], ["Cost (net)", "(1,200)", "900"],
          ["Segment", "Retail", "Retail"]]

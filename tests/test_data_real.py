@@ -13,8 +13,8 @@ import pytest
 
 import knapsack_dspy  # noqa: F401
 from knapsack_dspy.config import ConfigError, data_dir
-from knapsack_dspy.data import load_examples, load_statutes
-from knapsack_dspy.data.example_fields import validate_fields
+from knapsack_dspy.docqa.data import load_examples, load_statutes
+from knapsack_dspy.docqa.data.example_fields import validate_fields
 
 try:
     DATA = data_dir()
@@ -72,7 +72,7 @@ def test_tatqa_derivations_parse_and_reproduce_the_gold_answers(loaded):
     2-decimal rounding the annotators apply) for all but a scale mismatch or two."""
     arithmetic = [ex for ex in loaded["tatqa", "dev"] if ex.answer_type == "arithmetic"]
     assert len(arithmetic) == 718
-    from knapsack_dspy.data.tatqa_derivation import parse_derivation
+    from knapsack_dspy.docqa.data.tatqa_derivation import parse_derivation
 
     matches = 0
     for ex in arithmetic:
@@ -89,7 +89,7 @@ def test_tatqa_derivations_parse_and_reproduce_the_gold_answers(loaded):
 def test_finqa_cases_templates_match_seer_and_programs_parse(loaded):
     """The CSV's templates are kept; recomputing them from the programs agrees except for SEER's numeric
     table-row-name quirk."""
-    from knapsack_dspy.data.program_template import finqa_program_template
+    from knapsack_dspy.docqa.data.program_template import finqa_program_template
 
     train = loaded["finqa_cases", "train"]
     agree = sum(finqa_program_template(ex.program) == ex.program_template for ex in train)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.data import render_paragraphs, render_table
+from knapsack_dspy.docqa.data import render_paragraphs, render_table
 
 TABLE = [
     ["", "2019", "2018"],

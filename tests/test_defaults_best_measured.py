@@ -7,7 +7,7 @@ import pytest
 from knapsack_dspy.bench.suites.suite import RunSpec, suite_from_dict
 from knapsack_dspy.cli import compile as compile_cli
 from knapsack_dspy.cli.main import build_parser
-from knapsack_dspy.modules.pipeline import build_pipeline, default_route
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, default_route
 from knapsack_dspy.selection import SelectionConfig
 from knapsack_dspy.selection.selectors import SELECTORS
 

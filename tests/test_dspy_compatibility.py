@@ -42,7 +42,7 @@ def test_the_cache_methods_we_wrap_have_the_signature_we_call():
 
 
 def test_the_package_uses_no_dspy_program_of_thought():
-    """DSPy 3.5 removes dspy.ProgramOfThought; programs are run by knapsack_dspy.execution instead."""
+    """DSPy 3.5 removes dspy.ProgramOfThought; programs are run by knapsack_dspy.docqa.sandbox instead."""
     for path in (ROOT / "knapsack_dspy").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             assert not (isinstance(node, ast.Attribute) and node.attr == "ProgramOfThought"), path

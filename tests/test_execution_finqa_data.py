@@ -15,15 +15,15 @@ import pytest
 
 import knapsack_dspy  # noqa: F401
 from knapsack_dspy.config import ConfigError, data_dir
-from knapsack_dspy.execution import (
+from knapsack_dspy.docqa.metrics.answer_matching import finqa_exact_match
+from knapsack_dspy.docqa.metrics.finqa import program_match
+from knapsack_dspy.docqa.sandbox import (
     execute_finqa_program,
     execute_python,
     parse_program,
     program_to_tokens,
     steps_to_tokens,
 )
-from knapsack_dspy.metrics.answer_matching import finqa_exact_match
-from knapsack_dspy.metrics.finqa import program_match
 
 
 def _rows():

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.execution.finqa_dsl import (
+from knapsack_dspy.docqa.sandbox.finqa_dsl import (
     ProgramError,
     Step,
     format_program,
@@ -113,7 +113,7 @@ def test_tokens_to_program_round_trip():
 
 def test_the_dsl_module_knows_nothing_of_execution():
     """The executor imports the DSL, not the other way round (no import cycle)."""
-    from knapsack_dspy.execution import execute_finqa_program, finqa_dsl
+    from knapsack_dspy.docqa.sandbox import execute_finqa_program, finqa_dsl
 
     assert execute_finqa_program(TWO_STEPS).answer == 0.01639
     assert not hasattr(finqa_dsl, "execute_finqa_program")

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.execution import execute_finqa_program, execute_program, run_official_tokens
-from knapsack_dspy.execution.finqa_executor import official_cell_number, official_number
+from knapsack_dspy.docqa.sandbox import execute_finqa_program, execute_program, run_official_tokens
+from knapsack_dspy.docqa.sandbox.finqa_executor import official_cell_number, official_number
 
 TABLE = [
     ["", "2019", "2018", "2017"],
@@ -173,7 +173,7 @@ def test_trailing_incomplete_step_is_ignored_officially():
 
 
 def test_official_tokenization_of_a_comma_without_space_is_invalid():
-    from knapsack_dspy.execution import program_to_tokens
+    from knapsack_dspy.docqa.sandbox import program_to_tokens
 
     assert not run_official_tokens(program_to_tokens("add(1,2)")).ok
     assert execute_finqa_program("add(1,2)").answer == 3.0  # the tolerant parser reads it

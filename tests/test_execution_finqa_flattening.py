@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.execution import execute_finqa_program
-from knapsack_dspy.execution.finqa_dsl import parse_program
-from knapsack_dspy.execution.finqa_flattening import flatten_program
+from knapsack_dspy.docqa.sandbox import execute_finqa_program
+from knapsack_dspy.docqa.sandbox.finqa_dsl import parse_program
+from knapsack_dspy.docqa.sandbox.finqa_flattening import flatten_program
 
 TABLE = [
     ["", "2019", "2018"],

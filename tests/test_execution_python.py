@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.execution import ExecutionResult, execute_python
-from knapsack_dspy.execution.cell_numbers import MISSING, TEXT, parse_cell
-from knapsack_dspy.execution.python_executor import extract_code
-from knapsack_dspy.execution.table_view import TableLookupError, TableView, normalize_label
-from knapsack_dspy.numbers import parse_number
+from knapsack_dspy.docqa.number_text import parse_number
+from knapsack_dspy.docqa.sandbox import ExecutionResult, execute_python
+from knapsack_dspy.docqa.sandbox.cell_numbers import MISSING, TEXT, parse_cell
+from knapsack_dspy.docqa.sandbox.python_executor import extract_code
+from knapsack_dspy.docqa.sandbox.table_view import TableLookupError, TableView, normalize_label
 
 TABLE = [
     ["", "2019", "2018", "Change"],

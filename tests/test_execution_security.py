@@ -8,7 +8,7 @@ import os
 import pytest
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.execution import (
+from knapsack_dspy.docqa.sandbox import (
     execute_finqa_program,
     execute_program,
     execute_python,

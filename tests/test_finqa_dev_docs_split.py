@@ -17,9 +17,9 @@ import pytest
 from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
 from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
 from knapsack_dspy.config import ConfigError, data_dir
-from knapsack_dspy.data import DataError, load_examples
-from knapsack_dspy.data.document_parts import document_part
-from knapsack_dspy.data.seeded_order import (
+from knapsack_dspy.docqa.data import DataError, load_examples
+from knapsack_dspy.docqa.data.document_parts import document_part
+from knapsack_dspy.docqa.data.seeded_order import (
     FINQA_TUNING_QUESTIONS,
     FINQA_TUNING_READ,
     FINQA_TUNING_SEED,

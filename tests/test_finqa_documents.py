@@ -15,14 +15,14 @@ from knapsack_dspy.bench.reporting.rescoring import rescore_row
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
 from knapsack_dspy.bench.suites.suite import suite_from_dict
-from knapsack_dspy.data import load_examples
-from knapsack_dspy.data.document_parts import document_part
-from knapsack_dspy.data.gold_programs import synthesise_python_program
-from knapsack_dspy.data.program_evidence import demo_evidence, program_evidence, program_reads_shown
-from knapsack_dspy.execution import execute_program
-from knapsack_dspy.execution.cell_numbers import TEXT, parse_cell
-from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
-from knapsack_dspy.modules.pipeline import build_pipeline
+from knapsack_dspy.docqa.data import load_examples
+from knapsack_dspy.docqa.data.document_parts import document_part
+from knapsack_dspy.docqa.data.gold_programs import synthesise_python_program
+from knapsack_dspy.docqa.data.program_evidence import demo_evidence, program_evidence, program_reads_shown
+from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+from knapsack_dspy.docqa.sandbox import execute_program
+from knapsack_dspy.docqa.sandbox.cell_numbers import TEXT, parse_cell
 
 FIXTURE = Path(__file__).parent / "fixtures" / "finqa_docs_small.json"
 CASES = Path(__file__).parent / "fixtures" / "data_finqa_cases_small.csv"

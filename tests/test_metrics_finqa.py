@@ -14,15 +14,14 @@ from pathlib import Path
 import pytest
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.execution import program_to_tokens
-from knapsack_dspy.metrics.answer_matching import (
+from knapsack_dspy.docqa.metrics.answer_matching import (
     finqa_exact_match,
     kdspy_lenient_match,
     normalize_answer_number,
     seer_finqa_match,
 )
-from knapsack_dspy.metrics.errors import ScoringInputError
-from knapsack_dspy.metrics.finqa import (
+from knapsack_dspy.docqa.metrics.errors import ScoringInputError
+from knapsack_dspy.docqa.metrics.finqa import (
     FinQAScoreError,
     execution_accuracy,
     execution_match,
@@ -33,6 +32,7 @@ from knapsack_dspy.metrics.finqa import (
     score_finqa,
     score_finqa_files,
 )
+from knapsack_dspy.docqa.sandbox import program_to_tokens
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLD = FIXTURES / "finqa_metric_gold.json"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knapsack_dspy.metrics.intervals import (
+from knapsack_dspy.docqa.metrics.intervals import (
     Estimate,
     bootstrap_ci,
     cluster_bootstrap_ci,

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from knapsack_dspy.metrics.intervals import bootstrap_ci
-from knapsack_dspy.metrics.paired import mcnemar_exact_p, paired_comparison
+from knapsack_dspy.docqa.metrics.intervals import bootstrap_ci
+from knapsack_dspy.docqa.metrics.paired import mcnemar_exact_p, paired_comparison
 
 
 def test_a_clear_difference_is_detected():

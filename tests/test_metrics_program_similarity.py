@@ -15,9 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.execution.finqa_dsl import Step
-from knapsack_dspy.metrics.derivation_steps import derivation_to_steps
-from knapsack_dspy.metrics.program_similarity import (
+from knapsack_dspy.docqa.metrics.derivation_steps import derivation_to_steps
+from knapsack_dspy.docqa.metrics.program_similarity import (
     argument_sequence,
     edit_distance,
     is_gold_case,
@@ -27,6 +26,7 @@ from knapsack_dspy.metrics.program_similarity import (
     program_similarity,
     sequence_similarity,
 )
+from knapsack_dspy.docqa.sandbox.finqa_dsl import Step
 
 P = "subtract(5829, 5735), divide(#0, 5735)"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.metrics.errors import ScoringInputError
-from knapsack_dspy.metrics.sara import (
+from knapsack_dspy.docqa.metrics.errors import ScoringInputError
+from knapsack_dspy.docqa.metrics.sara import (
     evaluate_sara,
     load_sara_gold,
     parse_dollars,

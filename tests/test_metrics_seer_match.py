@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from knapsack_dspy.metrics.answer_matching import seer_finqa_match
+from knapsack_dspy.docqa.metrics.answer_matching import seer_finqa_match
 
 
 class _Text(str):

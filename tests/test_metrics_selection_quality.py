@@ -8,7 +8,7 @@ import math
 import pytest
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.metrics.selection_quality import (
+from knapsack_dspy.docqa.metrics.selection_quality import (
     QuerySelection,
     SelectedExemplar,
     score_query,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.metrics.errors import ScoringInputError
-from knapsack_dspy.metrics.tatqa import (
+from knapsack_dspy.docqa.metrics.errors import ScoringInputError
+from knapsack_dspy.docqa.metrics.tatqa import (
     answer_string,
     evaluate_tatqa,
     is_number,
@@ -246,7 +246,7 @@ def test_gzip_gold_is_read(tmp_path):
 
 @pytest.fixture(scope="module")
 def dev_run():
-    from knapsack_dspy.metrics.json_files import read_json_file
+    from knapsack_dspy.docqa.metrics.json_files import read_json_file
 
     gold_contexts = read_json_file(DEV)
     predictions = json.loads(SAMPLE.read_text())

@@ -12,6 +12,7 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import suite_from_dict
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.modules.compile_hooks import (
     CompileHooks,
     DemoFor,
@@ -20,7 +21,6 @@ from knapsack_dspy.modules.compile_hooks import (
     InputsFor,
     SelectionConfigFor,
 )
-from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists
 
 @pytest.fixture(scope="module")
 def data():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:90]
     tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:8]
@@ -133,7 +133,7 @@ def test_a_saved_program_holds_the_selection_settings_once(tmp_path, data, embed
 def test_a_program_saved_by_the_previous_layout_loads_and_selects_the_same():
     """tests/fixtures/program_main_ddea150.json was compiled and saved by commit ddea150 (spec version 2: the
     selection in a "select" module of its own), with the selections it made recorded beside it."""
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     fixtures = Path(__file__).parent / "fixtures"
     program = load_program(fixtures / "program_main_ddea150.json", embedder=HashingEmbedder(),
@@ -296,7 +296,7 @@ def test_one_failing_example_is_recorded_and_the_run_goes_on(tmp_path, data, emb
 @pytest.mark.parametrize("pipeline,retrieval", [("few_shot", "mentioned_only"), ("cot", "references"),
                                                 ("zero_shot", "entire_section")])
 def test_statute_pipeline_compiles_and_answers(tmp_path, embedder, pipeline, retrieval):
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     cases = list(load_examples("sara", split="train", data_dir=DATA))
     pool, query = cases[:40], next(c for c in cases[40:] if c.answer_type == "entailment")
@@ -375,7 +375,7 @@ def test_bench_answers_the_named_questions_only(tmp_path, data, embedder, monkey
 def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, embedder, monkeypatch):
     """End to end through bench scoring: every answer type (span, multi-span, arithmetic, count) counts as
     right when the model writes the verified gold program — a scorer that rejects an answer form fails here."""
-    from knapsack_dspy.data.gold_programs import synthesise_python_program
+    from knapsack_dspy.docqa.data.gold_programs import synthesise_python_program
 
     pool, tune = data
     queries = list(tune)
@@ -407,7 +407,7 @@ def test_an_oracle_lm_that_writes_the_gold_programs_scores_100(tmp_path, data, e
 def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypatch):
     """FinQA program of thought (the DSL) through the bench: the gold program is execution- and program-correct."""
     from knapsack_dspy.bench.programs import run_program
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     records = list(load_examples("finqa", path=Path(__file__).parent / "fixtures" / "finqa_small.json"))
 

@@ -11,9 +11,9 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.modules.answer_type_router import AnswerTypeRouter
-from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
-from knapsack_dspy.modules.solvers.extract_answerer import ExtractAnswerer, read_spans, span_answer_text
+from knapsack_dspy.docqa.pipelines.answer_type_router import AnswerTypeRouter
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.solvers.extract_answerer import ExtractAnswerer, read_spans, span_answer_text
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -95,7 +95,7 @@ def test_the_router_leans_to_computation(data):
 
 @pytest.fixture(scope="module")
 def data():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:120]
     tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:12]

@@ -8,7 +8,7 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.modules.pipeline import build_pipeline
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
 from knapsack_dspy.modules.shared_fields import group_demos, reference_text, referring_demo
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
@@ -26,7 +26,7 @@ def test_demos_are_grouped_by_the_shared_value():
 
 @pytest.fixture(scope="module")
 def program():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:150]
     student = build_pipeline("tatqa", "pot", route=None, selector="kate", max_exemplars=4, embedder=HashingEmbedder(),
@@ -36,7 +36,7 @@ def program():
 
 
 def test_a_prompt_shows_each_table_once_and_costs_what_it_sends(program):
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     select = program.select
     assert select.groups and max(select.groups) >= 1  # pool questions of one document share their table
@@ -61,7 +61,7 @@ def test_a_prompt_shows_each_table_once_and_costs_what_it_sends(program):
 
 
 def test_sharing_can_be_turned_off():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:60]
     student = build_pipeline("tatqa", "pot", route=None, selector="kate", max_exemplars=4, embedder=HashingEmbedder(),
@@ -74,7 +74,7 @@ def test_sharing_can_be_turned_off():
 def test_rows_fingerprint_the_prompts_they_sent(program):
     from knapsack_dspy.bench.execution.example_runner import answer_example
     from knapsack_dspy.bench.results.prompt_record import PROMPT_FORMAT_VERSION, messages_sha256
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     example = next(iter(load_examples("tatqa", split="dev_tune", data_dir=DATA)))
     lm = DummyLM([{"program": "ans = 1"}])

@@ -12,7 +12,8 @@ import pytest
 
 from knapsack_dspy import embeddings as embeddings_module
 from knapsack_dspy import text_holes
-from knapsack_dspy.data import load_examples
+from knapsack_dspy.docqa.data import load_examples
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm import token_counter
 from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
@@ -21,7 +22,6 @@ from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.llm.token_counter import LiteLLMTokenCounter, LocalTokenCounter
 from knapsack_dspy.modules.compiled_programs import predictor_at
 from knapsack_dspy.modules.demo_templates import DemoTemplate
-from knapsack_dspy.modules.pipeline import build_pipeline
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 
 FIXTURE = Path(__file__).parent / "fixtures" / "data_tatqa_small.json"

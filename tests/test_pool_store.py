@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.data import load_examples
-from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.data import load_examples
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
 from knapsack_dspy.saved_format import SELECT_EXEMPLARS_STATE_VERSION as STATE_VERSION
 from knapsack_dspy.selection import ann_index, pool_store
 from knapsack_dspy.selection.pool_store import PoolRecord, PoolStoreError, extend_store, write_store
@@ -104,7 +104,7 @@ def test_a_version_4_state_still_loads(cache, monkeypatch):
     for key in state:
         if isinstance(state[key], dict) and "selection" in state[key]:
             state[key]["selection"]["version"] = 4  # the layout before pool stores: "pool" inline
-    from knapsack_dspy.modules.pipeline import program_from_state
+    from knapsack_dspy.docqa.pipelines.pipeline import program_from_state
 
     loaded = program_from_state(state, embedder=HashingEmbedder(), token_counter=WordCounter())
     assert name and selections(loaded, examples) == selections(program, examples)

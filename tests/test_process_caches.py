@@ -119,7 +119,7 @@ def test_query_prompt_sizes_are_remembered_per_counter():
 
 def test_rendered_demos_are_shared_by_pipelines_with_the_same_settings(monkeypatch, tmp_path):
     from knapsack_dspy.disk_memo import DiskMemo
-    from knapsack_dspy.modules import pipeline
+    from knapsack_dspy.docqa.pipelines import pipeline
 
     monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path / "cache"))  # nothing rendered by an earlier test or run
     monkeypatch.setattr(pipeline, "_rendered_demos", BoundedMemo(100))

@@ -14,7 +14,7 @@ from knapsack_dspy.bench.scoring.question_range import (
 )
 from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
 from knapsack_dspy.bench.suites.suite import RunSpec
-from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.docqa.data.loader import load_examples
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 needs_data = pytest.mark.skipif(not (DATA / "tatqa" / "dev_tune.json.gz").exists(), reason="TAT-QA data not found")

@@ -19,9 +19,9 @@ import pytest
 
 import knapsack_dspy  # noqa: F401
 from knapsack_dspy.cli.main import main
-from knapsack_dspy.data import DataError, load_examples
+from knapsack_dspy.docqa.data import DataError, load_examples
+from knapsack_dspy.docqa.metrics.errors import ScoringInputError
 from knapsack_dspy.file_limits import FileLimitError, LongInteger, parse_json, read_file_bytes
-from knapsack_dspy.metrics.errors import ScoringInputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TATQA_GOLD = FIXTURES / "metrics_tatqa_gold.json"
@@ -270,14 +270,14 @@ def _tatqa_gold_with(tmp_path, **changes) -> Path:
     ],
 )
 def test_tatqa_scorer_rejects_gold_the_loader_rejects(tmp_path, changes, message):
-    from knapsack_dspy.metrics.tatqa import load_tatqa_gold
+    from knapsack_dspy.docqa.metrics.tatqa import load_tatqa_gold
 
     with pytest.raises(ScoringInputError, match=message):
         load_tatqa_gold(_tatqa_gold_with(tmp_path, **changes))
 
 
 def test_tatqa_scorer_rejects_a_duplicate_uid_as_the_loader_does(tmp_path):
-    from knapsack_dspy.metrics.tatqa import load_tatqa_gold
+    from knapsack_dspy.docqa.metrics.tatqa import load_tatqa_gold
 
     contexts = json.loads(TATQA_GOLD.read_text())
     contexts[0]["questions"].append(dict(contexts[0]["questions"][0]))
@@ -312,7 +312,7 @@ def test_a_prediction_given_twice_is_an_error_not_the_last_one_silently(tmp_path
     ],
 )
 def test_sara_scorer_and_loader_reject_the_same_gold_amounts(tmp_path, case, message):
-    from knapsack_dspy.metrics.sara import load_sara_gold
+    from knapsack_dspy.docqa.metrics.sara import load_sara_gold
 
     cases = [dict(SARA_CASES[1], **case)]
     path = tmp_path / "cases.json"
@@ -404,7 +404,7 @@ def test_printing_a_file_error_imports_no_lm_stack(tmp_path):
 
 @pytest.mark.parametrize("bad", ["answer_type", "duplicate"])
 def test_large_files_are_checked_before_examples_are_built_with_the_same_error(tmp_path, monkeypatch, bad):
-    from knapsack_dspy.data import loader
+    from knapsack_dspy.docqa.data import loader
 
     contexts = json.loads((FIXTURES / "data_tatqa_small.json").read_text())
     if bad == "answer_type":

@@ -40,7 +40,7 @@ pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists
 
 @pytest.fixture(scope="module")
 def tatqa():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     return (
         list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:60],
@@ -50,7 +50,7 @@ def tatqa():
 
 @pytest.fixture(scope="module")
 def finqa():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     return list(load_examples("finqa", path=DATA / "finqa" / "train_docs.json.gz"))[:60]
 
@@ -117,8 +117,8 @@ def test_every_hostile_answer_scores_and_serialises_without_an_exception(tatqa, 
     from types import SimpleNamespace
 
     from knapsack_dspy.bench.scoring.example_scores import score_prediction
-    from knapsack_dspy.execution import execute_program
-    from knapsack_dspy.modules.solvers.answer_parsing import parse_answer
+    from knapsack_dspy.docqa.sandbox import execute_program
+    from knapsack_dspy.docqa.solvers.answer_parsing import parse_answer
 
     example, finqa_example = tatqa[1][0], finqa[0]
     cases = [
@@ -457,7 +457,7 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.execution import runner
 from knapsack_dspy.bench.programs import run_program
 from knapsack_dspy.bench.suites.suite import suite_from_dict
-from knapsack_dspy.data import load_examples
+from knapsack_dspy.docqa.data import load_examples
 from knapsack_dspy.llm import make_lm
 
 pool = list(load_examples("tatqa", split="dev_pool", data_dir={data!r}))[:40]

@@ -1,5 +1,5 @@
 """Reliability of the sandboxes: table cells pass the same bounds as computed values, errors say what went
-wrong in a bounded line, and ``knapsack_dspy.execution`` imports only the standard library."""
+wrong in a bounded line, and ``knapsack_dspy.docqa.sandbox`` imports only the standard library."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from knapsack_dspy.execution import execute_finqa_program, execute_python
+from knapsack_dspy.docqa.sandbox import execute_finqa_program, execute_python
 from knapsack_dspy.messages import MAX_MESSAGE_CHARS, one_line
 
 
@@ -84,7 +84,7 @@ def test_one_line_collapses_whitespace_and_keeps_short_text():
 
 def test_execution_imports_only_the_standard_library():
     code = (
-        "import sys; before = set(sys.modules); import knapsack_dspy.execution; "
+        "import sys; before = set(sys.modules); import knapsack_dspy.docqa.sandbox; "
         "import json; print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -92,9 +92,10 @@ def test_execution_imports_only_the_standard_library():
     assert third_party == []
     # besides what ``import knapsack_dspy`` itself loads (environment defaults, the provider hook)
     own = (
-        "import sys, json; import knapsack_dspy; root = set(sys.modules); import knapsack_dspy.execution; "
+        "import sys, json; import knapsack_dspy; root = set(sys.modules); import knapsack_dspy.docqa.sandbox; "
         "print(json.dumps(sorted(m for m in set(sys.modules) - root "
-        "if m.startswith('knapsack_dspy.') and not m.startswith('knapsack_dspy.execution'))))"
+        "if m.startswith('knapsack_dspy.') and not m.startswith('knapsack_dspy.docqa.sandbox'))))"
     )
     out = subprocess.run([sys.executable, "-c", own], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == [f"knapsack_dspy.{m}" for m in ("errors", "messages", "numbers", "table_layout")]
+    assert json.loads(out) == [f"knapsack_dspy.{m}" for m in ("docqa", "docqa.number_text", "docqa.table_layout",
+                                                              "errors", "messages")]

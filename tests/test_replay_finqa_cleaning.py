@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from knapsack_dspy.bench.results.row_schema import as_row
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.data.seeded_order import in_seeded_order
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.data.seeded_order import in_seeded_order
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.retrieval.citations import Citation, extract_citations
-from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
-from knapsack_dspy.retrieval.statute_references import find_references
+from knapsack_dspy.docqa.retrieval.citations import Citation, extract_citations
+from knapsack_dspy.docqa.retrieval.statute_corpus import StatuteCorpus
+from knapsack_dspy.docqa.retrieval.statute_references import find_references
 
 DATA_DIR = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
 

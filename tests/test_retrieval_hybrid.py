@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from dspy.utils import DummyLM
 
-from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
+from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
 
 
 class BagOfWordsEmbedder:

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knapsack_dspy.retrieval.bm25 import BM25, tokenize
-from knapsack_dspy.retrieval.evidence_recall import gold_indices, recall_at_n
-from knapsack_dspy.retrieval.ranking import rank_indices, top_n_in_order
-from knapsack_dspy.retrieval.table_rows import row_text
-from knapsack_dspy.table_layout import header_row_count
+from knapsack_dspy.docqa.retrieval.bm25 import BM25, tokenize
+from knapsack_dspy.docqa.retrieval.evidence_recall import gold_indices, recall_at_n
+from knapsack_dspy.docqa.retrieval.ranking import rank_indices, top_n_in_order
+from knapsack_dspy.docqa.retrieval.table_rows import row_text
+from knapsack_dspy.docqa.table_layout import header_row_count
 
 
 def test_rank_indices_breaks_ties_by_position_and_puts_nan_last():

@@ -15,12 +15,12 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
-from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
-from knapsack_dspy.modules.statute_retriever import StatuteRetriever
-from knapsack_dspy.retrieval.citations import extract_citations
-from knapsack_dspy.retrieval.statute_budget import fit_statute_selection, statute_priority
-from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
-from knapsack_dspy.retrieval.statute_strategies import (
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
+from knapsack_dspy.docqa.retrieval.citations import extract_citations
+from knapsack_dspy.docqa.retrieval.statute_budget import fit_statute_selection, statute_priority
+from knapsack_dspy.docqa.retrieval.statute_corpus import StatuteCorpus
+from knapsack_dspy.docqa.retrieval.statute_strategies import (
     STRATEGIES,
     StatuteSelection,
     render_subsections,
@@ -126,7 +126,7 @@ def test_suites_check_the_statute_budget():
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_sara_prompt_is_within_the_budget_selection_only(tmp_path, corpus, strategy, monkeypatch):
     from knapsack_dspy.bench.programs import run_program
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     cases = load_examples("sara", split="train", data_dir=DATA_DIR)
     monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: cases)

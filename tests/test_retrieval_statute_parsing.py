@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
-from knapsack_dspy.retrieval.statute_tree import (
+from knapsack_dspy.docqa.retrieval.statute_corpus import StatuteCorpus
+from knapsack_dspy.docqa.retrieval.statute_tree import (
     StatuteParseError,
     parse_statute,
     roman_value,

@@ -11,10 +11,10 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from knapsack_dspy.modules.statute_retriever import StatuteRetriever
-from knapsack_dspy.retrieval.citations import extract_citations
-from knapsack_dspy.retrieval.statute_corpus import StatuteCorpus
-from knapsack_dspy.retrieval.statute_strategies import STRATEGIES, select_statute_text
+from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
+from knapsack_dspy.docqa.retrieval.citations import extract_citations
+from knapsack_dspy.docqa.retrieval.statute_corpus import StatuteCorpus
+from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES, select_statute_text
 
 DATA_DIR = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
 STATUTE_DIR = DATA_DIR / "sara" / "statutes"

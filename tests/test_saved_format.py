@@ -6,8 +6,8 @@ import pytest
 from knapsack_dspy import saved_format
 from knapsack_dspy.bench.reporting import page_data
 from knapsack_dspy.bench.results import prompt_record, row_schema
-from knapsack_dspy.modules.answer_type_router import AnswerTypeRouter
-from knapsack_dspy.modules.pipeline import PipelineSpec
+from knapsack_dspy.docqa.pipelines.answer_type_router import AnswerTypeRouter
+from knapsack_dspy.docqa.pipelines.pipeline import PipelineSpec
 from knapsack_dspy.saved_format import pipeline_spec_arguments, select_module_moved
 
 

@@ -11,6 +11,7 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
+import knapsack_dspy.docqa.pipelines.pool_attributes  # noqa: F401 -- declares modality (its LM question)
 from knapsack_dspy.modules.compiled_programs import load_compiled
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars
@@ -42,7 +43,7 @@ class TinyQA(dspy.Module):
         self.settings = settings
 
     def selection_config(self, predictor_name):
-        return SelectionConfig(embed_fields=("question",), **self.settings)
+        return SelectionConfig(embed_fields=("question",), **{"attributes": ("modality",), **self.settings})
 
     def forward(self, question, context, id=None, doc_id=None, **attributes):
         with selection_hints(id=id, doc_id=doc_id, attributes=attributes), selection_log() as log:

@@ -83,7 +83,7 @@ def make_pool(templates, doc_ids=None, costs=None, dim=16, seed=0):
     n = len(templates)
     return ExemplarPool(ids=[f"p{i}" for i in range(n)], embeddings=emb,
                         costs=np.full(n, 100.0) if costs is None else np.asarray(costs, dtype=float),
-                        attributes={"program_template": np.array(templates),
+                        attributes={"kind": np.array([t or "answer_type:span" for t in templates]),
                                     "answer_type": np.array(["arithmetic" if t else "span" for t in templates])},
                         doc_ids=[f"d{i}" for i in range(n)] if doc_ids is None else doc_ids), centres
 
@@ -122,7 +122,7 @@ def pool_at(similarities, costs, dim=8):
         rows.append(s * query + np.sqrt(1 - s * s) * u)
     n = len(similarities)
     pool = ExemplarPool(ids=[f"p{i}" for i in range(n)], embeddings=np.array(rows), costs=np.asarray(costs, float),
-                        attributes={"program_template": np.array(["a"] * n)}, doc_ids=[f"d{i}" for i in range(n)])
+                        attributes={"kind": np.array(["a"] * n)}, doc_ids=[f"d{i}" for i in range(n)])
     return pool, query.astype(np.float32)
 
 
@@ -156,7 +156,7 @@ def test_greedy_is_a_parameter_of_the_one_selector():
 def test_without_kinds_it_falls_back_to_the_nearest_first_and_says_so():
     pool, centres = make_pool(["a"] * 12)
     pool.attributes = {}  # no program templates, no answer types: an arbitrary DSPy program's pool
-    assert set(kind_labels(pool, "program_template")) == {""}
+    assert set(kind_labels(pool)) == {""}
     with pytest.warns(CaseCoverageFallback, match="selecting by similarity alone"):
         selector = CaseCoverageSelector(max_exemplars=2).fit(pool)
     assert selector.get_state()["fallback"] is True

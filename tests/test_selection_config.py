@@ -14,8 +14,8 @@ def test_defaults():
     config = SelectionConfig()
     assert config.selector == "kate_within_budget"  # the best measured (docs/core.md, "Which selector")
     assert (config.max_exemplars, config.budget, config.val_size) == (4, None, 40)
-    assert (config.alpha, config.beta, config.attributes, config.knn_k) == (0.75, 0.0, ("modality",), 200)
-    assert config.resolved_attribute_source == "classifier"
+    assert (config.alpha, config.beta, config.attributes, config.knn_k) == (0.75, 0.0, (), 200)  # names none
+    assert config.resolved_attribute_source == "none"  # no attribute to predict
 
 
 @pytest.mark.parametrize("settings, named", [
@@ -90,8 +90,9 @@ def test_replace_and_with_settings_validate_again():
 
 
 @pytest.mark.parametrize("settings, source", [
-    ({}, "classifier"),
-    ({"selector": "seer_gold"}, "gold"),
+    ({}, "none"),
+    ({"attributes": ("modality",)}, "classifier"),
+    ({"selector": "seer_gold", "attributes": ("modality",)}, "gold"),
     ({"selector": "seer_gold", "attribute_source": "classifier"}, "classifier"),
     ({"attribute_source": "lm"}, "lm"),
     ({"attributes": ()}, "none"),

@@ -170,7 +170,7 @@ def test_a_search_a_limit_ended_is_marked_even_when_a_constraint_was_then_droppe
 
     vectors, pool = _pool()
     calls.clear()
-    selection = KnapsackSelector(max_exemplars=2).select(
+    selection = KnapsackSelector(max_exemplars=2, attributes=("modality",)).select(
         pool, SelectionRequest(vectors[0], capacity=25.0, target_attributes={"modality": "table"}))
     assert selection.status == "relaxed" and selection.limit == "work"
     assert selection.as_dict(pool)["limit"] == "work"
@@ -178,7 +178,7 @@ def test_a_search_a_limit_ended_is_marked_even_when_a_constraint_was_then_droppe
 
 def test_an_optimal_selection_carries_no_limit():
     vectors, pool = _pool()
-    solved = KnapsackSelector(max_exemplars=2).select(
+    solved = KnapsackSelector(max_exemplars=2, attributes=("modality",)).select(
         pool, SelectionRequest(vectors[0], capacity=25.0, target_attributes={"modality": "table"}))
     assert not solved.limit and "limit" not in solved.as_dict(pool) and "outcome" not in solved.as_dict(pool)
 

@@ -1,5 +1,7 @@
 """The selector registry: selectors declare their behaviour; users register their own; modes map to selectors."""
 
+import subprocess
+import sys
 from typing import ClassVar
 
 import numpy as np
@@ -21,6 +23,7 @@ from knapsack_dspy.selection.selectors import (
     selector_for_mode,
 )
 from knapsack_dspy.selection.selectors.base import candidates, greedy_fill, make_selection
+from knapsack_dspy.selection.selectors.registry import BUILT_IN, declaration_problems
 
 
 @pytest.fixture
@@ -215,3 +218,29 @@ def test_no_demos_selects_nothing():
     pool = ExemplarPool(["a", "b"], np.eye(2, dtype=np.float32), np.array([10.0, 10.0]))
     selection = make_selector("no_demos", max_exemplars=4).select(pool, SelectionRequest(embedding=np.ones(2)))
     assert selection.indices == () and selection.total_cost == 0.0 and selection.within_budget
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_IN))
+def test_every_built_in_entry_is_a_selector_of_that_name(name):
+    cls = selector_class(name)
+    assert issubclass(cls, ExemplarSelector) and cls.name == name
+    assert declaration_problems(cls) == []
+    assert SELECTORS[name] is cls
+
+
+def test_a_name_is_known_before_its_class_is_imported():
+    code = ("import sys; from knapsack_dspy.selection.selectors.registry import SELECTORS, selector_class; "
+            "before = 'knapsack_dspy.selection.selectors.case_coverage' in sys.modules; "
+            "known = 'case_coverage' in SELECTORS and 'case_coverage' in list(SELECTORS); "
+            "selector_class('case_coverage'); "
+            "print(before, known, 'knapsack_dspy.selection.selectors.case_coverage' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
+
+
+def test_an_unknown_name_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown selector 'sear'; choose from .*seer"):
+        selector_class("sear")
+    assert "sear" not in SELECTORS
+    with pytest.raises(KeyError):
+        SELECTORS["sear"]

@@ -15,7 +15,8 @@ def make_pool(n=30, dim=12, seed=3, doc_ids=None):
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     return ExemplarPool(ids=[f"p{i}" for i in range(n)], embeddings=emb, costs=np.full(n, 100.0),
                         attributes={"modality": np.array(["table", "text", "hybrid"] * (n // 3)),
-                                    "answer_type": np.array(["span", "arithmetic"] * (n // 2))},
+                                    "answer_type": np.array(["span", "arithmetic"] * (n // 2)),
+                                    "kind": np.array(["span", "arithmetic"] * (n // 2))},
                         doc_ids=[f"d{i // 3}" for i in range(n)] if doc_ids is None else doc_ids)
 
 

@@ -15,12 +15,12 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
-from knapsack_dspy.data import load_examples
+from knapsack_dspy.docqa.data import load_examples
+from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.solvers.answer_vote import majority_vote
+from knapsack_dspy.docqa.solvers.program_of_thought_answerer import ProgramOfThoughtAnswerer
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.llm.lm_factory import make_lm
-from knapsack_dspy.modules.pipeline import build_pipeline, load_program, save_program
-from knapsack_dspy.modules.solvers.answer_vote import majority_vote
-from knapsack_dspy.modules.solvers.program_of_thought_answerer import ProgramOfThoughtAnswerer
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
 TABLE = [["", "2019", "2018"], ["Revenue", "120", "100"]]

@@ -29,8 +29,8 @@ pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists
 
 @pytest.fixture(scope="module")
 def program():
-    from knapsack_dspy.data import load_examples
-    from knapsack_dspy.modules.pipeline import build_pipeline
+    from knapsack_dspy.docqa.data import load_examples
+    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
     from knapsack_dspy.selection.config import SelectionConfig
     from knapsack_dspy.teleprompt import KnapsackFewShot
 
@@ -43,7 +43,7 @@ def program():
 
 @pytest.fixture(scope="module")
 def questions():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     return [{"question": ex.question, "table": ex.table, "paragraphs": [p["text"] if isinstance(p, dict) else p
                                                                          for p in ex.paragraphs]}

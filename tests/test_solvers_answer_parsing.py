@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knapsack_dspy.modules.solvers.answer_parsing import (
+from knapsack_dspy.docqa.solvers.answer_parsing import (
     normalise_scale,
     parse_answer,
     parse_number_text,

@@ -6,8 +6,8 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.modules.solvers import ChainOfThoughtAnswerer
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.solvers import ChainOfThoughtAnswerer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "solvers_tatqa_contexts.json"
 TABLE = [["", "2019", "2018"], ["Revenue", "$1,200.5", "$1,000.0"]]
@@ -100,7 +100,7 @@ def test_a_pre_rendered_text_is_used_as_is():
 
 
 def test_solvers_by_pipeline_name():
-    from knapsack_dspy.modules.solvers import (
+    from knapsack_dspy.docqa.solvers import (
         ProgramOfThoughtAnswerer,
         StatuteAnswerer,
         make_document_solver,

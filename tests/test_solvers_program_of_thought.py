@@ -9,9 +9,9 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import WordCounter
 
-from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.solvers import ProgramOfThoughtAnswerer
 from knapsack_dspy.modules.prompt_cost import PromptCostModel
-from knapsack_dspy.modules.solvers import ProgramOfThoughtAnswerer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "solvers_tatqa_contexts.json"
 TABLE = [["", "2019", "2018"], ["Revenue", "$1,200.5", "$1,000.0"], ["Cost of sales", "(450)", "(400)"]]
@@ -215,7 +215,7 @@ def test_as_demo_matches_the_signature_and_the_query_rendering(pool):
 
 
 def execute_ok(code, example):
-    from knapsack_dspy.execution import execute_program
+    from knapsack_dspy.docqa.sandbox import execute_program
 
     return execute_program(code, [list(r) for r in example.table]).ok
 
@@ -289,7 +289,7 @@ def test_threads_each_send_their_own_demos(pool):
     (None, "python", ""),
 ])
 def test_program_text_is_cleaned(reply, language, program):
-    from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text
+    from knapsack_dspy.docqa.solvers.program_of_thought_answerer import clean_program_text
 
     assert clean_program_text(reply, language) == program
 

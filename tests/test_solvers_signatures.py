@@ -6,8 +6,8 @@ import typing
 import dspy
 import pytest
 
-from knapsack_dspy.execution import execute_program
-from knapsack_dspy.signatures import (
+from knapsack_dspy.docqa.sandbox import execute_program
+from knapsack_dspy.docqa.signatures import (
     AnswerFromTableText,
     AnswerStatuteQuestion,
     PredictAnswerType,
@@ -16,7 +16,7 @@ from knapsack_dspy.signatures import (
     WritePythonLookupProgram,
     WritePythonProgram,
 )
-from knapsack_dspy.signatures.program_conventions import (
+from knapsack_dspy.docqa.signatures.program_conventions import (
     FINQA_DSL_CONVENTIONS,
     PYTHON_CONVENTIONS,
     PYTHON_LOOKUP_CONVENTIONS,

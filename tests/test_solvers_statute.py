@@ -4,8 +4,8 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from knapsack_dspy.modules.solvers import StatuteAnswerer
-from knapsack_dspy.modules.solvers.statute_answerer import infer_kind
+from knapsack_dspy.docqa.solvers import StatuteAnswerer
+from knapsack_dspy.docqa.solvers.statute_answerer import infer_kind
 
 ENTAILMENT_CASE = dspy.Example(
     id="s151_a_pos", dataset="sara",

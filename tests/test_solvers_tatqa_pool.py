@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.data.gold_program_checks import program_parts
-from knapsack_dspy.data.gold_programs import synthesise_python_program, verification_report
-from knapsack_dspy.table_layout import render_layout, table_layout
+from knapsack_dspy.docqa.data.gold_program_checks import program_parts
+from knapsack_dspy.docqa.data.gold_programs import synthesise_python_program, verification_report
+from knapsack_dspy.docqa.table_layout import render_layout, table_layout
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
 POOL = DATA / "tatqa" / "dev_pool.json.gz"
@@ -15,7 +15,7 @@ POOL = DATA / "tatqa" / "dev_pool.json.gz"
 
 @pytest.fixture(scope="module")
 def pool():
-    from knapsack_dspy.data.loader import load_examples
+    from knapsack_dspy.docqa.data.loader import load_examples
 
     return load_examples("tatqa", "dev_pool", data_dir=DATA)
 

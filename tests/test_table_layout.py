@@ -2,7 +2,7 @@
 
 import pytest
 
-from knapsack_dspy.table_layout import as_written, render_layout, table_layout, unit_of_text
+from knapsack_dspy.docqa.table_layout import as_written, render_layout, table_layout, unit_of_text
 
 
 def test_stacked_years_under_a_spanning_header_become_the_labels_and_the_span_the_caption():
@@ -96,7 +96,7 @@ def test_every_shown_label_is_unique_on_the_real_tables(tatqa_tables):
 
 @pytest.fixture(scope="module")
 def tatqa_tables():
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
 
     return list({e.doc_id: e.table for e in load_examples("tatqa", split="dev_pool")}.values())
 

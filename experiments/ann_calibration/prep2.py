@@ -1,8 +1,8 @@
 import numpy as np
 
-from knapsack_dspy.data import load_examples
+from knapsack_dspy.docqa.data import load_examples
+from knapsack_dspy.docqa.pipelines.pipeline import PIPELINE_EMBED_FIELDS, build_pipeline
 from knapsack_dspy.embeddings import TextEmbedder
-from knapsack_dspy.modules.pipeline import PIPELINE_EMBED_FIELDS, build_pipeline
 from knapsack_dspy.modules.select_exemplars import query_text
 
 student = build_pipeline("tatqa", "pot", route=None, model="openai/gpt-4o-mini")

@@ -5,7 +5,7 @@ import numpy as np
 from analyse import min_p, recall_at
 from study import curves, top_k
 
-from knapsack_dspy.data import load_examples
+from knapsack_dspy.docqa.data import load_examples
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.selection import ann_index
 

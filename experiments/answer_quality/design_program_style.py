@@ -22,16 +22,16 @@ import dspy
 import numpy as np
 
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
-from knapsack_dspy.data import load_examples
-from knapsack_dspy.data.answer_scale import decide_scale
-from knapsack_dspy.data.rendering import render_paragraphs
+from knapsack_dspy.docqa.data import load_examples
+from knapsack_dspy.docqa.data.answer_scale import decide_scale
+from knapsack_dspy.docqa.data.rendering import render_paragraphs
+from knapsack_dspy.docqa.number_text import parse_number
+from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
+from knapsack_dspy.docqa.sandbox import execute_program
+from knapsack_dspy.docqa.solvers.program_of_thought_answerer import clean_program_text
+from knapsack_dspy.docqa.table_layout import render_layout, table_layout
 from knapsack_dspy.embeddings import TextEmbedder
-from knapsack_dspy.execution import execute_program
 from knapsack_dspy.llm import configure_cache, make_lm
-from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
-from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text
-from knapsack_dspy.numbers import parse_number
-from knapsack_dspy.table_layout import render_layout, table_layout
 
 if "--summary" in sys.argv:  # the paired comparison of the recorded rows (no LM)
     rows = [json.loads(line) for line in open(sys.argv[sys.argv.index("--summary") + 1])]

@@ -1,6 +1,6 @@
 """How the answer-type router routes TAT-QA questions (no LM): its confusion matrix against the gold answer types.
 
-The router (``knapsack_dspy.modules.answer_type_router``) is fitted on the pool's questions, as compile does, and
+The router (``knapsack_dspy.docqa.pipelines.answer_type_router``) is fitted on the pool's questions, as compile does, and
 routes each question of the evaluation split to "extract" (span / multi-span) or "compute" (arithmetic /
 count). ``--skip`` leaves out a range of questions (the final evaluation's questions 101-200 were not looked at
 during development: ``--skip 100:200``).
@@ -14,9 +14,9 @@ import argparse
 import collections
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
-from knapsack_dspy.data.loader import load_examples
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.pipelines.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter
 from knapsack_dspy.embeddings import TextEmbedder
-from knapsack_dspy.modules.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter
 
 
 def main(argv=None) -> int:

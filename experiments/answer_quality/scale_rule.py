@@ -24,12 +24,12 @@ from types import SimpleNamespace
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.scoring.example_scores import score_prediction
-from knapsack_dspy.data.answer_scale import decide_scale
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.execution import execute_program
-from knapsack_dspy.modules.hybrid_retriever import HybridRetriever
-from knapsack_dspy.modules.solvers.program_of_thought_answerer import answer_type_of, numbers_used
-from knapsack_dspy.numbers import parse_number
+from knapsack_dspy.docqa.data.answer_scale import decide_scale
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.number_text import parse_number
+from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
+from knapsack_dspy.docqa.sandbox import execute_program
+from knapsack_dspy.docqa.solvers.program_of_thought_answerer import answer_type_of, numbers_used
 
 _NUMBER = re.compile(r"\d[\d,]*\.?\d*\s*%?")
 _SHARE = re.compile(r"proportion|ratio|portion|share|fraction", re.IGNORECASE)

@@ -28,7 +28,7 @@ import knapsack_dspy  # noqa: F401  (environment defaults first)
 
 
 def build_prompts(count: int, seed: int = 0) -> list[list[dict]]:
-    from knapsack_dspy.data.loader import load_examples
+    from knapsack_dspy.docqa.data.loader import load_examples
 
     pool = load_examples("tatqa", "dev_pool")
     tune = load_examples("tatqa", "dev_tune")

@@ -38,7 +38,7 @@ def _stats(values: list[int]) -> dict:
 
 
 def measure(strategy: str, statute_tokens: int | None, cases, args, embedder, counter) -> dict:
-    from knapsack_dspy.modules.pipeline import build_pipeline
+    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
     from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
     selector = "kate" if statute_tokens is None else "kate_within_budget"
@@ -81,10 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
 
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
+    from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES
     from knapsack_dspy.embeddings import TextEmbedder
     from knapsack_dspy.llm.token_counter import get_token_counter
-    from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
 
     budgets = [None if b.strip() == "none" else int(b) for b in args.statute_tokens.split(",")]
     cases = list(load_examples("sara", split="train"))

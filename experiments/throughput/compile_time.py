@@ -32,13 +32,13 @@ COMPILE = ["compile", "--dataset", "tatqa", "--pipeline", "pot", "--selector", "
            "--quiet"]
 #: part -> (file suffix, function name): the cumulative time of the outermost such call
 PARTS = {
-    "load data": ("knapsack_dspy/data/loader.py", "load_examples"),
-    "render demos": ("knapsack_dspy/modules/pipeline.py", "render_demo"),
+    "load data": ("knapsack_dspy/docqa/data/loader.py", "load_examples"),
+    "render demos": ("knapsack_dspy/docqa/pipelines/pipeline.py", "render_demo"),
     "token costs": ("knapsack_dspy/modules/prompt_cost.py", "demo_costs"),
     "embed": ("knapsack_dspy/embeddings.py", "encode"),
     "fit classifiers": ("knapsack_dspy/selection/attribute_classifier.py", "fit"),
     "select for validation questions": ("knapsack_dspy/teleprompt/knapsack_few_shot.py", "_proxy"),
-    "write program": ("knapsack_dspy/modules/pipeline.py", "save_program"),
+    "write program": ("knapsack_dspy/docqa/pipelines/pipeline.py", "save_program"),
     "whole compile (KnapsackFewShot.compile)": ("knapsack_dspy/teleprompt/knapsack_few_shot.py", "compile"),
 }
 

@@ -27,9 +27,9 @@ import time
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
 from knapsack_dspy.bench.execution.question_order import cache_friendly_order
-from knapsack_dspy.execution import execute_program
+from knapsack_dspy.docqa.sandbox import execute_program
+from knapsack_dspy.docqa.solvers.program_of_thought_answerer import clean_program_text
 from knapsack_dspy.llm.local_server import get_local_server
-from knapsack_dspy.modules.solvers.program_of_thought_answerer import clean_program_text
 from knapsack_dspy.testing.json_result import print_and_save
 from knapsack_dspy.testing.prompt_capture import compiled, first_prompt, spec_for
 

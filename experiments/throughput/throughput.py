@@ -317,7 +317,7 @@ def comparisons(found: dict) -> list[dict]:
     questions), and the paired EM difference from baseline SEER with its 90 % interval, bootstrapped per
     question (the issue's test: non-inferior when its low end is >= -5) and by document (questions of one
     document resampled together, shown beside it: questions of one document are not independent)."""
-    from knapsack_dspy.metrics.paired import paired_comparison
+    from knapsack_dspy.docqa.metrics.paired import paired_comparison
 
     out = []
     for name, stats in found.items():

@@ -102,7 +102,7 @@ def checked_inputs(inputs: dict, need_question: bool = True) -> dict:
     """``inputs`` (question, table, paragraphs) if they can be asked (``data.query_inputs``); a one-line
     ``UserError`` otherwise. ``need_question=False`` (``--interactive``): the document alone, its questions come
     later (``question`` stays None)."""
-    from knapsack_dspy.data.query_inputs import QueryInputError, check_query_inputs
+    from knapsack_dspy.docqa.data.query_inputs import QueryInputError, check_query_inputs
 
     question = inputs["question"]
     if need_question and (not question or not str(question).strip()):

@@ -111,7 +111,7 @@ def build_lm(args):
 def load_program_and_lm(args):
     """The compiled program ``args.program`` and the LM to ask it with (``--lm``, else the model it was compiled
     for; ``args.lm`` is set to it), with one-line errors for a missing or broken program file."""
-    from knapsack_dspy.modules.pipeline import load_program
+    from knapsack_dspy.docqa.pipelines.pipeline import load_program
 
     path = Path(args.program)
     if not path.exists():
@@ -137,14 +137,18 @@ class SettingDefault:
         return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
+def base_selection_config():
+    """The selection settings the commands start from: ``SelectionConfig``'s defaults (the one home of the selection
+    defaults) with the document-QA tasks' attributes (SEER's modality)."""
+    from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
+    from knapsack_dspy.selection.config import SelectionConfig
+
+    return SelectionConfig(attributes=DOCUMENT_ATTRIBUTES)
+
+
 def selection_default(name: str) -> SettingDefault:
-    """The default of ``SelectionConfig`` setting ``name`` (the one home of the selection defaults)."""
-    def read():
-        from knapsack_dspy.selection.config import SelectionConfig
-
-        return getattr(SelectionConfig(), name)
-
-    return SettingDefault(read)
+    """The default of selection setting ``name`` (:func:`base_selection_config`)."""
+    return SettingDefault(lambda: getattr(base_selection_config(), name))
 
 
 def given(args, names: Iterable[str]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from knapsack_dspy.cli.common import (
     add_data_options,
     add_lm_options,
     add_mlflow_options,
+    base_selection_config,
     given,
     mlflow_session,
     parse_list,
@@ -134,9 +135,8 @@ def _latency_rates(args, latency_budget: float | None) -> dict | None:
 
 
 def _selection_config(args):
-    """The ``SelectionConfig`` the options describe: ``SelectionConfig``'s defaults, the options given, then
-    ``--setting``; a bad setting is a ``ValueError`` naming it."""
-    from knapsack_dspy.selection import SelectionConfig
+    """The ``SelectionConfig`` the options describe: the commands' defaults (``base_selection_config``), the options
+    given, then ``--setting``; a bad setting is a ``ValueError`` naming it."""
     from knapsack_dspy.selection.selectors import selector_for_mode
 
     settings = given(args, SELECTION_OPTIONS)
@@ -149,12 +149,12 @@ def _selection_config(args):
         rates = _latency_rates(args, settings.get("latency_budget"))
         if rates is not None:
             settings["latency_rates"] = rates
-    return SelectionConfig().with_settings(**settings)
+    return base_selection_config().with_settings(**settings)
 
 
 def run(args) -> int:
-    from knapsack_dspy.data import DataError, load_examples
-    from knapsack_dspy.modules.pipeline import build_pipeline, save_program
+    from knapsack_dspy.docqa.data import DataError, load_examples
+    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, save_program
     from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
     uses_lm = bool(args.search and args.lm_configs > 0)  # otherwise compiling calls no LM: LiteLLM stays unloaded

@@ -49,7 +49,7 @@ def run(args) -> int:
     from knapsack_dspy.bench.results.store import load_rows
     from knapsack_dspy.bench.suites.suite import suite_from_dict
     from knapsack_dspy.cli.main import UserError
-    from knapsack_dspy.data import load_examples
+    from knapsack_dspy.docqa.data import load_examples
     from knapsack_dspy.selection import SelectionConfig
 
     if args.questions < 1:

@@ -22,7 +22,7 @@ from knapsack_dspy.cli.main import UserError
 DATASETS = ("finqa", "tatqa", "sara")
 
 EPILOG = """prediction formats:
-  finqa  see knapsack_dspy.metrics.finqa (gold: the official FinQA JSON)
+  finqa  see knapsack_dspy.docqa.metrics.finqa (gold: the official FinQA JSON)
   tatqa  {"<question uid>": [answer, scale], ...}   (official; answer a string, number or list of spans)
   sara   {"<case id>": "Entailment" | "Contradiction" | amount, ...}   (amount: 15037, "$15,037", ...)
 
@@ -61,15 +61,15 @@ def register(subparsers) -> None:
 
 def _scorer(dataset: str):
     if dataset == "tatqa":
-        from knapsack_dspy.metrics.tatqa import score_tatqa_files
+        from knapsack_dspy.docqa.metrics.tatqa import score_tatqa_files
 
         return score_tatqa_files
     if dataset == "sara":
-        from knapsack_dspy.metrics.sara import score_sara_files
+        from knapsack_dspy.docqa.metrics.sara import score_sara_files
 
         return score_sara_files
     try:
-        from knapsack_dspy.metrics.finqa import score_finqa_files
+        from knapsack_dspy.docqa.metrics.finqa import score_finqa_files
     except ImportError as exc:
         raise UserError(f"FinQA scoring is not available ({exc})") from None
     return score_finqa_files

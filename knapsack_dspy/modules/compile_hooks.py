@@ -8,7 +8,7 @@ learns from the trainset before the pools are built (a router) offers ``FitsOnTr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from knapsack_dspy.selection.config import SelectionConfig
@@ -35,6 +35,22 @@ class SelectionConfigFor(Protocol):
 
 
 @runtime_checkable
+class PoolAttributesFor(Protocol):
+    def pool_attributes(self, predictor_name: str) -> Mapping[str, Callable] | None:
+        """What that predictor's pool exemplars are labelled with, as functions of a trainset example:
+        ``{"kind": f, "modality": g}`` (``"solution"``: the exemplar's worked solution, for selection-quality
+        proxies, not an attribute). The teleprompter's own ``attributes=`` functions win over these (default: an
+        attribute is the example's field of that name)."""
+
+
+@runtime_checkable
+class ScoresSelections(Protocol):
+    def selection_proxies(self, rows: Sequence[tuple], select) -> Mapping[str, Any]:
+        """Model-free proxies of one configuration's selections (``rows``: (validation example, selection info)
+        pairs), ``"score"`` the one configurations are ranked by (default: ``teleprompt.selection_proxies``)."""
+
+
+@runtime_checkable
 class PrefetchesEmbeddings(Protocol):
     def prefetch_embeddings(self, examples: Sequence, progress: bool = False) -> int:
         """Embed in one batch what compiling ``examples`` will embed (then served from the cache)."""
@@ -53,5 +69,6 @@ class FitsOnTrainset(Protocol):
 
 
 @runtime_checkable
-class CompileHooks(DemoFor, InputsFor, SelectionConfigFor, PrefetchesEmbeddings, HasEmbedder, Protocol):
+class CompileHooks(DemoFor, InputsFor, SelectionConfigFor, PoolAttributesFor, ScoresSelections, PrefetchesEmbeddings,
+                   HasEmbedder, Protocol):
     """Every hook of a student program: what ``DocumentQA`` and ``StatuteQA`` offer."""

@@ -162,12 +162,12 @@ class SelectExemplars(dspy.Module, Parameter):
             self.group_costs = [float(c) for c in group_costs] if group_costs is not None else []
             self.doc_ids = [str(ex.get("doc_id", "")) for ex in pool_examples]
             self.embed_texts = [self.query_text(d) for d in self.demos]
-            self.programs = [str(ex.get("program") or ex.get("derivation") or "") for ex in pool_examples]
+            self.programs = [solution_of(ex, attribute_fns) for ex in pool_examples]
             self.signature_fields = list(signature_fields)
             self.input_fields = list(input_fields or self.config.embed_fields or ())
             self.value_name = _function_name(self.value)
-            wanted = (set(self.config.attributes) | {"modality", "answer_type"} | set(attribute_fns)
-                      | set(self.config.selector_class.pool_attributes))
+            wanted = (set(self.config.attributes) | set(attribute_fns)
+                      | set(self.config.selector_class.pool_attributes)) - {SOLUTION}
             for attr in wanted:
                 get = attribute_fns.get(attr) or (lambda ex, attr=attr: ex.get(attr))
                 values = [get(ex) for ex in pool_examples]
@@ -301,7 +301,7 @@ class SelectExemplars(dspy.Module, Parameter):
         for pool_id, ex, demo in zip(new_ids, add_examples, add_demos, strict=True):
             values = {name: (fns[name](ex) if name in fns else ex.get(name)) for name in names}
             records.append(PoolRecord(pool_id, dict(demo), str(ex.get("doc_id", "")), self.query_text(demo),
-                                      str(ex.get("program") or ex.get("derivation") or ""),
+                                      solution_of(ex, fns),
                                       {k: "" if v is None else str(v) for k, v in values.items()}, -1,
                                       _inputs_digest_of(demo, fields)))
         if not records:
@@ -611,6 +611,18 @@ class SelectExemplars(dspy.Module, Parameter):
         self._input_index = None
         if self.__dict__.get("store") is not None:
             self._attach_store(self.store)
+
+
+#: the attribute function that gives an exemplar's worked solution (a program, a derivation: ``compile_hooks``),
+#: kept apart from the attributes for the selection-quality proxies; without one, the example's field of that name
+SOLUTION = "solution"
+
+
+def solution_of(example, functions: Mapping[str, Callable]) -> str:
+    """An exemplar's worked solution (``SOLUTION``), ``""`` when it has none."""
+    get = functions.get(SOLUTION)
+    value = get(example) if get is not None else example.get(SOLUTION)
+    return "" if value is None else str(value)
 
 
 def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ names an unknown setting instead of raising ``TypeError``); JSON round-trip with
 Why these defaults (``docs/core.md``, "SelectionConfig"): ``max_exemplars=4`` and ``val_size=40`` are what
 every committed result, suite and the CLI use; ``budget=None`` means the target model's context window
 (a program compiled without a budget fits the model it was compiled for; experiments name their budget);
-``alpha=0.75``, ``beta=0``, ``attributes=("modality",)`` and ``knn_k=200`` are SEER's.
+``alpha=0.75``, ``beta=0`` and ``knn_k=200`` are SEER's; ``attributes=()``: no attribute is constrained until the
+pool's builder names its own (the document-QA tasks name SEER's ``modality``).
 """
 
 from __future__ import annotations
@@ -246,7 +247,7 @@ class SelectionConfig:
     exemplar_budget: int | None = None
     alpha: float = 0.75
     beta: float = 0.0
-    attributes: tuple[str, ...] = ("modality",)
+    attributes: tuple[str, ...] = ()
     attribute_source: str | None = None
     knn_k: int | None = 200
     max_per_doc: int | None = None

@@ -14,9 +14,6 @@ import numpy as np
 
 from knapsack_dspy.selection.knapsack import AttributeConstraint
 
-MODALITIES = ("table", "text", "hybrid")
-ANSWER_TYPES = ("span", "multi-span", "arithmetic", "count")
-
 
 def seer_template(values: Sequence[Hashable], predicted: Hashable, max_items: int, alpha: float,
                   beta: float, attribute: str = "attribute", uncertain: Sequence[Hashable] = (),
@@ -24,7 +21,7 @@ def seer_template(values: Sequence[Hashable], predicted: Hashable, max_items: in
     """SEER's diversity template for one attribute.
 
     For a predicted value ``v``: at least ``alpha * M`` chosen items have value ``v`` and at least
-    ``beta * M`` have another value. When ``v`` is in ``uncertain`` (SEER treats modality "hybrid" so),
+    ``beta * M`` have another value. When ``v`` is in ``uncertain`` (SEER treats a "hybrid" modality so),
     at least ``beta * M`` items of **each** value of ``domain`` instead.
     """
     if not 0.0 <= alpha <= 1.0 or not 0.0 <= beta <= 1.0:
@@ -43,19 +40,6 @@ def seer_template(values: Sequence[Hashable], predicted: Hashable, max_items: in
         out.append(AttributeConstraint(arr != predicted_s, min_count=beta * max_items,
                                        name=f"{attribute}!={predicted_s}>=beta*M"))
     return out
-
-
-def modality_template(modalities: Sequence[str], predicted: str, max_items: int, alpha: float = 0.75,
-                      beta: float = 0.0) -> list[AttributeConstraint]:
-    """SEER's modality constraint; "hybrid" is treated as uncertain (>= beta*M of each modality)."""
-    return seer_template(modalities, predicted, max_items, alpha, beta, attribute="modality",
-                         uncertain=("hybrid",), domain=MODALITIES)
-
-
-def answer_type_template(answer_types: Sequence[str], predicted: str, max_items: int, alpha: float = 0.75,
-                         beta: float = 0.0) -> list[AttributeConstraint]:
-    """SEER's answer-type constraint (span / multi-span / arithmetic / count)."""
-    return seer_template(answer_types, predicted, max_items, alpha, beta, attribute="answer_type")
 
 
 def attribute_constraint(members: Sequence[bool], *, min_count: float = 0.0, max_count: float | None = None,

@@ -6,7 +6,8 @@
     check_selector(MySelector, alpha=0.5)         # with parameters
 
 What is checked, on small pools it builds itself (random unit embeddings, token costs, a document per pair of
-exemplars, every attribute the class declares in ``pool_attributes`` plus ``modality`` and ``answer_type``):
+exemplars, every attribute the class declares in ``pool_attributes`` plus two labelled attributes, ``colour`` and
+``shape``; a class whose ``__init__`` takes ``attributes`` gets ``("colour", "shape")`` unless ``params`` name them):
 
 - the declarations (``fit_on``, ``mode``, ``default_attribute_source``, ``max_exemplars`` in ``__init__``);
 - parameters: ``__init__`` stores them (``get_params`` gives back what was passed), ``set_params`` rejects an
@@ -37,7 +38,7 @@ from knapsack_dspy.selection.selectors.registry import declaration_problems
 
 __all__ = ["SelectorContractError", "check_selector"]
 
-_ATTRIBUTES = {"modality": ("table", "text", "hybrid"), "answer_type": ("span", "arithmetic", "count")}
+_ATTRIBUTES = {"colour": ("red", "green", "blue"), "shape": ("round", "square", "flat")}
 
 
 class SelectorContractError(KnapsackDspyError, AssertionError):
@@ -105,8 +106,9 @@ def check_selector(cls: type[ExemplarSelector], **params) -> None:
     problems = declaration_problems(cls)
     if problems:
         _fail(cls, "declarations", "; ".join(problems))
-    selector = cls(**{"max_exemplars": 3, **params})
-    given = {"max_exemplars": 3, **params}
+    defaults = {"max_exemplars": 3, **({"attributes": tuple(_ATTRIBUTES)} if "attributes" in cls.param_names() else {})}
+    selector = cls(**{**defaults, **params})
+    given = {**defaults, **params}
     stored = selector.get_params()
     for name, value in given.items():
         if name not in stored or not _same(stored[name], value):
@@ -125,7 +127,7 @@ def check_selector(cls: type[ExemplarSelector], **params) -> None:
         state = json.loads(json.dumps(state))
     except (TypeError, ValueError) as exc:
         _fail(selector, "get_state is JSON", str(exc))
-    request = SelectionRequest(pool.embeddings[5], capacity=capacity, target_attributes={"modality": "table"},
+    request = SelectionRequest(pool.embeddings[5], capacity=capacity, target_attributes={"colour": "red"},
                                exclude_ids=frozenset({"ex7"}), doc_id="doc4", key="a query")
     first = selector.select(pool, request)
     _check_selection(selector, pool, request, first, capacity)

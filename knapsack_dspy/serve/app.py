@@ -27,7 +27,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from knapsack_dspy.data.query_inputs import QueryInputError, check_query_inputs
+from knapsack_dspy.docqa.data.query_inputs import QueryInputError, check_query_inputs
 from knapsack_dspy.file_limits import FileLimitError, parse_json
 from knapsack_dspy.llm import counting_calls, lm_error_kind
 from knapsack_dspy.llm.errors import describe_lm_error

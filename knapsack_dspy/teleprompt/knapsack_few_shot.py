@@ -58,8 +58,14 @@ from knapsack_dspy.llm.errors import LLMConfigError, describe_lm_error, lm_error
 from knapsack_dspy.llm.model_check import check_model_offline
 from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
 from knapsack_dspy.messages import one_line
-from knapsack_dspy.metrics.selection_proxies import selection_proxies
-from knapsack_dspy.modules.compile_hooks import FitsOnTrainset, HasEmbedder, PrefetchesEmbeddings, SelectionConfigFor
+from knapsack_dspy.modules.compile_hooks import (
+    FitsOnTrainset,
+    HasEmbedder,
+    PoolAttributesFor,
+    PrefetchesEmbeddings,
+    ScoresSelections,
+    SelectionConfigFor,
+)
 from knapsack_dspy.modules.compiled_programs import install_selecting_predictor, load_compiled, predictor_at
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import query_text
@@ -80,6 +86,7 @@ from knapsack_dspy.teleprompt.predictor_pools import (
     pools_from_trainset,
     query_inputs,
 )
+from knapsack_dspy.teleprompt.selection_proxies import selection_proxies
 
 logger = logging.getLogger(__name__)
 
@@ -354,6 +361,7 @@ class KnapsackFewShot(Teleprompter):
         selecting = predictor_at(program, name)
         selecting.adapter = adapter
         select = selecting.selection
+        functions = self._attribute_functions(program, name)
         signature = selecting.signature
         base_config = self.config_for(program, name)
         if base_config.embed_fields is None:  # the predictor's inputs
@@ -390,13 +398,13 @@ class KnapsackFewShot(Teleprompter):
             select.fit(pool.examples, pool.demos, costs, budget=budget, token_model=model, config=config,
                        fit_inputs=self._fit_inputs(program, name, select, config, fit_queries, budget),
                        signature_fields=list(signature.fields), input_fields=list(signature.input_fields),
-                       attributes=self.attributes, ids=pool.ids,
+                       attributes=functions, ids=pool.ids,
                        groups=groups or None, group_costs=group_costs or None,
                        prompt_format=cost_model.adapter_key, progress=self.progress)
             snapshots.append(select.dump_state())
             entry = {"config": point}
             if val_subset:
-                entry["proxies"] = self._proxy(select, val_subset)
+                entry["proxies"] = self._proxy(program, select, val_subset, functions)
             report["configs"].append(entry)
 
         # Stage 2: LM evaluation of the best configurations by proxy.
@@ -415,13 +423,13 @@ class KnapsackFewShot(Teleprompter):
             raise CompileError(f"predictor {name!r}: latency_budget={select.config.latency_budget:g} s but no latency "
                                f"rates are known for {model}: give SelectionConfig(latency_rates=...)")
         report["empty_selections"] = self._check_zero_shot(program, name, selecting, pool, val_subset, cost_model,
-                                                            fixed)
+                                                            fixed, functions)
         if val_subset:
-            report["attribute_accuracy"] = self._attribute_accuracy(select, val_subset)
+            report["attribute_accuracy"] = self._attribute_accuracy(select, val_subset, functions)
         return report
 
     def _check_zero_shot(self, program, name: str, selecting, pool: PredictorPool, val_subset: list[_ValQuery],
-                         cost_model: PromptCostModel, fixed: list[dict]) -> dict:
+                         cost_model: PromptCostModel, fixed: list[dict], functions: Mapping) -> dict:
         """Select for a sample of queries (validation queries, else pool examples asked as queries: each never
         selects itself) and warn (``ZeroShotWarning``) when most get no exemplar, with the first one's reason.
         Returns ``{"queries", "empty", "reason"}`` for the compile report."""
@@ -445,7 +453,8 @@ class KnapsackFewShot(Teleprompter):
                 reasons += [reason] if reason else []
                 continue
             chosen = select(base_tokens=q.base_tokens, id=q.example.get("id"), doc_id=q.example.get("doc_id"),
-                            attribute_fields=_query_fields(q.example), **{**self._gold(select, q.example), **q.inputs})
+                            attribute_fields=_query_fields(q.example),
+                            **{**self._gold(select, q.example, functions), **q.inputs})
             if not chosen.selection["ids"]:
                 empty += 1
                 reasons.append(chosen.selection.get("reason") or "")
@@ -495,20 +504,30 @@ class KnapsackFewShot(Teleprompter):
             return {"score_fn": score, "capacity": capacity}
         raise CompileError(f"selector {config.selector!r} declares fit_on={fit_on!r}, which compile cannot provide")
 
-    def _gold(self, select, example) -> dict:
+    def _attribute_functions(self, program, name: str) -> dict:
+        """The functions labelling a predictor's pool exemplars: the student's (``PoolAttributesFor``), then the
+        teleprompter's own ``attributes=`` over them."""
+        own = program.pool_attributes(name) if isinstance(program, PoolAttributesFor) else None
+        return {**dict(own or {}), **self.attributes}
+
+    def _gold(self, select, example, functions: Mapping | None = None) -> dict:
         """The query's gold attribute values (what oracle selectors aim at)."""
+        functions = self.attributes if functions is None else functions
         out = {}
         for attr in select.config.attributes:
-            get = self.attributes.get(attr)
+            get = functions.get(attr)
             out[attr] = get(example) if get is not None else example.get(attr)
         return {k: v for k, v in out.items() if v is not None}
 
-    def _proxy(self, select, val_subset: list[_ValQuery]) -> dict:
+    def _proxy(self, program, select, val_subset: list[_ValQuery], functions: Mapping) -> dict:
         rows = []
         for q in val_subset:
             pred = select(base_tokens=q.base_tokens, id=q.example.get("id"), doc_id=q.example.get("doc_id"),
-                          attribute_fields=_query_fields(q.example), **q.inputs, **self._gold(select, q.example))
+                          attribute_fields=_query_fields(q.example), **q.inputs,
+                          **self._gold(select, q.example, functions))
             rows.append((q.example, pred.selection))
+        if isinstance(program, ScoresSelections):
+            return dict(program.selection_proxies(rows, select))
         return selection_proxies(rows, select, attributes=select.config.attributes)
 
     def _lm_score(self, program, examples) -> float:
@@ -537,12 +556,12 @@ class KnapsackFewShot(Teleprompter):
                                f"validation questions: {describe_lm_error(failures[0])}")
         return score
 
-    def _attribute_accuracy(self, select, val_subset: list[_ValQuery]) -> dict:
+    def _attribute_accuracy(self, select, val_subset: list[_ValQuery], functions: Mapping) -> dict:
         out = {}
         if select.attribute_source in ("none", "gold"):
             return out
         for attr in select.config.attributes:
-            golds = [self._gold(select, q.example).get(attr) for q in val_subset]
+            golds = [self._gold(select, q.example, functions).get(attr) for q in val_subset]
             if not any(golds):
                 continue
             embeddings = select.embedder.encode([select.query_text(q.inputs) for q in val_subset])

@@ -47,10 +47,10 @@ import dspy
 
 from knapsack_dspy.bench.execution.example_runner import example_row, failed_row
 from knapsack_dspy.bench.execution.run_job import Task, default_lm, spec_provenance
+from knapsack_dspy.docqa.pipelines.pipeline import program_from_state
 from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.messages import one_line
-from knapsack_dspy.modules.pipeline import program_from_state
 from knapsack_dspy.selection.pool_store import searching
 
 __all__ = ["API_ACTOR_CPUS", "MAX_ATTEMPTS", "RayWorkerError", "RayWorkers", "WorkerSetup"]

@@ -16,9 +16,9 @@ import dspy
 
 from knapsack_dspy.bench.results.provenance import run_provenance
 from knapsack_dspy.bench.suites.suite import RunSpec
+from knapsack_dspy.docqa.pipelines.pipeline import program_state_json
 from knapsack_dspy.llm import make_lm
 from knapsack_dspy.modules.compiled_programs import pool_stores_of
-from knapsack_dspy.modules.pipeline import program_state_json
 
 __all__ = ["RunJob", "Task", "adapter_name", "default_lm", "spec_provenance"]
 

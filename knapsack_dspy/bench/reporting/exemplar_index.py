@@ -18,8 +18,8 @@ from types import SimpleNamespace
 from knapsack_dspy.bench.programs import run_program
 from knapsack_dspy.bench.results.question_facts import stored_split
 from knapsack_dspy.bench.results.row_schema import ResultRow, rows_of
+from knapsack_dspy.docqa.pipelines.pipeline import load_program
 from knapsack_dspy.messages import one_line
-from knapsack_dspy.modules.pipeline import load_program
 from knapsack_dspy.modules.select_exemplars import NotCompiledError
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 

@@ -27,8 +27,8 @@ from knapsack_dspy.bench.results.question_facts import eval_split_of, facts_of
 from knapsack_dspy.bench.results.row_schema import ResultRow, as_row
 from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, ResultsStore, rows_file
 from knapsack_dspy.bench.scoring.example_scores import score_prediction, selection_quality
+from knapsack_dspy.docqa.pipelines.pipeline import load_program
 from knapsack_dspy.errors import KnapsackDspyError
-from knapsack_dspy.modules.pipeline import load_program
 
 R = ResultRow
 #: Fields that say whether a row is right (what "changed" counts).

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from knapsack_dspy.bench.results.question_facts import QuestionFacts, facts_key
 from knapsack_dspy.bench.results.row_schema import ResultRow, rows_of
 from knapsack_dspy.bench.scoring.run_metrics import LEVEL, setting_of
-from knapsack_dspy.metrics.paired import paired_comparison
+from knapsack_dspy.docqa.metrics.paired import paired_comparison
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR
 
 __all__ = ["SCORES", "compare_selectors"]

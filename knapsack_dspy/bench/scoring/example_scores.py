@@ -21,12 +21,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from knapsack_dspy.docqa.metrics.answer_matching import finqa_exact_match, kdspy_lenient_match
+from knapsack_dspy.docqa.metrics.finqa import check_program, execution_match
+from knapsack_dspy.docqa.metrics.sara import score_sara_prediction
+from knapsack_dspy.docqa.metrics.selection_proxies import query_selection_scores
+from knapsack_dspy.docqa.metrics.tatqa import score_tatqa_answer
 from knapsack_dspy.messages import one_line
-from knapsack_dspy.metrics.answer_matching import finqa_exact_match, kdspy_lenient_match
-from knapsack_dspy.metrics.finqa import check_program, execution_match
-from knapsack_dspy.metrics.sara import score_sara_prediction
-from knapsack_dspy.metrics.selection_proxies import query_selection_scores
-from knapsack_dspy.metrics.tatqa import score_tatqa_answer
 
 logger = logging.getLogger(__name__)
 

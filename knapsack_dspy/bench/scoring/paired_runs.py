@@ -23,7 +23,7 @@ from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows, rows_file
 from knapsack_dspy.bench.scoring.question_range import QuestionRangeError, questions_of_rows
-from knapsack_dspy.metrics.paired import paired_comparison
+from knapsack_dspy.docqa.metrics.paired import paired_comparison
 
 
 def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:

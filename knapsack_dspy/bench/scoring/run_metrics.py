@@ -21,8 +21,8 @@ from knapsack_dspy.bench.results.provenance import provenance_summary
 from knapsack_dspy.bench.results.question_facts import QuestionFacts, facts_key
 from knapsack_dspy.bench.results.row_outcomes import ANSWERED_KINDS, INTERNAL, TRANSIENT, could_not_ask, error_kind
 from knapsack_dspy.bench.results.row_schema import ResultRow, rows_of
+from knapsack_dspy.docqa.metrics.intervals import bootstrap_ci, proportion_ci
 from knapsack_dspy.llm.token_counter import ESTIMATE
-from knapsack_dspy.metrics.intervals import bootstrap_ci, proportion_ci
 
 __all__ = ["LEVEL", "LIMITED_STATUSES", "aggregate", "score_key", "setting_of", "time_per_question"]
 

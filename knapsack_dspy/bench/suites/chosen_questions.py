@@ -6,8 +6,8 @@ them in this order; scripts that name questions by position ("questions 61-150")
 from __future__ import annotations
 
 from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError
-from knapsack_dspy.data.loader import load_examples
-from knapsack_dspy.data.seeded_order import in_seeded_order
+from knapsack_dspy.docqa.data.loader import load_examples
+from knapsack_dspy.docqa.data.seeded_order import in_seeded_order
 
 __all__ = ["chosen_examples", "load_split"]
 

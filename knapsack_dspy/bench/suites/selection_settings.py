@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
 from knapsack_dspy.selection.config import SelectionConfig
 
 __all__ = ["BENCH_DEFAULTS", "SELECTION_SETTINGS", "config_values", "suite_kind", "with_selection_settings"]
@@ -24,8 +25,9 @@ __all__ = ["BENCH_DEFAULTS", "SELECTION_SETTINGS", "config_values", "suite_kind"
 #: Where a bench run's default differs from ``SelectionConfig``'s -- the only place. ``budget``: a compiled
 #: program without one fits its model's context window (``SelectionConfig(budget=None)``), but a bench run compares
 #: selectors at one token budget, the same whatever model answers: SEER's 2,048 tokens (every committed suite
-#: states its budget; run keys name it, ``b2048``).
-BENCH_DEFAULTS: dict[str, Any] = {"budget": 2048}
+#: states its budget; run keys name it, ``b2048``). ``attributes``: the selection engine constrains none unless told,
+#: the document-QA tasks SEER's modality.
+BENCH_DEFAULTS: dict[str, Any] = {"budget": 2048, "attributes": DOCUMENT_ATTRIBUTES}
 
 #: Every setting of ``SelectionConfig``, in its order: the selection fields of a ``RunSpec``.
 SELECTION_SETTINGS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SelectionConfig))

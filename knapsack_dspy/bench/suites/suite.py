@@ -47,18 +47,18 @@ from typing import Any
 from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES, is_dspy_baseline
 from knapsack_dspy.bench.suites.schema import group_model, group_problems, run_problems
 from knapsack_dspy.bench.suites.selection_settings import config_values, with_selection_settings
-from knapsack_dspy.data.loader import DATASETS
-from knapsack_dspy.errors import KnapsackDspyError
-from knapsack_dspy.file_limits import FileLimitError, read_file_text
-from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
-from knapsack_dspy.modules.pipeline import (
+from knapsack_dspy.docqa.data.loader import DATASETS
+from knapsack_dspy.docqa.pipelines.pipeline import (
     AUTO_ROUTE,
     DOCUMENT_PIPELINES,
     ROUTINGS,
     STATUTE_PIPELINES,
     default_route,
 )
-from knapsack_dspy.retrieval.statute_strategies import STRATEGIES
+from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES
+from knapsack_dspy.errors import KnapsackDspyError
+from knapsack_dspy.file_limits import FileLimitError, read_file_text
+from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, SELECTORS
 

@@ -8,8 +8,9 @@ nearest-first greedy. This selector values a set of exemplars by what it is like
              + similarity_weight * sum over i in S of  exp((s_i - s_max) / temperature)   (the nearest first)
              - token_price * sum over i in S of  cost_i                              (optional: tokens cost value)
 
-- an exemplar's *kind* is its solution pattern: the pool attribute ``kind`` (default ``program_template``:
-  ``subtract(X_0,X_1),divide(#0,X_1)``), else its answer type (``answer_type:span``); ``P(k | query)`` comes
+- an exemplar's *kind* is its solution pattern: the pool attribute ``kind`` (whoever builds the pool labels it:
+  the document-QA tasks give a program's template, ``subtract(X_0,X_1),divide(#0,X_1)``, else the answer type,
+  ``answer_type:span``; an exemplar without one has the kind ``""``, none); ``P(k | query)`` comes
   from a classifier trained at fit time on the pool itself (a multinomial logistic regression on the embeddings,
   the pool's kinds as labels: learned case relevance, as the case-based reasoning paper trains its retriever on
   program similarity). A second exemplar of a kind adds only its similarity term: diminishing returns, inside
@@ -19,8 +20,8 @@ nearest-first greedy. This selector values a set of exemplars by what it is like
 - ``token_price`` > 0: an exemplar is included only when what it adds exceeds the price of its tokens.
 
 ``solver="greedy"`` optimises the same value greedily (largest marginal value first, skipping what does not
-fit): the knapsack's own baseline. A pool without kinds (no program-like labels, no answer types: an arbitrary
-DSPy program) falls back to the similarity term alone -- the nearest first, under the budget -- and says so (a
+fit): the knapsack's own baseline. A pool without kinds (no ``kind`` labels: an arbitrary DSPy program whose
+pool nobody labelled) falls back to the similarity term alone -- the nearest first, under the budget -- and says so (a
 ``CaseCoverageFallback`` warning at fit; ``fallback`` in the state).
 """
 
@@ -38,26 +39,20 @@ from knapsack_dspy.selection.selectors.base import ExemplarSelector, NotFittedEr
 __all__ = ["SOLVERS", "CaseCoverageFallback", "CaseCoverageSelector", "kind_labels"]
 
 SOLVERS = ("knapsack", "greedy")
-ANSWER_TYPE = "answer_type"
+KIND = "kind"
 
 
 class CaseCoverageFallback(KnapsackDspyWarning, UserWarning):
     """The pool has no kinds: case coverage selects by similarity alone (the nearest first, under the budget)."""
 
 
-def kind_labels(pool, kind: str) -> np.ndarray:
-    """Each pool exemplar's kind: its ``kind`` attribute, else ``"answer_type:<its answer type>"``, else ``""``
-    (none). Column operations, no loop over the pool (a store's pool of 10^6 labels at its first query)."""
-    labels = np.full(len(pool), "")
-    answer_types = pool.attributes.get(ANSWER_TYPE) if kind != ANSWER_TYPE else None
-    if answer_types is not None:
-        answer_types = np.asarray(answer_types, dtype=str)
-        labels = np.where(answer_types != "", np.char.add(f"{ANSWER_TYPE}:", answer_types), labels)
+def kind_labels(pool, kind: str = KIND) -> np.ndarray:
+    """Each pool exemplar's kind: its attribute ``kind``, ``""`` (none) where it has none. Column operations, no
+    loop over the pool (a store's pool of 10^6 labels at its first query)."""
     own = pool.attributes.get(kind)
-    if own is not None:
-        own = np.asarray(own, dtype=str)
-        labels = np.where(own != "", own, labels)
-    return labels.astype(str)
+    if own is None:
+        return np.full(len(pool), "")
+    return np.asarray(own, dtype=str)
 
 
 class CaseCoverageSelector(ExemplarSelector):
@@ -69,9 +64,9 @@ class CaseCoverageSelector(ExemplarSelector):
 
     name = "case_coverage"
     needs_fit = True
-    pool_attributes = ("program_template", ANSWER_TYPE)
+    pool_attributes = (KIND,)
 
-    def __init__(self, max_exemplars: int = 8, kind: str = "program_template", similarity_weight: float = 0.5,
+    def __init__(self, max_exemplars: int = 8, kind: str = KIND, similarity_weight: float = 0.5,
                  temperature: float = 0.05, token_price: float = 0.0, solver: str = "knapsack",
                  knn_k: int | None = 200, C: float = 16.0, time_limit: float = DEFAULT_TIME_LIMIT,
                  work_limit: int = DEFAULT_WORK_LIMIT):
@@ -113,7 +108,7 @@ class CaseCoverageSelector(ExemplarSelector):
         self.fallback_ = not known.any()
         self.classifier_ = None
         if self.fallback_:
-            warnings.warn(f"case_coverage: no pool exemplar has a {self.kind!r} or an answer type: selecting by "
+            warnings.warn(f"case_coverage: no pool exemplar has a {self.kind!r} label: selecting by "
                           "similarity alone (the nearest first, under the budget)", CaseCoverageFallback,
                           stacklevel=2)
         else:

@@ -16,26 +16,62 @@ after which ``SelectionConfig(selector="shortest")``, ``kdspy bench`` suites and
 
 from __future__ import annotations
 
-import types
+import importlib
+from collections.abc import Iterator, Mapping
 
 from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, FIT_ON, MODES, ExemplarSelector
-from knapsack_dspy.selection.selectors.case_coverage import CaseCoverageSelector
-from knapsack_dspy.selection.selectors.csp import CSPSelector
-from knapsack_dspy.selection.selectors.diverse_kate import DiverseKATESelector
-from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
-from knapsack_dspy.selection.selectors.kate import KATESelector
-from knapsack_dspy.selection.selectors.kate_within_budget import KATEWithinBudgetSelector
-from knapsack_dspy.selection.selectors.no_demos import NoDemosSelector
-from knapsack_dspy.selection.selectors.random_selector import RandomSelector
-from knapsack_dspy.selection.selectors.seer import GoldKnapsackSelector, KnapsackSelector
-from knapsack_dspy.selection.selectors.static_knapsack import HybridKnapsackSelector, StaticKnapsackSelector
 
 __all__ = ["DEFAULT_SELECTOR", "MODE_SELECTORS", "SELECTORS", "declaration_problems", "make_selector",
            "register_selector", "selector_class", "selector_for_mode"]
 
-_REGISTRY: dict[str, type[ExemplarSelector]] = {}
-#: name -> selector class, read-only (``register_selector`` adds to it).
-SELECTORS = types.MappingProxyType(_REGISTRY)
+#: The package's own selectors: name -> "module:Class", imported when first asked for (importing the optimizer
+#: loads the selectors a program uses, not all twelve; ``tests/test_selector_registry.py`` checks every entry).
+BUILT_IN = {
+    "random": "knapsack_dspy.selection.selectors.random_selector:RandomSelector",
+    "fixed": "knapsack_dspy.selection.selectors.fixed_set:FixedSetSelector",
+    "kate": "knapsack_dspy.selection.selectors.kate:KATESelector",
+    "kate_within_budget": "knapsack_dspy.selection.selectors.kate_within_budget:KATEWithinBudgetSelector",
+    "diverse_kate": "knapsack_dspy.selection.selectors.diverse_kate:DiverseKATESelector",
+    "csp": "knapsack_dspy.selection.selectors.csp:CSPSelector",
+    "seer": "knapsack_dspy.selection.selectors.seer:KnapsackSelector",
+    "seer_gold": "knapsack_dspy.selection.selectors.seer:GoldKnapsackSelector",
+    "static": "knapsack_dspy.selection.selectors.static_knapsack:StaticKnapsackSelector",
+    "hybrid": "knapsack_dspy.selection.selectors.static_knapsack:HybridKnapsackSelector",
+    "no_demos": "knapsack_dspy.selection.selectors.no_demos:NoDemosSelector",
+    "case_coverage": "knapsack_dspy.selection.selectors.case_coverage:CaseCoverageSelector",
+}
+#: name -> a registered class, or the "module:Class" of a built-in one not imported yet
+_REGISTRY: dict[str, type[ExemplarSelector] | str] = dict(BUILT_IN)
+
+
+def _resolve(name: str) -> type[ExemplarSelector]:
+    entry = _REGISTRY[name]
+    if isinstance(entry, str):
+        module, _, attribute = entry.partition(":")
+        entry = _REGISTRY[name] = getattr(importlib.import_module(module), attribute)
+    return entry
+
+
+class _Selectors(Mapping):
+    """name -> selector class, read-only (``register_selector`` adds to it); a built-in class is imported when
+    looked up, its name is known before."""
+
+    def __getitem__(self, name: str) -> type[ExemplarSelector]:
+        if name not in _REGISTRY:
+            raise KeyError(name)
+        return _resolve(name)
+
+    def __contains__(self, name) -> bool:  # a name, without importing its class
+        return name in _REGISTRY
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(_REGISTRY))
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+
+SELECTORS = _Selectors()
 #: The selector a config gets unless it names one: the best measured (README, "Answer quality": on 40 held-out
 #: TAT-QA questions, KATE within budget 60.0 % right, SEER 45.0, difference 90 % interval [-25, -7.5] points),
 #: until the selection-objective work measures better (docs/core.md, "Which selector").
@@ -73,8 +109,8 @@ def register_selector(cls: type[ExemplarSelector] | None = None, *, name: str | 
         key = klass.name if name is None else name
         if not isinstance(key, str) or not key or key == ExemplarSelector.name:
             raise ValueError(f"register_selector: {klass.__name__} needs a name (set its 'name' attribute)")
-        if key in _REGISTRY and _REGISTRY[key] is not klass and not replace:
-            raise ValueError(f"register_selector: the name {key!r} is taken by {_REGISTRY[key].__name__} "
+        if key in _REGISTRY and not replace and _resolve(key) is not klass:
+            raise ValueError(f"register_selector: the name {key!r} is taken by {_resolve(key).__name__} "
                              "(pass replace=True to replace it)")
         problems = declaration_problems(klass)
         if problems:
@@ -88,7 +124,7 @@ def register_selector(cls: type[ExemplarSelector] | None = None, *, name: str | 
 def selector_class(name: str) -> type[ExemplarSelector]:
     """The class registered under ``name``; ``ValueError`` listing the names otherwise."""
     try:
-        return _REGISTRY[name]
+        return _resolve(name)
     except (KeyError, TypeError):
         raise ValueError(f"unknown selector {name!r}; choose from {', '.join(_REGISTRY)}") from None
 
@@ -120,9 +156,3 @@ def selector_for_mode(mode: str | None, selector: str | None = None) -> str:
         raise ValueError(f"selector {selector!r} selects {declared!r}, not in mode {mode!r} "
                          f"(mode {mode!r} uses {MODE_SELECTORS[mode]!r} unless a {mode} selector is named)")
     return selector
-
-
-for _cls in (RandomSelector, FixedSetSelector, KATESelector, KATEWithinBudgetSelector, DiverseKATESelector,
-             CSPSelector, KnapsackSelector, GoldKnapsackSelector, StaticKnapsackSelector, HybridKnapsackSelector,
-             NoDemosSelector, CaseCoverageSelector):
-    register_selector(_cls)

@@ -12,12 +12,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from knapsack_dspy.selection import ann_index
-from knapsack_dspy.selection.constraints import (
-    answer_type_template,
-    max_per_value,
-    modality_template,
-    seer_template,
-)
+from knapsack_dspy.selection.attribute_domains import attribute_domain
+from knapsack_dspy.selection.constraints import max_per_value, seer_template
 from knapsack_dspy.selection.knapsack import (
     DEFAULT_TIME_LIMIT,
     DEFAULT_WORK_LIMIT,
@@ -30,19 +26,16 @@ from knapsack_dspy.selection.selectors.base import ExemplarSelector, candidates,
 def template_constraints(pool, idx: np.ndarray, targets: Mapping[str, str], attributes: Sequence[str],
                          max_exemplars: int, alpha: float, beta: float,
                          max_per_doc: int | None = None) -> list[AttributeConstraint]:
-    """SEER templates for each attribute with a target value, over the candidate subset ``idx``."""
+    """SEER templates for each attribute with a target value, over the candidate subset ``idx`` (an attribute's
+    declared values and uncertain values: ``attribute_domains``)."""
     constraints: list[AttributeConstraint] = []
     for attr in attributes:
         target = targets.get(attr)
         if target is None or attr not in pool.attributes:
             continue
-        values = pool.attributes[attr][idx]
-        if attr == "modality":
-            constraints += modality_template(values, target, max_exemplars, alpha, beta)
-        elif attr == "answer_type":
-            constraints += answer_type_template(values, target, max_exemplars, alpha, beta)
-        else:
-            constraints += seer_template(values, target, max_exemplars, alpha, beta, attribute=attr)
+        declared = attribute_domain(attr)
+        constraints += seer_template(pool.attributes[attr][idx], target, max_exemplars, alpha, beta, attribute=attr,
+                                     uncertain=declared.uncertain, domain=declared.values or None)
     if max_per_doc is not None and pool.doc_ids is not None:
         constraints += max_per_value(pool.doc_ids[idx], max_per_doc, attribute="doc_id")
     return constraints
@@ -63,7 +56,7 @@ class KnapsackSelector(ExemplarSelector):
     uses_attributes = True
 
     def __init__(self, max_exemplars: int = 8, alpha: float = 0.75, beta: float = 0.0,
-                 attributes: tuple = ("modality",), knn_k: int = 200, max_per_doc: int | None = None,
+                 attributes: tuple = (), knn_k: int = 200, max_per_doc: int | None = None,
                  time_limit: float = DEFAULT_TIME_LIMIT, work_limit: int = DEFAULT_WORK_LIMIT):
         super().__init__(max_exemplars)
         self.alpha = alpha

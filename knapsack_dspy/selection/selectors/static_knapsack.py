@@ -2,7 +2,7 @@
 
 ``StaticKnapsackSelector`` solves one knapsack over a representativeness objective (each candidate's
 mean similarity to the validation queries) under the budget left by the longest validation prompt, the
-same M and diversity constraints (>= ``beta * M`` exemplars of each modality).
+same M and diversity constraints (>= ``beta * M`` exemplars of each value of the first attribute).
 ``HybridKnapsackSelector`` does that for ``core_size`` exemplars and fills the remaining slots per query
 with SEER's knapsack on what the core leaves of the budget.
 
@@ -20,7 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from knapsack_dspy.selection.constraints import MODALITIES, seer_template
+from knapsack_dspy.selection.attribute_domains import attribute_domain
+from knapsack_dspy.selection.constraints import seer_template
 from knapsack_dspy.selection.exemplar_pool import prompt_order
 from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT, solve_knapsack
 from knapsack_dspy.selection.selectors.base import (
@@ -36,7 +37,7 @@ from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 
 def representative_set(pool, val_embeddings: np.ndarray, capacity: float, max_items: int, beta: float,
-                       attribute: str, time_limit: float, work_limit: int):
+                       attribute: str | None, time_limit: float, work_limit: int):
     """Knapsack over mean similarity to the validation queries. Returns (the chosen ids in their fixed prompt
     order, the solution, each exemplar's value)."""
     val = np.asarray(val_embeddings, dtype=np.float32)
@@ -44,9 +45,9 @@ def representative_set(pool, val_embeddings: np.ndarray, capacity: float, max_it
         raise ValueError("static selection needs validation query embeddings (a non-empty valset)")
     values = (pool.embeddings @ val.T).mean(axis=1)
     cons = []
-    if beta > 0 and attribute in pool.attributes:
+    if beta > 0 and attribute is not None and attribute in pool.attributes:
         labels = pool.attributes[attribute]
-        domain = [d for d in (MODALITIES if attribute == "modality" else sorted(set(labels))) if d in set(labels)]
+        domain = attribute_domain(attribute).domain(labels)
         cons = seer_template(labels, "__any__", max_items, 0.0, beta, attribute=attribute,
                              uncertain=("__any__",), domain=domain)
     groups, group_costs = pool.knapsack_groups(np.arange(len(pool)))
@@ -67,7 +68,7 @@ class StaticKnapsackSelector(KnapsackSelector):
 
     def fit(self, pool, val_embeddings=None, capacity: float = float("inf"), **kwargs):
         self.validate_params()
-        attr = self.attributes[0] if self.attributes else "modality"
+        attr = self.attributes[0] if self.attributes else None
         ids, sol, _ = representative_set(pool, val_embeddings, capacity, self.max_exemplars, self.beta, attr,
                                          self.time_limit, self.work_limit)
         self.fixed_ids_ = ids
@@ -111,7 +112,7 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
     uses_attributes = True
 
     def __init__(self, max_exemplars: int = 8, alpha: float = 0.75, beta: float = 0.0,
-                 attributes: tuple = ("modality",), knn_k: int = 200, max_per_doc: int | None = None,
+                 attributes: tuple = (), knn_k: int = 200, max_per_doc: int | None = None,
                  time_limit: float = DEFAULT_TIME_LIMIT, work_limit: int = DEFAULT_WORK_LIMIT, core_size: int = 2,
                  core_budget_share: float = 0.5):
         super().__init__(max_exemplars, alpha, beta, attributes, knn_k, max_per_doc, time_limit, work_limit)
@@ -125,7 +126,7 @@ class HybridKnapsackSelector(StaticKnapsackSelector):
 
     def fit(self, pool, val_embeddings=None, capacity: float = float("inf"), **kwargs):
         self.validate_params()
-        attr = self.attributes[0] if self.attributes else "modality"
+        attr = self.attributes[0] if self.attributes else None
         ids, sol, _ = representative_set(pool, val_embeddings, capacity * self.core_budget_share, self.core_size,
                                          0.0, attr, self.time_limit, self.work_limit)
         self.fixed_ids_ = ids

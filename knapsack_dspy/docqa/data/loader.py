@@ -1,0 +1,263 @@
+"""``load_examples``: one entry point for every data set, from the data directory, a file or the hub."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from knapsack_dspy import config
+from knapsack_dspy.docqa.data.document_parts import document_part
+from knapsack_dspy.docqa.data.errors import DataError, LoadReport, SkippedRecord
+from knapsack_dspy.docqa.data.example_fields import make_example
+from knapsack_dspy.docqa.data.finqa import parse_finqa_record
+from knapsack_dspy.docqa.data.finqa_cases import parse_finqa_case
+from knapsack_dspy.docqa.data.readers import read_hub_rows, read_records
+from knapsack_dspy.docqa.data.sara import parse_sara_case
+from knapsack_dspy.docqa.data.tatqa import parse_tatqa_record, record_size
+from knapsack_dspy.errors import KnapsackDspyWarning
+
+__all__ = ["DATASETS", "DataWarning", "DatasetSpec", "LoadedExamples", "find_split_file", "load_examples"]
+
+
+class DataWarning(KnapsackDspyWarning, UserWarning):
+    """Emitted when ``skip_invalid=True`` skipped records (the summary names the first one)."""
+
+
+class LoadedExamples(list):
+    """A ``list[dspy.Example]`` that also carries the :class:`LoadReport` of the load (``.report``).
+
+    Slicing or copying gives a plain list; keep a reference to the original to keep the report.
+    """
+
+    def __init__(self, examples=(), report: LoadReport | None = None):
+        super().__init__(examples)
+        self.report = report
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    folder: str  # sub-folder of the data directory
+    file_patterns: tuple[str, ...]  # candidate file names, "{split}" filled in, tried in order
+    parse: Callable  # (record, split) -> list[fields dict | DataError]; raises DataError for a bad record
+    known_splits: tuple[str, ...] = ()
+    default_split: str | None = None
+    record_size: Callable = lambda record: 1  # examples lost when the whole record is skipped
+    documents_note: str = ""  # extra hint when no file is found
+    not_splits: tuple[str, ...] = ()  # files matching a pattern that hold no split (listing only)
+    # splits made of parts of other splits' files, cut by document (knapsack_dspy.docqa.data.document_parts):
+    # name -> the pieces, in order, each (split of the file, "pool" | "eval" | "" for the whole file)
+    parts: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+
+
+def _ignore_split(parse):
+    return lambda record, split: parse(record)
+
+
+#: FinQA's splits cut by page (``document_parts``): ``dev_docs_tune`` is the eval part of ``dev_docs`` (the
+#: TAT-QA rule; named as TAT-QA's ``dev_tune``, for tuning), ``docs_pool`` every page no tuning question is about.
+FINQA_PARTS = (("train_docs_pool", (("train_docs", "pool"),)), ("train_docs_eval", (("train_docs", "eval"),)),
+               ("dev_docs_pool", (("dev_docs", "pool"),)), ("dev_docs_tune", (("dev_docs", "eval"),)),
+               ("docs_pool", (("train_docs", ""), ("dev_docs", "pool"))))
+
+DATASETS: dict[str, DatasetSpec] = {
+    "tatqa": DatasetSpec(
+        "tatqa", "tatqa",
+        ("{split}.json.gz", "{split}.json", "{split}.jsonl", "tatqa_dataset_{split}.json"),
+        _ignore_split(parse_tatqa_record), ("dev", "dev_pool", "dev_tune"), record_size=record_size,
+        not_splits=("dev_sample_prediction",)),
+    "finqa": DatasetSpec(
+        "finqa", "finqa", ("{split}.json", "{split}.json.gz", "{split}.jsonl"),
+        _ignore_split(parse_finqa_record),
+        ("train", "dev", "test", "train_docs", "dev_docs", *(name for name, _ in FINQA_PARTS)),
+        documents_note=("the data directory holds FinQA documents for train_docs and dev_docs only (parts: "
+                        "train_docs_pool / _eval, dev_docs_pool / _tune, docs_pool); other splits: question/program "
+                        "CSVs (dataset 'finqa_cases'), or pass path=<official FinQA JSON> or source='hub:<id>'"),
+        parts=FINQA_PARTS),
+    "finqa_cases": DatasetSpec(
+        "finqa_cases", "finqa", ("{split}_meta.csv.gz", "{split}_meta.csv"),
+        lambda record, split: parse_finqa_case(record, split), ("train", "dev")),
+    "sara": DatasetSpec(
+        "sara", "sara", ("cases_{split}.json.gz", "cases_{split}.json", "cases_{split}.jsonl"),
+        _ignore_split(parse_sara_case), ("train",), default_split="train"),
+}
+
+
+def _available_splits(folder: Path, spec: DatasetSpec) -> list[str]:
+    found = set()
+    if folder.is_dir():
+        for pattern in spec.file_patterns:
+            prefix, _, suffix = pattern.partition("{split}")
+            for file in folder.iterdir():
+                name = file.name
+                if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(suffix):
+                    found.add(name[len(prefix):len(name) - len(suffix)])
+    found -= set(spec.not_splits)
+    found |= {name for name, pieces in spec.parts if all(whole in found for whole, _ in pieces)}
+    return sorted(found)
+
+
+def find_split_file(dataset: str, split: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """The file holding ``split`` of ``dataset`` in the data directory (for a part, its whole file; for a split
+    of several files, the first); ``DataError`` lists what exists."""
+    return _split_sources(dataset, split, data_dir)[0][0]
+
+
+def _split_sources(dataset: str, split: str, data_dir) -> list[tuple[Path, str]]:
+    """(file, part) of each piece of ``split``: its own file whole (part ``""``), or the pieces of a split cut by
+    document (``DatasetSpec.parts``)."""
+    pieces = dict(_spec(dataset).parts).get(split, ((split, ""),))
+    return [(_whole_split_file(dataset, whole, data_dir), part) for whole, part in pieces]
+
+
+def _whole_split_file(dataset: str, split: str, data_dir) -> Path:
+    spec = _spec(dataset)
+    try:
+        folder = config.data_dir(data_dir) / spec.folder
+    except config.ConfigError as exc:
+        raise DataError(str(exc)) from None
+    for pattern in spec.file_patterns:
+        candidate = folder / pattern.format(split=split)
+        if candidate.is_file():
+            return candidate
+    available = _available_splits(folder, spec)
+    message = f"no {dataset} split {split!r} in {folder}"
+    message += f" (available: {', '.join(available)})" if available else " (no split files there)"
+    if spec.documents_note:
+        message += f"; {spec.documents_note}"
+    raise DataError(message)
+
+
+def _spec(dataset: str) -> DatasetSpec:
+    if dataset not in DATASETS:
+        raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+    return DATASETS[dataset]
+
+
+#: Files of more records than this are checked completely before any example is built (when bad records
+#: raise): a bad last record then costs the memory of one record's fields, not of all the examples before
+#: (each example holds its own copy of its table). The real splits have at most 6,251 records.
+CHECK_FIRST_RECORDS = 10_000
+
+
+def _raise_first_error(records: list, parse: Callable, origin: str, limit: int | None) -> None:
+    """The first bad record's DataError (as the loading loop would raise it), keeping nothing parsed."""
+    seen: dict[str, int] = {}
+    loaded = 0
+    for index, record in enumerate(records):
+        if limit is not None and loaded >= limit:
+            return
+        try:
+            results = [record] if isinstance(record, DataError) else parse(record)
+        except DataError as error:
+            results = [error]
+        for result in results:
+            if limit is not None and loaded >= limit:
+                return
+            if isinstance(result, DataError):
+                raise result.located(source=origin, index=index)
+            if result["id"] in seen:
+                raise DataError(f"duplicate id (first seen in record {seen[result['id']]})",
+                                record_id=result["id"], field="id").located(source=origin, index=index)
+            seen[result["id"]] = index
+            loaded += 1
+
+
+def load_examples(dataset: str, split: str | None = None, data_dir: str | os.PathLike | None = None,
+                  skip_invalid: bool = False, limit: int | None = None, *,
+                  path: str | os.PathLike | None = None, source: str | None = None) -> LoadedExamples:
+    """Load ``dataset`` as ``dspy.Example`` objects with the uniform fields (see ``docs/data.md``).
+
+    Where the records come from, first match wins:
+    - ``source="hub:<dataset id>"``: ``datasets.load_dataset(id, split=split)`` (needs ``split``);
+    - ``path``: that file (``.json``, ``.json.gz``, ``.jsonl``, ``.csv.gz``), in the dataset's schema;
+    - otherwise the split's file in the data directory (``data_dir`` or ``$KDSPY_DATA_DIR``).
+
+    ``skip_invalid``: bad records are skipped instead of raising :class:`DataError`; a
+    :class:`DataWarning` summarises them and ``result.report.skipped`` lists them. ``limit``: stop after
+    that many examples (file order). Example ids must be unique within the load.
+    """
+    spec = _spec(dataset)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise DataError(f"limit must be a non-negative int or None, got {limit!r}")
+    if split is None:
+        split = spec.default_split
+    started = time.perf_counter()
+    # (records, or None to read them from the file, origin, the part of it kept: "" whole) of each piece
+    pieces: list[tuple[list | None, str, str]]
+    if source is not None and source not in ("", "local"):
+        if not str(source).startswith("hub:"):
+            raise DataError(f"unknown source {source!r}; expected 'local' or 'hub:<dataset id>'")
+        if split is None:
+            raise DataError(f"source {source!r} needs a split (e.g. split='train')")
+        dataset_id = str(source)[len("hub:"):]
+        pieces = [(read_hub_rows(dataset_id, split, cache_dir=config.cache_dir() / "hf_datasets"),
+                   f"hub:{dataset_id}", "")]
+    elif path is not None:
+        pieces = [(None, str(Path(path)), "")]
+    elif split is None:
+        raise DataError(f"{dataset} needs a split (one of {', '.join(spec.known_splits)}) or path=...")
+    else:  # every file is found before any is read: a missing one fails at once
+        pieces = [(None, str(file), part) for file, part in _split_sources(dataset, split, data_dir)]
+
+    report = LoadReport(dataset=dataset, source=" + ".join(origin for _, origin, _ in pieces), split=split)
+    examples = LoadedExamples(report=report)
+    seen: dict[str, int] = {}
+    parse = partial(spec.parse, split=split)
+    for records, origin, part in pieces:
+        _load_records(read_records(Path(origin)) if records is None else records, origin, part, parse, spec,
+                      examples, seen, skip_invalid, limit)
+    report.examples_loaded = len(examples)
+    report.seconds = time.perf_counter() - started
+    if report.skipped:
+        warnings.warn(report.summary(), DataWarning, stacklevel=2)
+    return examples
+
+
+def _load_records(records: list, origin: str, part: str, parse: Callable, spec: DatasetSpec,
+                  examples: LoadedExamples, seen: dict[str, int], skip_invalid: bool, limit: int | None) -> None:
+    """Parse the records of one file into ``examples`` (those of its documents in ``part``, when given)."""
+    report = examples.report
+
+    def reject(error: DataError, index: int, lost: int = 1) -> None:
+        error = error.located(source=origin, index=index)
+        if not skip_invalid:
+            raise error
+        report.skipped.append(SkippedRecord.from_error(error, lost))
+
+    if not skip_invalid and len(records) > CHECK_FIRST_RECORDS:
+        _raise_first_error(records, parse, origin, limit)
+    for index, record in enumerate(records):
+        if limit is not None and len(examples) >= limit:
+            break
+        report.records_read += 1
+        if isinstance(record, DataError):
+            reject(record, index)
+            continue
+        try:
+            results = parse(record)
+        except DataError as error:
+            results = error
+        if isinstance(results, DataError):  # rejected outside the except block: no chained traceback
+            reject(results, index, spec.record_size(record))
+            continue
+        for result in results:
+            if limit is not None and len(examples) >= limit:
+                break
+            if isinstance(result, DataError):
+                reject(result, index)
+                continue
+            if part and document_part(result["doc_id"]) != part:
+                continue  # the other part's document
+            first = seen.get(result["id"])
+            if first is not None:
+                reject(DataError(f"duplicate id (first seen in record {first})", record_id=result["id"],
+                                 field="id"), index)
+                continue
+            seen[result["id"]] = index
+            examples.append(make_example(result))
