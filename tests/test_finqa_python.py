@@ -244,3 +244,15 @@ def test_failure_classes_and_replay_of_recorded_python_rows():
     assert (replayed["right before"], replayed["right after"]) == (0, 1)
     assert replayed["fixes"] == {"percent_as_ratio": 1} and replayed["not exact"] == []
     assert replayed["classes after"] == {"wrong operation": 1}
+
+
+@pytest.mark.parametrize("name", ["FINQA_PYTHON_CONVENTIONS", "FINQA_PYTHON_LOOKUP_CONVENTIONS"])
+def test_the_finqa_python_example_in_the_instructions_runs_to_a_ratio(name):
+    from knapsack_dspy.execution import execute_program
+    from knapsack_dspy.metrics.answer_matching import finqa_exact_match
+    from knapsack_dspy.signatures import program_conventions
+
+    example = getattr(program_conventions, name).split("Example:\n", 1)[1]
+    table = [["", "2019", "2018"], ["Revenue", "$4,411", "$4,044"]]
+    result = execute_program(example, table, kind="python")
+    assert result.ok and finqa_exact_match(result.answer, round((4411 - 4044) / 4044, 5))
