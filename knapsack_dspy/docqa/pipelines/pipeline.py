@@ -343,13 +343,16 @@ class DocumentQA(_Pipeline):
     modality); keyword arguments replace single settings of it (``selector="kate"``, ``max_exemplars=2``, ...);
     any other keyword is an error.
     ``samples`` / ``temperature``: self-consistency for the program pipelines (``ProgramOfThoughtAnswerer``);
-    saved with the program when ``samples > 1``."""
+    saved with the program when ``samples > 1``. ``conventions``: the answer rules a Python program writer's
+    instructions state (``ProgramOfThoughtAnswerer``: ``"finqa"`` for FinQA questions, which ``build_pipeline``
+    sets; ``None``: the solver's default); saved with the program when given."""
 
     shared_fields = ("table",)
 
     def __init__(self, pipeline: str = "pot", top_n_paragraphs: int | None = 3, model: str | None = None,
                  embedder=None, token_counter=None, selection: SelectionConfig | None = None, route: str | None = None,
-                 samples: int = 1, temperature: float | None = None, **selection_settings):
+                 samples: int = 1, temperature: float | None = None, conventions: str | None = None,
+                 **selection_settings):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
         if route not in ROUTINGS:
@@ -360,6 +363,9 @@ class DocumentQA(_Pipeline):
         if samples != 1 and pipeline not in PROGRAM_PIPELINES:
             raise ValueError(f"samples={samples!r}: self-consistency votes over executed programs; pipeline "
                              f"{pipeline!r} writes none (use one of {PROGRAM_PIPELINES})")
+        if conventions is not None and pipeline not in PROGRAM_PIPELINES:
+            raise ValueError(f"conventions={conventions!r} are a program writer's; pipeline {pipeline!r} writes "
+                             f"none (use one of {PROGRAM_PIPELINES})")
         config = _selection(type(self).__name__, selection or SelectionConfig(attributes=DOCUMENT_ATTRIBUTES),
                             selection_settings)
         sampling = {"samples": samples, "temperature": temperature} if samples != 1 else {}
@@ -368,9 +374,11 @@ class DocumentQA(_Pipeline):
         if route is not None:  # specs of unrouted programs stay as they were
             spec["route"] = route
         spec.update(sampling)  # so do specs of programs without self-consistency
+        rules = {"conventions": conventions} if conventions is not None else {}
+        spec.update(rules)  # and of programs with the solver's default answer rules
         super().__init__(spec, config, embedder, token_counter)
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
-        self.solve = make_document_solver(pipeline, **sampling)
+        self.solve = make_document_solver(pipeline, **sampling, **rules)
         if route == "extract_compute":
             self.extract = ExtractAnswerer()
             self.router = AnswerTypeRouter()
@@ -500,8 +508,9 @@ def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: 
                    top_n_paragraphs: int | None = 3, route: str | None = AUTO_ROUTE, **kwargs) -> _Pipeline:
     """The pipeline for a dataset: ``StatuteQA`` for SARA (``retrieval``: its statute strategy, default
     mentioned_only), ``DocumentQA`` otherwise (``top_n_paragraphs``; FinQA: ``pot`` uses the FinQA DSL; ``route``:
-    ``"auto"`` is :func:`default_route`, TAT-QA's program pipeline routed; ``None`` / ``""``: one solver). Other
-    keywords go to the pipeline (``selection=``, selection settings, ``model``, ``embedder``, ...)."""
+    ``"auto"`` is :func:`default_route`, TAT-QA's program pipeline routed; ``None`` / ``""``: one solver; FinQA's
+    ``python_pot``: Python programs with FinQA's answer rules, ``conventions="finqa"``). Other keywords go to the
+    pipeline (``selection=``, selection settings, ``model``, ``embedder``, ...)."""
     if route == AUTO_ROUTE:
         route = default_route(dataset, pipeline)
     if dataset == "sara":
@@ -510,6 +519,8 @@ def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: 
         return StatuteQA(pipeline=pipeline, retrieval=retrieval or "mentioned_only", **kwargs)
     if dataset in ("finqa", "finqa_cases") and pipeline == "pot":
         pipeline = "finqa_pot"
+    if dataset in ("finqa", "finqa_cases") and pipeline == "python_pot":
+        kwargs.setdefault("conventions", "finqa")
     return DocumentQA(pipeline=pipeline, top_n_paragraphs=top_n_paragraphs, route=route or None, **kwargs)
 
 

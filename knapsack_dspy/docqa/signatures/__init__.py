@@ -9,7 +9,12 @@ from knapsack_dspy.docqa.signatures.extract_answer import ExtractAnswer
 from knapsack_dspy.docqa.signatures.predict_answer_type import PredictAnswerType
 from knapsack_dspy.docqa.signatures.predict_modality import PredictModality
 from knapsack_dspy.docqa.signatures.write_finqa_program import WriteFinqaProgram
-from knapsack_dspy.docqa.signatures.write_python_program import WritePythonLookupProgram, WritePythonProgram
+from knapsack_dspy.docqa.signatures.write_python_program import (
+    WriteFinqaPythonLookupProgram,
+    WriteFinqaPythonProgram,
+    WritePythonLookupProgram,
+    WritePythonProgram,
+)
 
 __all__ = [
     "AnswerFromTableText",
@@ -18,6 +23,8 @@ __all__ = [
     "PredictAnswerType",
     "PredictModality",
     "WriteFinqaProgram",
+    "WriteFinqaPythonLookupProgram",
+    "WriteFinqaPythonProgram",
     "WritePythonLookupProgram",
     "WritePythonProgram",
 ]

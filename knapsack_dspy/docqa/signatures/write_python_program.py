@@ -1,14 +1,21 @@
 """``WritePythonProgram`` / ``WritePythonLookupProgram``: program of thought in Python (numbers copied into named
-variables, or read with ``table[...]`` look-ups). A repair continues the writer's conversation
-(``modules/solvers/repair_turn.py``): it has no signature of its own."""
+variables, or read with ``table[...]`` look-ups); ``WriteFinqaPythonProgram`` / ``WriteFinqaPythonLookupProgram``:
+the same for FinQA questions, with FinQA's answer rules (a percentage as a ratio, yes / no). A repair continues the
+writer's conversation (``modules/solvers/repair_turn.py``): it has no signature of its own."""
 
 from __future__ import annotations
 
 import dspy
 
-from knapsack_dspy.docqa.signatures.program_conventions import PYTHON_CONVENTIONS, PYTHON_LOOKUP_CONVENTIONS
+from knapsack_dspy.docqa.signatures.program_conventions import (
+    FINQA_PYTHON_CONVENTIONS,
+    FINQA_PYTHON_LOOKUP_CONVENTIONS,
+    PYTHON_CONVENTIONS,
+    PYTHON_LOOKUP_CONVENTIONS,
+)
 
-__all__ = ["WritePythonLookupProgram", "WritePythonProgram"]
+__all__ = ["WriteFinqaPythonLookupProgram", "WriteFinqaPythonProgram", "WritePythonLookupProgram",
+           "WritePythonProgram"]
 
 
 class WritePythonProgram(dspy.Signature):
@@ -25,3 +32,13 @@ class WritePythonLookupProgram(WritePythonProgram):
     __doc__ = ("You are a financial analyst. Read the table and the text, then write a short Python program "
                "that computes the answer to the question.\n\n" + PYTHON_LOOKUP_CONVENTIONS)
 
+
+
+class WriteFinqaPythonProgram(WritePythonProgram):
+    __doc__ = ("You are a financial analyst. Read the table and the text, then write a short Python program "
+               "that computes the answer to the question.\n\n" + FINQA_PYTHON_CONVENTIONS)
+
+
+class WriteFinqaPythonLookupProgram(WritePythonProgram):
+    __doc__ = ("You are a financial analyst. Read the table and the text, then write a short Python program "
+               "that computes the answer to the question.\n\n" + FINQA_PYTHON_LOOKUP_CONVENTIONS)

@@ -29,7 +29,13 @@ from knapsack_dspy.docqa.data.answer_scale import decide_scale
 from knapsack_dspy.docqa.data.program_style import PROGRAM_STYLES, read_cited_cells
 from knapsack_dspy.docqa.sandbox import execute_program
 from knapsack_dspy.docqa.sandbox.finqa_flattening import flatten_program
-from knapsack_dspy.docqa.signatures import WriteFinqaProgram, WritePythonLookupProgram, WritePythonProgram
+from knapsack_dspy.docqa.signatures import (
+    WriteFinqaProgram,
+    WriteFinqaPythonLookupProgram,
+    WriteFinqaPythonProgram,
+    WritePythonLookupProgram,
+    WritePythonProgram,
+)
 from knapsack_dspy.docqa.solvers.answer_vote import majority_vote
 from knapsack_dspy.docqa.solvers.answerer_modes import (
     DemoPredictorAccess,
@@ -45,15 +51,19 @@ from knapsack_dspy.docqa.table_layout import as_written, table_layout
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.modules.selection_context import selection_log
 
-__all__ = ["LANGUAGES", "SCALE_SOURCES", "ProgramOfThoughtAnswerer", "answer_type_of", "clean_program_text",
-           "numbers_used"]
+__all__ = ["CONVENTIONS", "LANGUAGES", "SCALE_SOURCES", "ProgramOfThoughtAnswerer", "answer_type_of",
+           "clean_program_text", "numbers_used"]
 
 LANGUAGES = ("python", "finqa")
 DEFAULT_SAMPLE_TEMPERATURE = 0.7  # self-consistency's sampling temperature unless told otherwise
 SCALE_SOURCES = ("document", "program")
+#: Whose answer rules a Python program's instructions state: the general ones (TAT-QA: a percentage * 100) or
+#: FinQA's (a percentage as a ratio, yes / no: what its official evaluation compares with ``exe_ans``).
+CONVENTIONS = ("general", "finqa")
 _TIMES_100 = re.compile(r"\*\s*100(?:\.0*)?\b")
 _SIGNATURES = {("python", "literal"): WritePythonProgram, ("python", "lookup"): WritePythonLookupProgram,
                ("finqa", "literal"): WriteFinqaProgram, ("finqa", "lookup"): WriteFinqaProgram}
+_FINQA_PYTHON_SIGNATURES = {"literal": WriteFinqaPythonProgram, "lookup": WriteFinqaPythonLookupProgram}
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _LABEL = re.compile(r"^\s*(?:program|answer|code)\s*:\s*", re.IGNORECASE)
 _FORMAT_ERROR = "the reply did not follow the required output format: no program field could be read"
@@ -133,6 +143,10 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
         number, replaced by the cell's before the program runs; ``cell_fixes`` lists the replacements. The
         1.5B model copies the wrong year's cell when its demos' columns run the other way.
     temperature: the sampling temperature of those programs (``samples > 1``; default 0.7).
+    conventions: (Python programs) the answer rules the instructions state: ``"general"`` (a percentage
+        multiplied by 100, as TAT-QA answers it) or ``"finqa"`` (a percentage as a ratio and yes / no, as FinQA's
+        gold ``exe_ans`` and its official comparison have it; ``build_pipeline`` sets it for FinQA's
+        ``python_pot``). The FinQA DSL has its own instructions.
 
     ``forward(question, table=None, paragraphs=None, text=None, demos=None)`` ->
     ``dspy.Prediction(program, answer, scale, error, attempts, errors, reasoning, model_scale,
@@ -157,7 +171,8 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     def __init__(self, language: str = "python", mode: str = "few_shot", *, demo_paragraphs: str = "all",
                  retry: bool = False, retry_with_demos: bool = True, execute: Callable | None = None,
                  time_limit: float = 1.0, scale_from: str = "document", program_style: str = "literal",
-                 samples: int = 1, temperature: float | None = None, cited_cells: bool = True):
+                 samples: int = 1, temperature: float | None = None, cited_cells: bool = True,
+                 conventions: str = "general"):
         super().__init__()
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
@@ -174,6 +189,9 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
             raise ValueError(f"program_style must be one of {PROGRAM_STYLES}, got {program_style!r}")
         if scale_from not in SCALE_SOURCES:
             raise ValueError(f"scale_from must be one of {SCALE_SOURCES}, got {scale_from!r}")
+        if conventions not in CONVENTIONS:
+            raise ValueError(f"conventions must be one of {CONVENTIONS}, got {conventions!r}")
+        self.conventions = conventions
         self.language = language
         self.scale_from = scale_from
         self.program_style = program_style
@@ -184,7 +202,9 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
         self.time_limit = float(time_limit)
         self.cited_cells = bool(cited_cells)
         self._execute = execute
-        self.write = build_predictor(_SIGNATURES[language, program_style], mode)
+        signature = (_FINQA_PYTHON_SIGNATURES[program_style] if language == "python" and conventions == "finqa"
+                     else _SIGNATURES[language, program_style])
+        self.write = build_predictor(signature, mode)
 
     # -- the compile contract -----------------------------------------------------------------------------
     def prompt_inputs(self, source) -> dict[str, str]:
