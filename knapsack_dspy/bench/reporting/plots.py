@@ -139,8 +139,13 @@ def _accuracy_vs_prompt_tokens(plt, items: list[dict]):
             xs = [m["mean_prompt_tokens"] for m in points]
             ys = [m[key] for m in points]
             low, high = zip(*(_error(m, key) for m in points), strict=True)
+            # the mean prompt tokens' interval (bootstrap; runs aggregated before it existed have none: no bar)
+            xerr = [[max(0.0, m["mean_prompt_tokens"] - m["prompt_tokens_ci"][0]) if m.get("prompt_tokens_ci")
+                     else 0.0 for m in points],
+                    [max(0.0, m["prompt_tokens_ci"][1] - m["mean_prompt_tokens"]) if m.get("prompt_tokens_ci")
+                     else 0.0 for m in points]]
             style = ("-", "--", ":", "-.")[budgets.index(budget) % 4] if budget is not None else "-"
-            ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=4, color=colors[label],
+            ax.errorbar(xs, ys, yerr=[low, high], xerr=xerr, marker="o", capsize=4, color=colors[label],
                         label=label if budget is None else f"{label} · {_budget_name(budget)}",
                         linestyle=style if len(points) > 1 else "none")
             for m in points if several_ms else ():
@@ -158,7 +163,7 @@ def _accuracy_vs_prompt_tokens(plt, items: list[dict]):
         ax.set_title(_family_title(family), fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"{score_axis_name(runs, key).removesuffix(' (%)')} vs prompt size (90 % interval bars)",
+    fig.suptitle(f"{score_axis_name(runs, key).removesuffix(' (%)')} vs prompt size (90 % interval bars of both)",
                  fontsize=10)
     return fig
 

@@ -195,6 +195,41 @@ def _time_table(items: list[dict]) -> list[Table]:
                         "do not split LM calls from other (–)."), kind="time")]
 
 
+def _mean_median(part: Mapping | None, digits: int = 0, unit: str = "") -> str:
+    """``mean [interval] / median`` of a ``tokens_seconds`` figure; ``""`` (blank) when the rows record none."""
+    if not part:
+        return ""
+    ci = f" [{part['ci'][0]:.{digits}f}, {part['ci'][1]:.{digits}f}]" if part.get("ci") else ""
+    return f"{part['mean']:.{digits}f}{unit}{ci} / {part['median']:.{digits}f}{unit}"
+
+
+def _tokens_table(items: list[dict]) -> list[Table]:
+    runs = [m for m in items if m.get("tokens_seconds")]
+    if not runs:
+        return []
+    names = _run_names(items)
+    rows = []
+    for m in runs:
+        t = m["tokens_seconds"]
+        per_1k = t.get("right_per_1k_prompt_tokens")
+        rows.append([names[m["run"]], _mean_median(t.get("prompt_tokens")), str(t.get("n_asked", 0)),
+                     _mean_median(t.get("lm_prompt_tokens")), _mean_median(t.get("new_prompt_tokens")),
+                     _mean_median(t.get("prefill_s"), 1, " s"), _mean_median(t.get("decode_s"), 1, " s"),
+                     "" if per_1k is None else f"{per_1k:.3f}"])
+    return [Table("Tokens and seconds per question",
+                  ["run", "prompt tokens (selection)", "rows that asked the LM", "prompt tokens (LM)",
+                   "new to the prompt cache", "prefill", "decode", "right per 1,000 prompt tokens"], rows,
+                  note=("Mean [90 % bootstrap interval] / median per question. Prompt tokens (selection): as "
+                        "selection measured the prompt (question + exemplars), every row. The LM figures are over "
+                        "the rows that asked the LM (answers from the LM cache or replayed left out): prompt tokens "
+                        "the LM reported (every call of the question), those new to its prompt cache (reported - "
+                        "cached, where the provider says what its cache served), prefill and decode seconds (the "
+                        "embedded models' timings). Right per 1,000 prompt tokens: right answers / selection-"
+                        "measured prompt tokens x 1,000. Blank: the rows do not record it (selection-only runs, "
+                        "rows written before the field existed, providers that do not report it)."),
+                  kind="tokens")]
+
+
 def report_tables(metrics: Mapping[str, dict], comparisons: list[dict] | None = None) -> list[Table]:
     """Every table of the report, in order; tables of one setting carry its title in ``setting``."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
@@ -214,4 +249,5 @@ def report_tables(metrics: Mapping[str, dict], comparisons: list[dict] | None = 
                                "Routed pipelines: the questions each route answered (extract: the span read from "
                                "the document; compute: a program).")
     tables += _time_table(everything)
+    tables += _tokens_table(everything)
     return tables

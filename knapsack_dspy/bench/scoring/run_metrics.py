@@ -3,7 +3,8 @@
 Each entry holds the run's spec, counts, scores with 90 % confidence intervals (Wilson for 0/1 values such as
 exact match and shares, a bootstrap of the mean for F1), budget coverage (and ``token_count_estimated``: how many
 of those prompts were counted with an estimate) and exemplar statistics, tokens, LM
-calls, cost, time per question (LM / selection / other), the selection quality, and — when the rows' questions
+calls, cost, time per question (LM / selection / other), tokens and seconds per question (``tokens_seconds``:
+``bench/scoring/token_seconds.py``), the selection quality, and — when the rows' questions
 are known (``question_facts``) or rows record a route — the scores per gold answer type and per route. Runs
 get a ``label`` (their selector, plus the settings that tell two runs of one setting apart).
 """
@@ -21,6 +22,7 @@ from knapsack_dspy.bench.results.provenance import provenance_summary
 from knapsack_dspy.bench.results.question_facts import QuestionFacts, facts_key
 from knapsack_dspy.bench.results.row_outcomes import ANSWERED_KINDS, INTERNAL, TRANSIENT, could_not_ask, error_kind
 from knapsack_dspy.bench.results.row_schema import ResultRow, rows_of
+from knapsack_dspy.bench.scoring.token_seconds import tokens_and_seconds
 from knapsack_dspy.docqa.metrics.intervals import bootstrap_ci, proportion_ci
 from knapsack_dspy.llm.token_counter import ESTIMATE
 
@@ -187,6 +189,11 @@ def aggregate(rows: Iterable[Mapping], facts: QuestionFacts | None = None) -> di
         m["provenance"] = provenance_summary(items)
         toks = _values(items, ResultRow.prompt_tokens)
         m["mean_prompt_tokens"] = statistics.fmean(toks) if toks else None
+        # prompt tokens, tokens new to the prompt cache, prefill / decode seconds, right answers per 1,000 prompt
+        # tokens (bench/scoring/token_seconds.py); the mean prompt tokens' interval for the accuracy-vs-tokens plot
+        m["tokens_seconds"] = tokens_and_seconds(items, bool(spec.get("selection_only")))
+        if m["tokens_seconds"]["prompt_tokens"]:
+            m["prompt_tokens_ci"] = m["tokens_seconds"]["prompt_tokens"]["ci"]
         toks = _values(items, ResultRow.exemplar_tokens)
         if toks:  # the exemplars' share of the prompt (rows written before it was recorded have none)
             m["mean_exemplar_tokens"] = statistics.fmean(toks)

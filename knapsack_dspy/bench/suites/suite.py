@@ -30,7 +30,8 @@ that have none); ``samples = 5`` (with ``temperature``) turns on self-consistenc
 exemplars in one order over the pool (prompt-prefix reuse) and ``latency_budget`` (seconds) bounds the predicted
 time of a prompt (``SelectionConfig``; docs/throughput.md); ``exemplar_budget`` bounds the exemplars' own tokens
 beside ``budget`` (SEER's L; ``SelectionConfig.exemplar_budget``); ``statute_tokens`` bounds a SARA prompt's
-statute text (``StatuteQA``; docs/retrieval.md).
+statute text (``StatuteQA``; docs/retrieval.md); ``demo_table = "gold_rows"`` (with ``demo_table_rows``) and
+``demo_paragraphs = "gold"`` cut what a TAT-QA demo shows to what its gold solution reads (``DocumentQA``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ from knapsack_dspy.bench.suites.selection_settings import config_values, with_se
 from knapsack_dspy.docqa.data.loader import DATASETS
 from knapsack_dspy.docqa.pipelines.pipeline import (
     AUTO_ROUTE,
+    DEFAULT_DEMO_TABLE_ROWS,
+    DEMO_PARAGRAPHS,
+    DEMO_TABLES,
     DOCUMENT_PIPELINES,
     ROUTINGS,
     STATUTE_PIPELINES,
@@ -109,6 +113,12 @@ class RunSpec:
     temperature: float = 0.7  # their sampling temperature (used when samples > 1)
     order_seed: int | None = None  # the eval questions in the order this seed fixes (data.seeded_order), then limit
     statute_tokens: int | None = None  # SARA: the most statute tokens in a query or a demo (StatuteQA), cut by level
+    # what a TAT-QA demo shows (DocumentQA; the query's document is never cut): "gold_rows" cuts its table to the
+    # header rows, the rows its gold solution reads and their context up to demo_table_rows body rows;
+    # demo_paragraphs = "gold": its evidence paragraphs only
+    demo_table: str = "all"
+    demo_table_rows: int = DEFAULT_DEMO_TABLE_ROWS
+    demo_paragraphs: str = "all"
 
     def __post_init__(self):
         if self.route == AUTO_ROUTE:
@@ -293,6 +303,18 @@ def _order_seed_problem(run: RunSpec) -> str | None:
     return None
 
 
+def _demo_cut_problem(run: RunSpec) -> str | None:
+    if run.demo_table not in DEMO_TABLES:
+        return f"unknown demo_table {run.demo_table!r}; choose from {', '.join(DEMO_TABLES)}"
+    if run.demo_paragraphs not in DEMO_PARAGRAPHS:
+        return f"unknown demo_paragraphs {run.demo_paragraphs!r}; choose from {', '.join(DEMO_PARAGRAPHS)}"
+    if run.demo_table_rows < 0:
+        return f"demo_table_rows must be an integer >= 0, got {run.demo_table_rows!r}"
+    if run.dataset == "sara" and (run.demo_table, run.demo_paragraphs) != ("all", "all"):
+        return "demo_table / demo_paragraphs cut table + text demos; SARA's have none"
+    return None
+
+
 def _temperature_problem(run: RunSpec) -> str | None:
     return None if 0 <= run.temperature <= 2 else f"must be a number from 0 to 2, got {run.temperature!r}"
 
@@ -300,7 +322,7 @@ def _temperature_problem(run: RunSpec) -> str | None:
 _RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retrieval": _retrieval_problem,
                "pool_dataset": _pool_dataset_problem, "samples": _positive("samples"),
                "temperature": _temperature_problem, "order_seed": _order_seed_problem,
-               "statute_tokens": _statute_tokens_problem,
+               "statute_tokens": _statute_tokens_problem, "demo_table": _demo_cut_problem,
                "selector": _selector_problem, "route": _route_problem, "timeout": _transport_problem,
                "num_retries": _retries_problem, "limit": _positive("limit", allow_none=True),
                "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),

@@ -25,7 +25,7 @@ from knapsack_dspy.docqa.sandbox.finqa_dsl import MATH_OPERATIONS, ProgramError,
 from knapsack_dspy.docqa.sandbox.finqa_executor import official_cell_number, official_number
 from knapsack_dspy.docqa.table_layout import header_row_count
 
-__all__ = ["demo_evidence", "program_evidence", "program_reads_shown", "sentence_numbers"]
+__all__ = ["data_row_values", "demo_evidence", "program_evidence", "program_reads_shown", "sentence_numbers"]
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 
@@ -70,10 +70,17 @@ def _read(program: str, table, paragraphs):
     except ProgramError:
         return None
     rows = [[str(c) for c in row] for row in (table or [])]
+    return steps, rows, data_row_values(rows), [sentence_numbers(p) for p in paragraphs or []]
+
+
+def data_row_values(table: Sequence[Sequence[str]]) -> list[set[float]]:
+    """Each row's data-cell values (its first cell, the label, left out; none for header rows), cells read as the
+    official ``process_row`` or as the sandbox reads them (TAT-QA demos are cut by them too:
+    ``data.tatqa_evidence``)."""
+    rows = [[str(c) for c in row] for row in (table or [])]
     first_data = header_row_count(rows) if rows else 0
-    row_values = [set().union(*(_cell_values(c) for c in row[1:])) if i >= first_data else set()
-                  for i, row in enumerate(rows)]
-    return steps, rows, row_values, [sentence_numbers(p) for p in paragraphs or []]
+    return [set().union(*(_cell_values(c) for c in row[1:])) if i >= first_data else set()
+            for i, row in enumerate(rows)]
 
 
 def program_evidence(program: str, table: Sequence[Sequence[str]], paragraphs: Sequence[str]) -> list[str]:

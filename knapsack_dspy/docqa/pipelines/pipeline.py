@@ -35,6 +35,7 @@ from dspy.predict.parameter import Parameter
 from knapsack_dspy.disk_memo import DiskMemo
 from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
 from knapsack_dspy.docqa.data.program_evidence import demo_evidence
+from knapsack_dspy.docqa.data.tatqa_evidence import context_rows, evidence_sentences, tatqa_demo_evidence
 from knapsack_dspy.docqa.metrics.selection_proxies import selection_proxies
 from knapsack_dspy.docqa.pipelines.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter
 from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
@@ -68,6 +69,13 @@ def default_route(dataset: str, pipeline: str) -> str | None:
     are all computed: nothing to route); no route elsewhere."""
     return "extract_compute" if dataset == "tatqa" and pipeline == "pot" else None
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
+#: What a TAT-QA demo's table shows: ``"all"`` (as a query's table) or ``"gold_rows"`` (its header rows, the rows
+#: its gold solution reads and their context up to ``demo_table_rows`` body rows: ``DocumentQA._demo_retrieved``).
+DEMO_TABLES = ("all", "gold_rows")
+#: Which paragraphs a demo shows: as a query's retrieval keeps them (``"all"``) or only its gold evidence.
+DEMO_PARAGRAPHS = ("all", "gold")
+#: The body rows a ``"gold_rows"`` demo table shows at most, unless its evidence rows and their headings need more.
+DEFAULT_DEMO_TABLE_ROWS = 4
 #: What the pipelines embed for selection unless told otherwise: the question (not the retrieved document).
 PIPELINE_EMBED_FIELDS = ("question",)
 #: StatuteQA's selection unless told otherwise: two nearest statutes' cases, no attribute templates.
@@ -345,13 +353,20 @@ class DocumentQA(_Pipeline):
     ``samples`` / ``temperature``: self-consistency for the program pipelines (``ProgramOfThoughtAnswerer``);
     saved with the program when ``samples > 1``. ``conventions``: the answer rules a Python program writer's
     instructions state (``ProgramOfThoughtAnswerer``: ``"finqa"`` for FinQA questions, which ``build_pipeline``
-    sets; ``None``: the solver's default); saved with the program when given."""
+    sets; ``None``: the solver's default); saved with the program when given.
+    ``demo_table`` / ``demo_table_rows`` / ``demo_paragraphs``: what a demo of a TAT-QA record shows (the query's
+    own document is never cut; FinQA demos are always cut to their evidence): ``demo_table="gold_rows"`` cuts
+    its table to the header rows, the rows its gold solution reads (``data.tatqa_evidence``), their section
+    headings and the nearest rows up to ``demo_table_rows`` body rows, and its paragraphs to its evidence
+    paragraphs plus the most similar ones up to ``top_n_paragraphs``; ``demo_paragraphs="gold"`` shows its
+    evidence paragraphs only. Saved with the program when not ``"all"``."""
 
     shared_fields = ("table",)
 
     def __init__(self, pipeline: str = "pot", top_n_paragraphs: int | None = 3, model: str | None = None,
                  embedder=None, token_counter=None, selection: SelectionConfig | None = None, route: str | None = None,
                  samples: int = 1, temperature: float | None = None, conventions: str | None = None,
+                 demo_table: str = "all", demo_table_rows: int = DEFAULT_DEMO_TABLE_ROWS, demo_paragraphs: str = "all",
                  **selection_settings):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
@@ -366,6 +381,12 @@ class DocumentQA(_Pipeline):
         if conventions is not None and pipeline not in PROGRAM_PIPELINES:
             raise ValueError(f"conventions={conventions!r} are a program writer's; pipeline {pipeline!r} writes "
                              f"none (use one of {PROGRAM_PIPELINES})")
+        if demo_table not in DEMO_TABLES:
+            raise ValueError(f"demo_table must be one of {DEMO_TABLES}, got {demo_table!r}")
+        if demo_paragraphs not in DEMO_PARAGRAPHS:
+            raise ValueError(f"demo_paragraphs must be one of {DEMO_PARAGRAPHS}, got {demo_paragraphs!r}")
+        if isinstance(demo_table_rows, bool) or not isinstance(demo_table_rows, int) or demo_table_rows < 0:
+            raise ValueError(f"demo_table_rows must be an integer >= 0, got {demo_table_rows!r}")
         config = _selection(type(self).__name__, selection or SelectionConfig(attributes=DOCUMENT_ATTRIBUTES),
                             selection_settings)
         sampling = {"samples": samples, "temperature": temperature} if samples != 1 else {}
@@ -376,6 +397,10 @@ class DocumentQA(_Pipeline):
         spec.update(sampling)  # so do specs of programs without self-consistency
         rules = {"conventions": conventions} if conventions is not None else {}
         spec.update(rules)  # and of programs with the solver's default answer rules
+        if demo_table != "all":  # and those of programs whose demos show what a query's retrieval keeps
+            spec.update(demo_table=demo_table, demo_table_rows=demo_table_rows)
+        if demo_paragraphs != "all":
+            spec["demo_paragraphs"] = demo_paragraphs
         super().__init__(spec, config, embedder, token_counter)
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
         self.solve = make_document_solver(pipeline, **sampling, **rules)
@@ -386,6 +411,12 @@ class DocumentQA(_Pipeline):
     @property
     def route(self) -> str | None:
         return self.spec.spec.get("route")
+
+    @property
+    def demo_cut(self) -> dict:
+        """How demos are cut when not as a query's document is (``demo_table`` / ``demo_paragraphs``; ``{}``: not)."""
+        return {k: self.spec.spec[k] for k in ("demo_table", "demo_table_rows", "demo_paragraphs")
+                if k in self.spec.spec}
 
     def demo_solvers(self) -> dict:
         return {"solve": self.solve, "extract": self.extract} if self.route else {"solve": self.solve}
@@ -422,7 +453,7 @@ class DocumentQA(_Pipeline):
         try:
             key = hashlib.sha256(json.dumps(
                 [type(self).__qualname__, kind, self.retrieve.top_n_paragraphs,
-                 self.retrieve.max_table_rows, model_id, dict(example)],
+                 self.retrieve.max_table_rows, model_id, dict(example), *([self.demo_cut] if self.demo_cut else [])],
                 sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
         except (TypeError, ValueError):
             return super().render_demo(example, solver)
@@ -442,17 +473,34 @@ class DocumentQA(_Pipeline):
                 "paragraphs": [paragraphs[i] for i in ctx.paragraph_ids]}
 
     def _demo_retrieved(self, example: Mapping) -> dict:
-        """A FinQA document record as a demo shows it (documents average ~600 words): the header rows and the rows
-        its gold program reads (``gold_inds`` when given, else found from the program's numbers:
-        ``knapsack_dspy.docqa.data.program_evidence``), the sentences its program reads plus the sentences most similar
-        to the question up to ``top_n_paragraphs``. Other records: as a query's retrieval keeps them."""
+        """A FinQA document record as a demo shows it (documents average ~600 words): the header rows and the
+        rows its gold program reads (``gold_inds`` when given, else found from the program's numbers:
+        ``knapsack_dspy.docqa.data.program_evidence``), the sentences its program reads plus the sentences most
+        similar to the question up to ``top_n_paragraphs``. A TAT-QA record with ``demo_table="gold_rows"``: cut
+        the same way, to the rows its gold solution reads (``knapsack_dspy.docqa.data.tatqa_evidence``) with
+        their context up to ``demo_table_rows`` body rows (when they cannot be told: the rows a query's
+        retrieval keeps) and its evidence paragraphs. ``demo_paragraphs="gold"``: the evidence paragraphs only.
+        Other records: as a query's retrieval keeps them."""
+        cut = self.demo_cut
         evidence = demo_evidence(example)
-        if evidence is None:
-            return self._retrieved(example)
+        trim_table = evidence is None and cut.get("demo_table") == "gold_rows"
+        if trim_table:
+            evidence = tatqa_demo_evidence(example)
         question = example["question"]
-        table = list(example.get("table") or [])
         paragraphs = list(example.get("paragraphs") or [])
-        row_ids, paragraph_ids = self.retrieve.evidence_context(question, table, paragraphs, *evidence)
+        if evidence is None:
+            shown = self._retrieved(example)
+            if cut.get("demo_paragraphs") == "gold" and example.get("gold_evidence"):
+                shown["paragraphs"] = [paragraphs[i] for i in evidence_sentences(example) if i < len(paragraphs)]
+            return shown
+        table = list(example.get("table") or [])
+        rows, sentences = evidence
+        if trim_table:  # TAT-QA: the rows read and their context; unknown rows: as a query's table
+            rows = (self.retrieve.select_rows(question, table) if rows is None
+                    else context_rows(table, rows, cut["demo_table_rows"]))
+        row_ids, paragraph_ids = self.retrieve.evidence_context(question, table, paragraphs, rows, sentences)
+        if cut.get("demo_paragraphs") == "gold":
+            paragraph_ids = [i for i in paragraph_ids if i in set(sentences)]
         return {"question": question, "table": [table[i] for i in row_ids],
                 "paragraphs": [paragraphs[i] for i in paragraph_ids]}
 
