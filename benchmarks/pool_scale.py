@@ -122,7 +122,8 @@ def real_pool(args):
     """The real TAT-QA pool as the program-of-thought pipeline sees it: rendered demos, embedded texts, the
     attributes, the pipeline's embedder; and the query examples."""
     from knapsack_dspy.docqa.data import load_examples
-    from knapsack_dspy.docqa.pipelines.pipeline import PIPELINE_EMBED_FIELDS, build_pipeline
+    from knapsack_dspy.docqa.pipelines.pipeline import PIPELINE_EMBED_FIELDS
+    from knapsack_dspy.docqa.tasks import build_pipeline
     from knapsack_dspy.embeddings import TextEmbedder
     from knapsack_dspy.modules.select_exemplars import query_text
 

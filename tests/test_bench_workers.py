@@ -132,7 +132,7 @@ class _OtherOrigin(InlineWorkers):
 
 def test_the_driver_refuses_a_workers_row_of_another_origin(tmp_path, splits):
     from knapsack_dspy.bench.execution.run_job import spec_provenance
-    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+    from knapsack_dspy.docqa.tasks import build_pipeline
     from knapsack_dspy.selection.config import SelectionConfig
     from knapsack_dspy.teleprompt import KnapsackFewShot
 

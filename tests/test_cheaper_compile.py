@@ -126,13 +126,14 @@ def test_a_disk_memo_serves_another_process_and_keeps_each_codes_values_apart(tm
 def test_a_rendered_demo_comes_from_disk_in_a_new_process(tmp_path, monkeypatch):
     from helpers import HashingEmbedder
 
+    from knapsack_dspy.docqa import tasks
     from knapsack_dspy.docqa.data import load_examples
     from knapsack_dspy.docqa.pipelines import pipeline
 
     monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(pipeline, "_rendered_demos_on_disk", disk_memo.DiskMemo("rendered_demos"))
     example = load_examples("tatqa", split="dev_pool")[0]
-    program = pipeline.build_pipeline("tatqa", "pot", route=None, embedder=HashingEmbedder())
+    program = tasks.build_pipeline("tatqa", "pot", route=None, embedder=HashingEmbedder())
     pipeline._rendered_demos.clear()  # an earlier test may have rendered it in this process: then nothing is written
     first = program.render_demo(example)
     pipeline._rendered_demos.clear()  # what a new process starts with

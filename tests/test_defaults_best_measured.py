@@ -7,15 +7,15 @@ import pytest
 from knapsack_dspy.bench.suites.suite import RunSpec, suite_from_dict
 from knapsack_dspy.cli import compile as compile_cli
 from knapsack_dspy.cli.main import build_parser
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, default_route
+from knapsack_dspy.docqa.tasks import build_pipeline, task_named
 from knapsack_dspy.selection import SelectionConfig
 from knapsack_dspy.selection.selectors import SELECTORS
 
 
 def test_tatqa_program_pipelines_are_routed_by_default_and_nothing_else_is():
-    assert default_route("tatqa", "pot") == "extract_compute"
-    assert default_route("finqa", "finqa_pot") is None and default_route("tatqa", "cot") is None
-    assert default_route("sara", "cot") is None
+    assert task_named("tatqa").default_route("pot") == "extract_compute"
+    assert task_named("finqa").default_route("finqa_pot") is None and task_named("tatqa").default_route("cot") is None
+    assert task_named("sara").default_route("cot") is None
     assert RunSpec().route == "extract_compute"
     assert RunSpec(dataset="finqa", pipeline="finqa_pot").route == ""
     assert RunSpec(dataset="sara", pipeline="cot").route == ""

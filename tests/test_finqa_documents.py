@@ -20,9 +20,9 @@ from knapsack_dspy.docqa.data.document_parts import document_part
 from knapsack_dspy.docqa.data.gold_programs import synthesise_python_program
 from knapsack_dspy.docqa.data.program_evidence import demo_evidence, program_evidence, program_reads_shown
 from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
 from knapsack_dspy.docqa.sandbox import execute_program
 from knapsack_dspy.docqa.sandbox.cell_numbers import TEXT, parse_cell
+from knapsack_dspy.docqa.tasks import build_pipeline
 
 FIXTURE = Path(__file__).parent / "fixtures" / "finqa_docs_small.json"
 CASES = Path(__file__).parent / "fixtures" / "data_finqa_cases_small.csv"

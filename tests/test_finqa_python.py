@@ -26,8 +26,9 @@ from knapsack_dspy.docqa.metrics.finqa_python import (
     python_operations,
     same_operations,
 )
-from knapsack_dspy.docqa.pipelines.pipeline import DocumentQA, build_pipeline, program_state_json
+from knapsack_dspy.docqa.pipelines.pipeline import DocumentQA, program_state_json
 from knapsack_dspy.docqa.solvers.program_of_thought_answerer import ProgramOfThoughtAnswerer
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest
 
 ROOT = Path(__file__).resolve().parents[1]

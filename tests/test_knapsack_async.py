@@ -104,7 +104,7 @@ DATA = Path(__file__).parent / "fixtures"
 
 def test_a_pipeline_answers_through_acall(embedder):
     from knapsack_dspy.docqa.data import load_examples
-    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+    from knapsack_dspy.docqa.tasks import build_pipeline
 
     examples = list(load_examples("tatqa", path=DATA / "data_tatqa_small.json"))
     student = build_pipeline("tatqa", "pot", route=None, selector="kate", max_exemplars=2, embedder=embedder,

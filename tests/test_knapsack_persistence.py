@@ -58,7 +58,7 @@ def test_the_whole_program_saves_and_loads_with_dspy_load(tmp_path, compiled):
 @pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
 def test_a_pipeline_with_a_real_tokenizer_pickles_its_counter_as_the_model(tmp_path):
     from knapsack_dspy.docqa.data import load_examples
-    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+    from knapsack_dspy.docqa.tasks import build_pipeline
 
     examples = list(load_examples("tatqa", path=Path(__file__).parent / "fixtures" / "data_tatqa_small.json"))
     counter = get_token_counter("openai/gpt-4o-mini")  # LiteLLM's offline tokenizer: a memo with a lock

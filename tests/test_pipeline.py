@@ -12,7 +12,8 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import suite_from_dict
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.pipelines.pipeline import load_program, save_program
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.modules.compile_hooks import (
     CompileHooks,
     DemoFor,

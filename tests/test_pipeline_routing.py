@@ -12,8 +12,9 @@ from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
 from knapsack_dspy.docqa.pipelines.answer_type_router import AnswerTypeRouter
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.pipelines.pipeline import load_program, save_program
 from knapsack_dspy.docqa.solvers.extract_answerer import ExtractAnswerer, read_spans, span_answer_text
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -8,7 +8,7 @@ import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.modules.shared_fields import group_demos, reference_text, referring_demo
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 

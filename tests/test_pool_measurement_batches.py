@@ -13,7 +13,7 @@ import pytest
 from knapsack_dspy import embeddings as embeddings_module
 from knapsack_dspy import text_holes
 from knapsack_dspy.docqa.data import load_examples
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm import token_counter
 from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding

@@ -10,7 +10,8 @@ import pytest
 from helpers import HashingEmbedder, WordCounter
 
 from knapsack_dspy.docqa.data import load_examples
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.pipelines.pipeline import load_program, save_program
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.saved_format import SELECT_EXEMPLARS_STATE_VERSION as STATE_VERSION
 from knapsack_dspy.selection import ann_index, pool_store
 from knapsack_dspy.selection.pool_store import PoolRecord, PoolStoreError, extend_store, write_store

@@ -119,6 +119,7 @@ def test_query_prompt_sizes_are_remembered_per_counter():
 
 def test_rendered_demos_are_shared_by_pipelines_with_the_same_settings(monkeypatch, tmp_path):
     from knapsack_dspy.disk_memo import DiskMemo
+    from knapsack_dspy.docqa import tasks
     from knapsack_dspy.docqa.pipelines import pipeline
 
     monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path / "cache"))  # nothing rendered by an earlier test or run
@@ -136,7 +137,7 @@ def test_rendered_demos_are_shared_by_pipelines_with_the_same_settings(monkeypat
                            paragraphs=["a", "b", "c", "d"], answer=["5"], answer_type="span", scale="",
                            derivation="", modality="table")
     embedder = HashingEmbedder()
-    make = lambda top_n, selector="seer": pipeline.build_pipeline(  # noqa: E731
+    make = lambda top_n, selector="seer": tasks.build_pipeline(  # noqa: E731
         "tatqa", "few_shot", selector=selector, embedder=embedder, token_counter=WordCounter(), top_n_paragraphs=top_n)
     first = make(3).render_demo(example)
     second = make(3, selector="kate").render_demo(example)  # a suite's next selector: the same demos

@@ -15,7 +15,7 @@ from helpers import HashingEmbedder, WordCounter
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.pipelines.pipeline import load_program, save_program
 from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
 from knapsack_dspy.docqa.retrieval.citations import extract_citations
 from knapsack_dspy.docqa.retrieval.statute_budget import fit_statute_selection, statute_priority
@@ -26,6 +26,7 @@ from knapsack_dspy.docqa.retrieval.statute_strategies import (
     render_subsections,
     select_statute_text,
 )
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 DATA_DIR = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
@@ -119,7 +120,7 @@ def test_suites_check_the_statute_budget():
     with pytest.raises(SuiteError) as error:
         suite_from_dict({"runs": [{"dataset": "tatqa", "statute_tokens": 100},
                                   {"dataset": "sara", "pipeline": "cot", "statute_tokens": 0}]})
-    assert "runs[0] statute_tokens: a statute budget is for SARA" in str(error.value)
+    assert "runs[0] statute_tokens: a statute budget is for the statute tasks (sara)" in str(error.value)
     assert "runs[1] statute_tokens: must be a positive number of tokens" in str(error.value)
 
 

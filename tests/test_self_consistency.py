@@ -16,9 +16,10 @@ from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.docqa.data import load_examples
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.pipelines.pipeline import load_program, save_program
 from knapsack_dspy.docqa.solvers.answer_vote import majority_vote
 from knapsack_dspy.docqa.solvers.program_of_thought_answerer import ProgramOfThoughtAnswerer
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.llm.cache import configure_cache
 from knapsack_dspy.llm.lm_factory import make_lm
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply

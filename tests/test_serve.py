@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists
 @pytest.fixture(scope="module")
 def program():
     from knapsack_dspy.docqa.data import load_examples
-    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+    from knapsack_dspy.docqa.tasks import build_pipeline
     from knapsack_dspy.selection.config import SelectionConfig
     from knapsack_dspy.teleprompt import KnapsackFewShot
 

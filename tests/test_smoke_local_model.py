@@ -25,7 +25,7 @@ def test_pipeline_on_the_embedded_model_answers_one_question():
     import dspy
 
     from knapsack_dspy.docqa.data import load_examples
-    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+    from knapsack_dspy.docqa.tasks import build_pipeline
     from knapsack_dspy.llm import get_token_counter, make_lm
     from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 

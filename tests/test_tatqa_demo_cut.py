@@ -9,7 +9,8 @@ from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.docqa.data import load_examples
 from knapsack_dspy.docqa.data.gold_programs import synthesise_python_program
 from knapsack_dspy.docqa.data.tatqa_evidence import context_rows, derivation_rows, tatqa_demo_evidence
-from knapsack_dspy.docqa.pipelines.pipeline import DocumentQA, build_pipeline
+from knapsack_dspy.docqa.pipelines.pipeline import DocumentQA
+from knapsack_dspy.docqa.tasks import build_pipeline
 
 APPLIANCES = "b2786c1a-37de-4120-b03c-32bf5c81f157"  # table, arithmetic: 680 - 774 (Appliances, 2019 - 2018)
 SEGMENTS = "d841005e-c88b-4071-aa53-16bd8a892656"  # hybrid, multi-span: the three "... Solutions" headings

@@ -1,7 +1,8 @@
 import numpy as np
 
 from knapsack_dspy.docqa.data import load_examples
-from knapsack_dspy.docqa.pipelines.pipeline import PIPELINE_EMBED_FIELDS, build_pipeline
+from knapsack_dspy.docqa.pipelines.pipeline import PIPELINE_EMBED_FIELDS
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.modules.select_exemplars import query_text
 

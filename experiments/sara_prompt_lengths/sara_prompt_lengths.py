@@ -38,7 +38,7 @@ def _stats(values: list[int]) -> dict:
 
 
 def measure(strategy: str, statute_tokens: int | None, cases, args, embedder, counter) -> dict:
-    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline
+    from knapsack_dspy.docqa.tasks import build_pipeline
     from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
     selector = "kate" if statute_tokens is None else "kate_within_budget"

@@ -93,7 +93,8 @@ def register(subparsers) -> None:
                    help="LM retries on transient failures, for every run (default: the suite's "
                         "'num_retries', else 3; local/ models: 0)")
     flags = p.add_argument_group("a suite by flags (when no SUITE file is given)")
-    flags.add_argument("--dataset", default="tatqa", help="tatqa (default), finqa_cases, sara")
+    flags.add_argument("--dataset", default="tatqa",
+                       help="tatqa (default), finqa, finqa_cases, sara or a registered task (docqa.tasks)")
     flags.add_argument("--pipelines", default="pot", help="comma-separated: pot, cot, few_shot, zero_shot")
     flags.add_argument("--selectors", default="seer,kate,random",
                        help="comma-separated: seer, seer_gold, kate, diverse_kate, random, fixed, csp, static, hybrid")

@@ -25,7 +25,6 @@ from knapsack_dspy.cli.main import UserError
 #: ``tests/test_cli_workflow.py`` checks the list against the registry).
 SELECTOR_NAMES = ("kate_within_budget", "case_coverage", "seer", "seer_gold", "kate", "diverse_kate", "random", "csp",
                   "fixed", "static", "hybrid", "no_demos")
-DEFAULT_SPLITS = {"tatqa": ("dev_pool", "dev_tune"), "finqa_cases": ("train", "dev"), "sara": ("train", "train")}
 #: The options that set a ``SelectionConfig`` setting of the same name: their defaults are ``SelectionConfig``'s
 #: (``selection_default``); an option not given leaves the setting at that default. ``--setting`` sets any other.
 SELECTION_OPTIONS = ("budget", "exemplar_budget", "max_exemplars", "alpha", "beta", "attributes", "attribute_source",
@@ -52,7 +51,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("compile", help="compile a program (knapsack exemplar selection) to JSON",
                               description=__doc__, epilog=EPILOG,
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", default="tatqa", choices=["tatqa", "finqa", "sara"], help="default tatqa")
+    p.add_argument("--dataset", default="tatqa",
+                   help="tatqa (default), finqa, finqa_cases, sara or a registered task (docqa.tasks)")
     p.add_argument("--pipeline", default="pot", help="pot (program of thought, default), cot, few_shot, zero_shot")
     p.add_argument("--route", default="auto", choices=["auto", "extract_compute", "none"],
                    help="extract_compute: span questions extracted, the others answered by the program; none: one "
@@ -154,13 +154,17 @@ def _selection_config(args):
 
 def run(args) -> int:
     from knapsack_dspy.docqa.data import DataError, load_examples
-    from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, save_program
+    from knapsack_dspy.docqa.pipelines.pipeline import save_program
+    from knapsack_dspy.docqa.tasks import UnknownTaskError, build_pipeline, task_named
     from knapsack_dspy.teleprompt.knapsack_few_shot import CompileError, KnapsackFewShot
 
     uses_lm = bool(args.search and args.lm_configs > 0)  # otherwise compiling calls no LM: LiteLLM stays unloaded
     setup_caches(args, lm=uses_lm)
     data_dir = resolve_data_dir(args)
-    pool_split, val_split = DEFAULT_SPLITS.get(args.dataset, ("train", "dev"))
+    try:
+        pool_split, val_split = task_named(args.dataset).compile_splits
+    except UnknownTaskError as exc:
+        raise UserError(str(exc)) from None
     try:
         pool = (load_examples(args.dataset, path=args.pool) if args.pool
                 else load_examples(args.dataset, split=args.pool_split or pool_split, data_dir=data_dir))

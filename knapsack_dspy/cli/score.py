@@ -19,8 +19,6 @@ from pathlib import Path
 
 from knapsack_dspy.cli.main import UserError
 
-DATASETS = ("finqa", "tatqa", "sara")
-
 EPILOG = """prediction formats:
   finqa  see knapsack_dspy.docqa.metrics.finqa (gold: the official FinQA JSON)
   tatqa  {"<question uid>": [answer, scale], ...}   (official; answer a string, number or list of spans)
@@ -35,22 +33,13 @@ examples:
   kdspy score sara --gold $KDSPY_DATA_DIR/sara/cases_train.json.gz --predictions preds.json --json
 """
 
-# (key, label) of the headline numbers shown first in the table, per data set.
-_HEADLINES = {
-    "finqa": (("execution_accuracy", "execution accuracy (%)"), ("program_accuracy", "program accuracy (%)")),
-    "tatqa": (("exact_match", "exact match (%)"), ("f1", "F1 (%)"), ("scale_accuracy", "scale accuracy (%)")),
-    "sara": (("accuracy", "accuracy (%)"), ("entailment_accuracy", "entailment accuracy (%)"),
-             ("numerical_accuracy", "numerical accuracy, exact $ (%)"),
-             ("numerical_within_10pct", "numerical accuracy, within 10% (%)"),
-             ("numerical_authors_rule", "numerical, authors' rule (%)")),
-}
-
-
 def register(subparsers) -> None:
-    p = subparsers.add_parser("score", help="score a predictions file against gold (finqa, tatqa, sara)",
+    p = subparsers.add_parser("score", help="score a predictions file against gold (finqa, tatqa, sara, or a "
+                                             "registered task with a file scorer)",
                               description=__doc__, epilog=EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dataset", choices=DATASETS, help="which benchmark's metric to use")
+    p.add_argument("dataset", help="which benchmark's metric to use: finqa, tatqa, sara (a registered task with a "
+                                   "file scorer)")
     p.add_argument("--gold", required=True, metavar="PATH", help="gold file (.json or .json.gz)")
     p.add_argument("--predictions", required=True, metavar="PATH", help="predictions file (.json)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -59,20 +48,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _scorer(dataset: str):
-    if dataset == "tatqa":
-        from knapsack_dspy.docqa.metrics.tatqa import score_tatqa_files
+def _task(dataset: str):
+    """The task whose official file scorer ``kdspy score`` runs (``UserError`` naming those that have one)."""
+    from knapsack_dspy.docqa.tasks import TASKS
 
-        return score_tatqa_files
-    if dataset == "sara":
-        from knapsack_dspy.docqa.metrics.sara import score_sara_files
-
-        return score_sara_files
-    try:
-        from knapsack_dspy.docqa.metrics.finqa import score_finqa_files
-    except ImportError as exc:
-        raise UserError(f"FinQA scoring is not available ({exc})") from None
-    return score_finqa_files
+    scorable = [name for name, task in TASKS.items() if task.file_scorer is not None]
+    if dataset not in scorable:
+        raise UserError(f"unknown dataset {dataset!r} (expected one of {', '.join(scorable)})")
+    return TASKS[dataset]
 
 
 def _check_file(path: str, what: str) -> None:
@@ -101,11 +84,9 @@ def _json_safe(value):
 
 def score(dataset: str, gold: str, predictions: str, strict: bool = False) -> dict:
     """The scorer's result dict for ``dataset`` (raises :class:`UserError` for unusable input)."""
-    if dataset not in DATASETS:
-        raise UserError(f"unknown dataset {dataset!r} (expected one of {', '.join(DATASETS)})")
+    scorer = _task(dataset).file_scorer
     _check_file(gold, "gold file")
     _check_file(predictions, "predictions file")
-    scorer = _scorer(dataset)
     try:
         result = scorer(gold, predictions)
     except (ValueError, OSError) as exc:  # ScoringInputError / DataError / JSON / gzip / unreadable file
@@ -144,7 +125,7 @@ def format_table(dataset: str, result: dict) -> str:
     """A readable table: headline metrics with 90 % CIs, then counts, then per-group breakdowns."""
     rows: list[tuple[str, str, str]] = []
     shown: set[str] = set()
-    for key, label in _HEADLINES[dataset]:
+    for key, label in _task(dataset).file_figures:
         if key in result:
             rows.append((label, _format_value(result[key]), _ci(result, key)))
             shown.add(key)

@@ -17,7 +17,8 @@ from knapsack_dspy.bench.programs.baseline_runs import compile_baseline_run, wan
 from knapsack_dspy.bench.suites.baseline_names import is_dspy_baseline
 from knapsack_dspy.bench.suites.chosen_questions import load_split  # noqa: F401  (run_program.load_split)
 from knapsack_dspy.bench.suites.suite import RunSpec
-from knapsack_dspy.docqa.pipelines.pipeline import build_pipeline, load_program, save_program
+from knapsack_dspy.docqa.pipelines.pipeline import load_program, save_program
+from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 

@@ -24,14 +24,13 @@ from pathlib import Path
 
 from knapsack_dspy.bench.reporting.report_tables import format_duration
 from knapsack_dspy.bench.scoring.run_metrics import score_key
+from knapsack_dspy.docqa.tasks import TASKS
 
 __all__ = ["PLOT_FILES", "Plots", "draw_plot", "make_plots", "score_axis_name"]
 
 PLOT_FILES = ("accuracy_vs_prompt_tokens.png", "score_vs_M.png", "within_budget_vs_M.png",
               "accuracy_by_answer_type.png", "time_per_question.png")
 _RETIRED_FILES = ("selection_latency.png",)  # drawn by earlier reports: removed when a report is rebuilt
-_SCORE_NAMES = {"tatqa": "exact match", "finqa": "execution accuracy", "finqa_cases": "execution accuracy",
-                "sara": "accuracy"}
 _DPI = 100
 
 
@@ -49,7 +48,7 @@ def score_axis_name(runs: list[Mapping], key: str) -> str:
         return "gold-case hit rate (%)"
     if key == "accuracy":
         return "accuracy (%)"
-    names = sorted({_SCORE_NAMES.get(m["spec"].get("dataset"), "exact match") for m in runs})
+    names = sorted({TASKS[d].score_name if (d := m["spec"].get("dataset")) in TASKS else "exact match" for m in runs})
     return " / ".join(names) + " (%)"
 
 

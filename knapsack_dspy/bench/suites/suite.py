@@ -48,18 +48,15 @@ from typing import Any
 from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES, is_dspy_baseline
 from knapsack_dspy.bench.suites.schema import group_model, group_problems, run_problems
 from knapsack_dspy.bench.suites.selection_settings import config_values, with_selection_settings
-from knapsack_dspy.docqa.data.loader import DATASETS
 from knapsack_dspy.docqa.pipelines.pipeline import (
     AUTO_ROUTE,
     DEFAULT_DEMO_TABLE_ROWS,
     DEMO_PARAGRAPHS,
     DEMO_TABLES,
-    DOCUMENT_PIPELINES,
     ROUTINGS,
-    STATUTE_PIPELINES,
-    default_route,
 )
 from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES
+from knapsack_dspy.docqa.tasks import TASKS
 from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.file_limits import FileLimitError, read_file_text
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
@@ -107,7 +104,7 @@ class RunSpec:
     timeout: float | None = None  # seconds per LM attempt (make_lm's default 120 s; local/: 600 s generating)
     num_retries: int | None = None  # LM retries on transient failures (make_lm's default: 3; local/: 0)
     # "extract_compute": span questions extracted, the rest answered by the program; "": one solver; "auto" (the
-    # default): modules.pipeline.default_route, resolved when the run is made (TAT-QA's pot routed, else none)
+    # default): the task's default route, resolved when the run is made (TAT-QA's pot routed, else none)
     route: str = AUTO_ROUTE
     samples: int = 1  # self-consistency: programs sampled per question, majority vote (program pipelines)
     temperature: float = 0.7  # their sampling temperature (used when samples > 1)
@@ -122,7 +119,8 @@ class RunSpec:
 
     def __post_init__(self):
         if self.route == AUTO_ROUTE:
-            object.__setattr__(self, "route", default_route(self.dataset, self.pipeline) or "")
+            task = TASKS.get(self.dataset)  # an unknown dataset is reported by the suite's checks
+            object.__setattr__(self, "route", (task.default_route(self.pipeline) if task else None) or "")
 
     def selection_config(self) -> SelectionConfig:
         """The run's selection settings as one ``SelectionConfig`` (a DSPy baseline's run keeps the default
@@ -202,15 +200,15 @@ def expand(group: dict, source: str) -> list[RunSpec]:
 
 
 def _dataset_problem(run: RunSpec) -> str | None:
-    if run.dataset not in DATASETS:
-        return f"unknown dataset {run.dataset!r}; datasets: {', '.join(DATASETS)}"
+    if run.dataset not in TASKS:
+        return f"unknown dataset {run.dataset!r}; datasets: {', '.join(TASKS)}"
     return None
 
 
 def _pipeline_problem(run: RunSpec) -> str | None:
-    if run.dataset not in DATASETS:
+    if run.dataset not in TASKS:
         return None
-    allowed = STATUTE_PIPELINES if run.dataset == "sara" else DOCUMENT_PIPELINES
+    allowed = TASKS[run.dataset].pipelines
     return None if run.pipeline in allowed else (
         f"unknown pipeline {run.pipeline!r} for {run.dataset}; pipelines: {', '.join(allowed)}")
 
@@ -266,7 +264,8 @@ def _positive(name: str, allow_none: bool = False) -> Callable[[RunSpec], str | 
 def _route_problem(run: RunSpec) -> str | None:
     if (run.route or None) not in ROUTINGS:
         return f"unknown route {run.route!r}; routes: {', '.join(r for r in ROUTINGS if r)} (or none)"
-    if run.route and (run.dataset == "sara" or run.pipeline not in ("pot", "finqa_pot")):
+    task = TASKS.get(run.dataset)
+    if run.route and task is not None and (not task.routable or run.pipeline not in ("pot", "finqa_pot")):
         return f"route {run.route!r} routes between extraction and a program: pipeline 'pot' or 'finqa_pot'"
     return None
 
@@ -284,16 +283,18 @@ def _retries_problem(run: RunSpec) -> str | None:
 
 
 def _pool_dataset_problem(run: RunSpec) -> str | None:
-    if run.pool_dataset and run.pool_dataset not in DATASETS:
-        return f"unknown dataset {run.pool_dataset!r}; datasets: {', '.join(DATASETS)}"
+    if run.pool_dataset and run.pool_dataset not in TASKS:
+        return f"unknown dataset {run.pool_dataset!r}; datasets: {', '.join(TASKS)}"
     return None
 
 
 def _statute_tokens_problem(run: RunSpec) -> str | None:
     if run.statute_tokens is None:
         return None
-    if run.dataset != "sara":
-        return f"a statute budget is for SARA (dataset 'sara'), not {run.dataset!r}"
+    task = TASKS.get(run.dataset)
+    if task is not None and not task.takes_statute_budget:
+        takers = ", ".join(name for name, t in TASKS.items() if t.takes_statute_budget)
+        return f"a statute budget is for the statute tasks ({takers}), not {run.dataset!r}"
     return None if run.statute_tokens >= 1 else f"must be a positive number of tokens, got {run.statute_tokens!r}"
 
 

@@ -21,7 +21,8 @@ from knapsack_dspy.docqa.data.sara import parse_sara_case
 from knapsack_dspy.docqa.data.tatqa import parse_tatqa_record, record_size
 from knapsack_dspy.errors import KnapsackDspyWarning
 
-__all__ = ["DATASETS", "DataWarning", "DatasetSpec", "LoadedExamples", "find_split_file", "load_examples"]
+__all__ = ["DATASETS", "DataWarning", "DatasetSpec", "LoadedExamples", "find_split_file", "load_examples",
+           "register_dataset"]
 
 
 class DataWarning(KnapsackDspyWarning, UserWarning):
@@ -86,6 +87,17 @@ DATASETS: dict[str, DatasetSpec] = {
         "sara", "sara", ("cases_{split}.json.gz", "cases_{split}.json", "cases_{split}.jsonl"),
         _ignore_split(parse_sara_case), ("train",), default_split="train"),
 }
+
+
+def register_dataset(spec: DatasetSpec, replace: bool = False) -> DatasetSpec:
+    """Make ``load_examples(spec.name, ...)`` read a data set's files as ``spec`` says (a task registers its own:
+    ``docqa.tasks``); a name already taken by another spec is an error unless ``replace=True``."""
+    if not isinstance(spec, DatasetSpec):
+        raise TypeError(f"register_dataset: {spec!r} is not a DatasetSpec")
+    if spec.name in DATASETS and DATASETS[spec.name] is not spec and not replace:
+        raise ValueError(f"register_dataset: the name {spec.name!r} is taken (pass replace=True to replace it)")
+    DATASETS[spec.name] = spec
+    return spec
 
 
 def _available_splits(folder: Path, spec: DatasetSpec) -> list[str]:

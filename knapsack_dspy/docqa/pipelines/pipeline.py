@@ -59,15 +59,11 @@ DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero
 PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
 #: How a DocumentQA answers: one solver (None), or routed by answer type between extraction and a program.
 ROUTINGS = (None, "extract_compute")
-#: ``build_pipeline(route=AUTO_ROUTE)`` (its default), a suite's and ``kdspy compile``'s: :func:`default_route`.
+#: ``build_pipeline(route=AUTO_ROUTE)`` (its default), a suite's and ``kdspy compile``'s: the task's default route
+#: (``docqa.tasks``: TAT-QA's program pipeline routed by answer type, no route elsewhere).
 AUTO_ROUTE = "auto"
 
 
-def default_route(dataset: str, pipeline: str) -> str | None:
-    """The route a pipeline takes unless told: the measured best (README, "Answer quality") -- span questions
-    extracted, the others answered by a program -- where it applies, TAT-QA's program pipeline (FinQA's questions
-    are all computed: nothing to route); no route elsewhere."""
-    return "extract_compute" if dataset == "tatqa" and pipeline == "pot" else None
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
 #: What a TAT-QA demo's table shows: ``"all"`` (as a query's table) or ``"gold_rows"`` (its header rows, the rows
 #: its gold solution reads and their context up to ``demo_table_rows`` body rows: ``DocumentQA._demo_retrieved``).
@@ -552,26 +548,6 @@ def _selection(owner: str, config: SelectionConfig, settings: Mapping) -> Select
         raise SelectionConfigError(f"{owner}: {exc}") from None
 
 
-def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: str | None = None,
-                   top_n_paragraphs: int | None = 3, route: str | None = AUTO_ROUTE, **kwargs) -> _Pipeline:
-    """The pipeline for a dataset: ``StatuteQA`` for SARA (``retrieval``: its statute strategy, default
-    mentioned_only), ``DocumentQA`` otherwise (``top_n_paragraphs``; FinQA: ``pot`` uses the FinQA DSL; ``route``:
-    ``"auto"`` is :func:`default_route`, TAT-QA's program pipeline routed; ``None`` / ``""``: one solver; FinQA's
-    ``python_pot``: Python programs with FinQA's answer rules, ``conventions="finqa"``). Other keywords go to the
-    pipeline (``selection=``, selection settings, ``model``, ``embedder``, ...)."""
-    if route == AUTO_ROUTE:
-        route = default_route(dataset, pipeline)
-    if dataset == "sara":
-        if route:
-            raise ValueError(f"route={route!r} routes table + text questions; SARA has none")
-        return StatuteQA(pipeline=pipeline, retrieval=retrieval or "mentioned_only", **kwargs)
-    if dataset in ("finqa", "finqa_cases") and pipeline == "pot":
-        pipeline = "finqa_pot"
-    if dataset in ("finqa", "finqa_cases") and pipeline == "python_pot":
-        kwargs.setdefault("conventions", "finqa")
-    return DocumentQA(pipeline=pipeline, top_n_paragraphs=top_n_paragraphs, route=route or None, **kwargs)
-
-
 def save_program(program: _Pipeline, path: str | Path) -> Path:
     """Write the program JSON and its compile report beside it (``x.json`` + ``x.report.json``), and the pool
     stores of its large pools in ``pools/`` beside it (``compiled_programs.save_pool_stores``)."""
@@ -614,5 +590,5 @@ def program_from_state(state: Mapping, embedder=None, token_counter=None) -> _Pi
     return load_compiled(program, state, embedder=program.embedder, token_counter=token_counter)
 
 
-__all__ = ["DOCUMENT_PIPELINES", "STATUTE_PIPELINES", "DocumentQA", "PipelineSpec", "StatuteQA", "build_pipeline",
+__all__ = ["DOCUMENT_PIPELINES", "STATUTE_PIPELINES", "DocumentQA", "PipelineSpec", "StatuteQA",
            "load_program", "program_from_state", "program_state_json", "save_program"]

@@ -1,0 +1,15 @@
+"""The tasks: one module per data set (``tatqa``, ``finqa``, ``finqa_cases``, ``sara``), each registering a
+``Task`` the bench, the CLI and the reports read (``task.py``). Importing this package registers them."""
+
+from knapsack_dspy.docqa.tasks import finqa, finqa_cases, sara, tatqa  # noqa: F401 -- each registers its task
+from knapsack_dspy.docqa.tasks.task import (
+    TASKS,
+    Task,
+    UnknownTaskError,
+    build_pipeline,
+    document_program,
+    register_task,
+    task_named,
+)
+
+__all__ = ["TASKS", "Task", "UnknownTaskError", "build_pipeline", "document_program", "register_task", "task_named"]

@@ -1,0 +1,59 @@
+"""FinQA (Chen et al., 2021): numerical questions over a financial report's table and text, answered by a
+program; the official execution accuracy and program accuracy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knapsack_dspy.docqa.data.loader import DATASETS
+from knapsack_dspy.docqa.metrics.answer_matching import finqa_exact_match, kdspy_lenient_match
+from knapsack_dspy.docqa.metrics.finqa import check_program, execution_match, score_finqa_files
+from knapsack_dspy.docqa.tasks.task import Task, document_program, register_task
+from knapsack_dspy.messages import one_line
+
+__all__ = ["FINQA", "build_finqa_program", "score_answer"]
+
+
+def score_answer(example, prediction) -> dict[str, Any]:
+    """With a FinQA-DSL program, official execution accuracy (``correct``) and program accuracy; with a Python
+    program (``prediction.language == "python"``) or a direct answer, the official exact match of the executed
+    answer (program accuracy is defined for the DSL only: ``None``); our own lenient match
+    (``metrics.answer_matching.kdspy_lenient_match``, not SEER's rule) is recorded apart (``kdspy_lenient``).
+    Program equivalence is bounded by the programs' sizes (``program_check`` says when it was skipped)."""
+    answer = getattr(prediction, "answer", None)
+    program = getattr(prediction, "program", None)
+    row: dict[str, Any] = {}
+    if program and getattr(prediction, "language", "finqa") == "finqa":
+        correct = execution_match(program, example.get("table"), example.get("answer"))
+        try:  # bounded by the programs' sizes; beyond them only the execution check counts
+            check = check_program(program, example.get("program"))
+        except ValueError as exc:  # the gold program cannot be read the official way
+            row.update(program_correct=None, program_check=f"skipped: {one_line(exc, 200)}")
+        else:
+            row["program_correct"] = check.equal
+            if check.skipped:
+                row["program_check"] = check.skipped
+    else:  # a Python program's executed answer, or a direct answer: the official exact match
+        correct = answer is not None and finqa_exact_match(answer, example.get("answer"))
+        if program:
+            row["program_correct"] = None  # program accuracy is defined for the FinQA DSL only
+    row.update(correct=bool(correct), em=float(bool(correct)),
+               kdspy_lenient=answer is not None and kdspy_lenient_match(answer, example.get("answer")))
+    return row
+
+
+def build_finqa_program(pipeline: str, **options):
+    """FinQA's programs: ``pot`` writes the FinQA DSL (``finqa_pot``); ``python_pot`` writes Python with FinQA's
+    answer rules (``conventions="finqa"``)."""
+    if pipeline == "pot":
+        pipeline = "finqa_pot"
+    if pipeline == "python_pot":
+        options.setdefault("conventions", "finqa")
+    return document_program(pipeline, **options)
+
+
+FINQA = register_task(Task(
+    name="finqa", files=DATASETS["finqa"], score=score_answer, score_name="execution accuracy",
+    build=build_finqa_program, file_scorer=score_finqa_files,
+    file_figures=(("execution_accuracy", "execution accuracy (%)"), ("program_accuracy", "program accuracy (%)")),
+    description="FinQA: financial reports, table + text, computed answers; execution and program accuracy"))

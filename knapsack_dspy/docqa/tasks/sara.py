@@ -1,0 +1,44 @@
+"""SARA (Holzenberger et al., 2020): tax-law cases over the statutes -- entailment (Entailment / Contradiction) and
+numerical (the tax in dollars); label accuracy, exact dollars, within 10 % and the authors' rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knapsack_dspy.docqa.data.loader import DATASETS
+from knapsack_dspy.docqa.metrics.sara import score_sara_files, score_sara_prediction
+from knapsack_dspy.docqa.pipelines.pipeline import STATUTE_PIPELINES, StatuteQA
+from knapsack_dspy.docqa.tasks.task import Task, register_task
+
+__all__ = ["SARA", "build_statute_program", "score_answer"]
+
+
+def score_answer(example, prediction) -> dict[str, Any]:
+    """Label accuracy for entailment cases; exact dollars for numerical cases (+ within 10 %, and the SARA
+    authors' rule ``authors_rule``: within max(10 %, $5,000))."""
+    gold_case = {"id": example.get("id"), "type": example.get("answer_type"), "label": example.get("answer"),
+                 "answer": example.get("answer"), "answer_value": example.get("answer_value")}
+    if gold_case["type"] == "entailment":
+        gold_case.pop("answer_value")
+    score = score_sara_prediction(getattr(prediction, "answer", None), gold_case)
+    return {"correct": bool(score.correct), "em": float(score.correct), "within_10pct": score.within_10pct,
+            "authors_rule": score.authors_rule, "case_type": score.case_type}
+
+
+def build_statute_program(pipeline: str, *, route: str | None = None, retrieval: str | None = None,
+                          top_n_paragraphs: int | None = None, **options) -> StatuteQA:
+    """``StatuteQA`` (``retrieval``: its statute strategy, default mentioned_only; no route, no paragraphs)."""
+    if route:
+        raise ValueError(f"route={route!r} routes table + text questions; SARA has none")
+    return StatuteQA(pipeline=pipeline, retrieval=retrieval or "mentioned_only", **options)
+
+
+SARA = register_task(Task(
+    name="sara", files=DATASETS["sara"], score=score_answer, score_name="accuracy", pipelines=STATUTE_PIPELINES,
+    build=build_statute_program, routable=False, takes_statute_budget=True, attributes=(),
+    compile_splits=("train", "train"), file_scorer=score_sara_files,
+    file_figures=(("accuracy", "accuracy (%)"), ("entailment_accuracy", "entailment accuracy (%)"),
+                  ("numerical_accuracy", "numerical accuracy, exact $ (%)"),
+                  ("numerical_within_10pct", "numerical accuracy, within 10% (%)"),
+                  ("numerical_authors_rule", "numerical, authors' rule (%)")),
+    description="SARA: tax statutes and cases; entailment and numerical tax"))

@@ -1,0 +1,127 @@
+"""``Task``: one data set as the bench, the CLI and the reports use it, and the registry of tasks.
+
+A task says where its questions are (a ``DatasetSpec``: folder, file names, splits, the record parser), how one
+answer is scored (``score``: the row's score fields, ``correct`` among them, by the data set's official rule), which
+programs answer it (``pipelines``, ``build``), what its pools are labelled with for selection (``attributes``), and
+the rules a suite's runs of it follow (``routable``, ``takes_statute_budget``). One module per data set declares
+one and registers it (``tatqa.py``, ``finqa.py``, ``finqa_cases.py``, ``sara.py``); nothing else dispatches on a
+data set's name. A new data set is one task module plus its record parser and its metric (``docs/tasks.md``).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
+from knapsack_dspy.docqa.data.loader import DatasetSpec, register_dataset
+from knapsack_dspy.docqa.pipelines.pipeline import AUTO_ROUTE, DOCUMENT_PIPELINES, PROGRAM_PIPELINES, DocumentQA
+from knapsack_dspy.errors import KnapsackDspyError
+
+__all__ = ["TASKS", "Task", "UnknownTaskError", "build_pipeline", "document_program", "register_task", "task_named"]
+
+
+class UnknownTaskError(KnapsackDspyError, ValueError):
+    """No task of that name is registered (the message lists those that are)."""
+
+
+def document_program(pipeline: str, *, route: str | None = None, top_n_paragraphs: int | None = 3,
+                     retrieval: str | None = None, **options) -> DocumentQA:
+    """A table + text program (``DocumentQA``): what a document task builds unless it says otherwise
+    (``retrieval``, a statute strategy, does not apply)."""
+    return DocumentQA(pipeline=pipeline, top_n_paragraphs=top_n_paragraphs, route=route or None, **options)
+
+
+def _no_route(pipeline: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Task:
+    """One data set as the harness uses it (see the module docstring).
+
+    ``build(pipeline, route=..., top_n_paragraphs=..., retrieval=..., **options)`` returns the program answering
+    the task's questions (``route`` already resolved: ``default_route(pipeline)`` unless a suite or the command
+    names one); ``score(example, prediction)`` the score fields of one answer (never called for a question that
+    was not answered); ``score_on_error``: the fields a failed scoring sets beside ``correct=False``;
+    ``file_scorer(gold, predictions)`` / ``file_figures``: ``kdspy score``'s official file format and the figures
+    it prints; ``compile_splits``: ``kdspy compile``'s (pool, validation) splits."""
+
+    name: str
+    files: DatasetSpec
+    score: Callable[[Any, Any], dict]
+    score_name: str = "accuracy"
+    pipelines: tuple[str, ...] = DOCUMENT_PIPELINES
+    build: Callable[..., Any] = document_program
+    default_route: Callable[[str], str | None] = _no_route
+    routable: bool = True
+    takes_statute_budget: bool = False
+    attributes: tuple[str, ...] = DOCUMENT_ATTRIBUTES
+    compile_splits: tuple[str, str] = ("train", "dev")
+    score_on_error: Mapping[str, Any] = field(default_factory=dict)
+    file_scorer: Callable | None = None
+    file_figures: tuple[tuple[str, str], ...] = ()
+    description: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a task's name is a non-empty string, got {self.name!r}")
+        if not isinstance(self.files, DatasetSpec) or self.files.name != self.name:
+            raise ValueError(f"task {self.name!r}: files must be the DatasetSpec named {self.name!r}")
+        if not callable(self.score) or not callable(self.build):
+            raise ValueError(f"task {self.name!r}: score and build must be functions")
+        if not self.pipelines:
+            raise ValueError(f"task {self.name!r}: no pipeline answers it")
+
+    def route_for(self, pipeline: str, route: str | None) -> str | None:
+        """The route a program takes: ``AUTO_ROUTE`` -> ``default_route(pipeline)``; ``""`` / ``None``: none."""
+        return self.default_route(pipeline) if route == AUTO_ROUTE else (route or None)
+
+    def routes(self, pipeline: str) -> bool:
+        """Whether a route (extraction or a program, by answer type) may be named for ``pipeline``."""
+        return self.routable and pipeline in PROGRAM_PIPELINES
+
+
+_REGISTRY: dict[str, Task] = {}
+#: name -> task, read-only (``register_task`` adds to it)
+TASKS = types.MappingProxyType(_REGISTRY)
+
+
+def register_task(task: Task, *, replace: bool = False) -> Task:
+    """Register ``task`` (and its files, for ``load_examples``); a name already taken is an error unless
+    ``replace=True``. Returns the task."""
+    if not isinstance(task, Task):
+        raise TypeError(f"register_task: {task!r} is not a Task")
+    if task.name in _REGISTRY and _REGISTRY[task.name] is not task and not replace:
+        raise ValueError(f"register_task: the name {task.name!r} is taken (pass replace=True to replace it)")
+    register_dataset(task.files, replace=replace)
+    _REGISTRY[task.name] = task
+    return task
+
+
+def task_named(name: str) -> Task:
+    """The task registered under ``name``; ``UnknownTaskError`` listing the tasks otherwise."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UnknownTaskError(f"unknown dataset {name!r}; datasets: {', '.join(_REGISTRY)}") from None
+
+
+def task_names() -> Iterator[str]:
+    return iter(list(_REGISTRY))
+
+
+def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: str | None = None,
+                   top_n_paragraphs: int | None = 3, route: str | None = AUTO_ROUTE, **options):
+    """The program answering ``dataset``'s questions with ``pipeline`` (its task's ``build``): ``DocumentQA``
+    for table + text data (``top_n_paragraphs``; ``route``: ``"auto"`` is the task's default route -- TAT-QA's
+    program pipeline routed by answer type --, ``None`` / ``""`` one solver), ``StatuteQA`` for SARA
+    (``retrieval``: its statute strategy). Other keywords go to the program (``selection=``, selection settings,
+    ``model``, ``embedder``, ...); the selection constrains the task's ``attributes`` unless told otherwise."""
+    task = task_named(dataset)
+    if "selection" not in options and "attributes" not in options:
+        options["attributes"] = task.attributes
+    return task.build(pipeline, route=task.route_for(pipeline, route), top_n_paragraphs=top_n_paragraphs,
+                      retrieval=retrieval, **options)
