@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
-EXTRAS ?= local-small,dev,mlflow,ray,serve,ann
+EXTRAS ?= bench,local-small,dev,mlflow,ray,serve,ann
 KDSPY_DATA_DIR ?= $(abspath ../shared/data)
 export KDSPY_DATA_DIR
 
@@ -31,7 +31,7 @@ test-fast: install
 
 ## make demo: offline end to end on the embedded 1.5B model (compile a small TAT-QA program, answer, report)
 demo:
-	$(MAKE) install EXTRAS=local,dev
+	$(MAKE) install EXTRAS=bench,local,dev
 	$(BIN)/kdspy demo --data-dir "$(KDSPY_DATA_DIR)"
 
 bench-selection: install

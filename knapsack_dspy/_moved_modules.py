@@ -1,6 +1,7 @@
 """Modules that moved, importable under their old names (with a ``DeprecationWarning``).
 
-The document-QA application moved under ``knapsack_dspy.docqa`` (DEVELOPERS.md, "Three wings"). Code, scripts and
+The document-QA application moved under ``knapsack_dspy.docqa`` (DEVELOPERS.md, "Three wings"); ``config`` (the data
+and cache directories) is ``paths``. Code, scripts and
 pickles that name a module where it was -- ``knapsack_dspy.metrics.tatqa``, ``knapsack_dspy.execution`` -- get the
 module where it is now: the same module object, so its classes and functions are the ones the package uses.
 """
@@ -29,6 +30,7 @@ MOVED = {
     "knapsack_dspy.signatures": "knapsack_dspy.docqa.signatures",
     "knapsack_dspy.numbers": "knapsack_dspy.docqa.number_text",
     "knapsack_dspy.table_layout": "knapsack_dspy.docqa.table_layout",
+    "knapsack_dspy.config": "knapsack_dspy.paths",
 }
 
 

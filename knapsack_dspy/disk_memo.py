@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 
 __all__ = ["DiskMemo", "package_fingerprint"]
 
@@ -53,7 +53,7 @@ class DiskMemo:
             try:
                 import diskcache  # light, but only needed when a value is asked for
 
-                folder = config.cache_dir() / self.name / package_fingerprint()[:16]
+                folder = paths.cache_dir() / self.name / package_fingerprint()[:16]
                 self._cache = diskcache.Cache(str(folder), size_limit=self.size_limit)
             except Exception as exc:  # noqa: BLE001 - an unusable cache only costs time
                 logger.warning("the %s cache is unavailable (%s); computing instead", self.name, exc)

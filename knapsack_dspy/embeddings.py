@@ -22,7 +22,7 @@ from pathlib import Path
 import diskcache
 import numpy as np
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 from knapsack_dspy._env import apply_openmp_wait_defaults, apply_tokenizers_default
 from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.memo import BoundedMemo
@@ -148,7 +148,7 @@ class TextEmbedder:
         if not self.use_cache:
             return None
         if self._cache is None:
-            path = Path(self.cache_dir) if self.cache_dir else config.cache_dir() / "embeddings"
+            path = Path(self.cache_dir) if self.cache_dir else paths.cache_dir() / "embeddings"
             try:
                 self._cache = diskcache.Cache(str(path), size_limit=2**32)
             except (OSError, sqlite3.Error) as exc:

@@ -15,7 +15,7 @@ PACKAGE = ROOT / "knapsack_dspy"
 # packages on one floor do not import each other).
 LAYERS = {
     # the optimizer wing: the selection engine, the DSPy modules that select, the teleprompter
-    "knapsack_dspy": 0, "knapsack_dspy._env": 0, "knapsack_dspy.config": 0, "knapsack_dspy.memo": 0,
+    "knapsack_dspy": 0, "knapsack_dspy._env": 0, "knapsack_dspy.paths": 0, "knapsack_dspy.memo": 0,
     "knapsack_dspy.file_limits": 0, "knapsack_dspy.messages": 0,
     "knapsack_dspy._commit": 0, "knapsack_dspy.disk_memo": 0,
     "knapsack_dspy.saved_format": 0, "knapsack_dspy.text_holes": 0, "knapsack_dspy.errors": 0,

@@ -12,9 +12,9 @@ from collections import Counter
 import pytest
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.config import ConfigError, data_dir
 from knapsack_dspy.docqa.data import load_examples, load_statutes
 from knapsack_dspy.docqa.data.example_fields import validate_fields
+from knapsack_dspy.paths import ConfigError, data_dir
 
 try:
     DATA = data_dir()

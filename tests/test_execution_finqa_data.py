@@ -14,7 +14,6 @@ import re
 import pytest
 
 import knapsack_dspy  # noqa: F401
-from knapsack_dspy.config import ConfigError, data_dir
 from knapsack_dspy.docqa.metrics.answer_matching import finqa_exact_match
 from knapsack_dspy.docqa.metrics.finqa import program_match
 from knapsack_dspy.docqa.sandbox import (
@@ -24,6 +23,7 @@ from knapsack_dspy.docqa.sandbox import (
     program_to_tokens,
     steps_to_tokens,
 )
+from knapsack_dspy.paths import ConfigError, data_dir
 
 
 def _rows():

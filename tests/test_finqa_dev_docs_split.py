@@ -16,7 +16,6 @@ import pytest
 
 from knapsack_dspy.bench.suites.chosen_questions import chosen_examples
 from knapsack_dspy.bench.suites.suite import RunSpec, SuiteError, suite_from_dict
-from knapsack_dspy.config import ConfigError, data_dir
 from knapsack_dspy.docqa.data import DataError, load_examples
 from knapsack_dspy.docqa.data.document_parts import document_part
 from knapsack_dspy.docqa.data.seeded_order import (
@@ -26,6 +25,7 @@ from knapsack_dspy.docqa.data.seeded_order import (
     in_seeded_order,
     seeded_order,
 )
+from knapsack_dspy.paths import ConfigError, data_dir
 
 FIXTURE = Path(__file__).parent / "fixtures" / "finqa_docs_small.json"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from helpers import HashingEmbedder, WordCounter
 
-from knapsack_dspy.config import ConfigError, data_dir
 from knapsack_dspy.docqa.data import load_examples
 from knapsack_dspy.docqa.data.sara import case_group, parse_sara_case
 from knapsack_dspy.docqa.tasks import build_pipeline
+from knapsack_dspy.paths import ConfigError, data_dir
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
 

@@ -76,10 +76,10 @@ def mlflow_session(args, default_dir, experiment: str, run_name: str, tags: dict
 def setup_caches(args, lm: bool = True) -> None:
     """Point every cache at the chosen folder and switch the LM cache on or off (``lm=False``: no LM will be
     called, so DSPy's LM cache and LiteLLM, ~5 s to import, are left alone)."""
-    from knapsack_dspy import config
+    from knapsack_dspy import paths
 
     if getattr(args, "cache_dir", None):
-        os.environ[config.CACHE_DIR_ENV] = str(args.cache_dir)
+        os.environ[paths.CACHE_DIR_ENV] = str(args.cache_dir)
     if not lm:
         return
     from knapsack_dspy.llm.cache import configure_cache
@@ -88,11 +88,11 @@ def setup_caches(args, lm: bool = True) -> None:
 
 
 def resolve_data_dir(args):
-    from knapsack_dspy import config
+    from knapsack_dspy import paths
 
     try:
-        return config.data_dir(getattr(args, "data_dir", None))
-    except config.ConfigError as exc:
+        return paths.data_dir(getattr(args, "data_dir", None))
+    except paths.ConfigError as exc:
         raise UserError(str(exc)) from None
 
 

@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from knapsack_dspy import config
+    from knapsack_dspy import paths
     from knapsack_dspy.bench.execution.runner import run_suite
     from knapsack_dspy.bench.results.store import load_rows
     from knapsack_dspy.bench.suites.suite import suite_from_dict
@@ -56,7 +56,7 @@ def run(args) -> int:
         raise UserError(f"--questions must be at least 1, got {args.questions}")
     setup_caches(args)
     data_dir = resolve_data_dir(args)
-    out = Path(args.out or config.cache_dir() / "demo")
+    out = Path(args.out or paths.cache_dir() / "demo")
     tune = load_examples("tatqa", split="dev_tune", data_dir=data_dir)
     pool = load_examples("tatqa", split="dev_pool", data_dir=data_dir)
     questions = {ex.id: ex.question for ex in [*tune, *pool]}

@@ -77,11 +77,27 @@ def _one_line_for(exc: Exception, args) -> str | None:
     return None
 
 
+#: what the commands need beyond the base install (the optimizer): the bench extra (pyproject.toml)
+BENCH_EXTRA_MODULES = ("sympy", "matplotlib")
+
+
+def missing_extras() -> list[str]:
+    """The bench extra's modules not installed (looked up, not imported)."""
+    import importlib.util
+
+    return [name for name in BENCH_EXTRA_MODULES if importlib.util.find_spec(name) is None]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
+        return 2
+    missing = missing_extras()
+    if missing:
+        print(f"kdspy {args.command}: error: kdspy needs the bench extra ({', '.join(missing)} not installed): "
+              "pip install 'knapsack-dspy[bench]'", file=sys.stderr)
         return 2
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate from a model prints escaped, not as a crash
         if callable(getattr(stream, "reconfigure", None)):

@@ -23,7 +23,7 @@ from typing import Any
 
 import dspy
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 from knapsack_dspy.llm.call_counter import install_cache_hit_counter, install_call_counter
 
 LM_CACHE_SUBDIR = "lm"
@@ -59,8 +59,8 @@ def key_cache_on_endpoint(cache: Any = None) -> None:
 
 
 def lm_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
-    """``<project cache>/lm`` (see ``knapsack_dspy.config.cache_dir`` for how the project cache is found)."""
-    return config.cache_dir(cache_dir) / LM_CACHE_SUBDIR
+    """``<project cache>/lm`` (see ``knapsack_dspy.paths.cache_dir`` for how the project cache is found)."""
+    return paths.cache_dir(cache_dir) / LM_CACHE_SUBDIR
 
 
 def configure_cache(cache_dir: str | os.PathLike | None = None, enabled: bool = True, *,

@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 from knapsack_dspy._env import apply_openmp_wait_defaults
 from knapsack_dspy.llm.cpu_load import decode_threads_for, other_busy_cores, usable_cores
 from knapsack_dspy.llm.errors import LocalModelError
@@ -249,7 +249,7 @@ _servers_lock = threading.Lock()
 def get_local_server(model: str, cache_dir: str | os.PathLike | None = None, *, start: bool = True) -> LocalServer:
     """The process-wide server of ``local/<name>`` (joining its weights and loading it on first use)."""
     spec = local_model_spec(model)
-    key = (spec.name, str(config.cache_dir(cache_dir)))
+    key = (spec.name, str(paths.cache_dir(cache_dir)))
     with _servers_lock:
         server = _servers.get(key)
         if server is None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 from knapsack_dspy.llm.errors import LocalModelError
 from knapsack_dspy.llm.local_models import LocalModelSpec, local_model_spec
 
@@ -45,7 +45,7 @@ def _spec(model: str | LocalModelSpec) -> LocalModelSpec:
 def model_file_path(model: str | LocalModelSpec, cache_dir: str | os.PathLike | None = None) -> Path:
     """Where the joined GGUF file of ``model`` lives (it may not exist yet)."""
     spec = _spec(model)
-    return config.cache_dir(cache_dir) / "models" / f"{spec.name}.gguf"
+    return paths.cache_dir(cache_dir) / "models" / f"{spec.name}.gguf"
 
 
 def _marker_path(target: Path) -> Path:

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from knapsack_dspy import config, text_holes
+from knapsack_dspy import paths, text_holes
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
 from knapsack_dspy.llm.count_store import TokenCountStore
@@ -203,7 +203,7 @@ class LocalTokenCounter(TokenCounter):
         """Counts persist across processes (a count is a pure function of the verified weights' tokenizer and
         the messages), so a re-run compiles without asking the model server again (``count_store``)."""
         if self._count_store is None:
-            root = config.cache_dir(self._cache_dir) / "token_counts"
+            root = paths.cache_dir(self._cache_dir) / "token_counts"
             self._count_store = TokenCountStore(root / f"{self.model.replace('/', '_')}.sqlite3")
         return self._count_store
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import diskcache
 import numpy as np
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 
 # Fitted weights by (data, labels, C): compiling several selectors over one pool in a process (a bench
 # suite) trains each classifier once. Small: a few (classes x dim) arrays.
@@ -25,7 +25,7 @@ _FIT_LOCK = threading.Lock()
 def _disk_cache():
     """Fitted weights also persist in the project cache (``<cache>/classifiers``), keyed by data and labels."""
     try:
-        return diskcache.Cache(str(config.cache_dir() / "classifiers"), size_limit=2**27)
+        return diskcache.Cache(str(paths.cache_dir() / "classifiers"), size_limit=2**27)
     except Exception:  # noqa: BLE001 - an unwritable cache only costs time
         return None
 

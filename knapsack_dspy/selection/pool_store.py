@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.selection import ann_index
@@ -83,7 +83,7 @@ class PoolStoreError(KnapsackDspyError, ValueError):
 
 def default_store_root() -> Path:
     """Where compiles write pool stores: ``<project cache>/pool_stores``."""
-    return config.cache_dir() / "pool_stores"
+    return paths.cache_dir() / "pool_stores"
 
 
 def store_search_dirs() -> tuple[Path, ...]:

@@ -14,8 +14,8 @@ import sys
 import time
 from collections import Counter
 
-from knapsack_dspy.config import ConfigError, data_dir
 from knapsack_dspy.docqa.data import DataError, load_examples, load_statutes
+from knapsack_dspy.paths import ConfigError, data_dir
 
 SPLITS = (("tatqa", "dev"), ("tatqa", "dev_pool"), ("tatqa", "dev_tune"), ("finqa_cases", "train"),
           ("finqa_cases", "dev"), ("sara", "train"))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 from knapsack_dspy.docqa.data.document_parts import document_part
 from knapsack_dspy.docqa.data.errors import DataError, LoadReport, SkippedRecord
 from knapsack_dspy.docqa.data.example_fields import make_example
@@ -130,8 +130,8 @@ def _split_sources(dataset: str, split: str, data_dir) -> list[tuple[Path, str]]
 def _whole_split_file(dataset: str, split: str, data_dir) -> Path:
     spec = _spec(dataset)
     try:
-        folder = config.data_dir(data_dir) / spec.folder
-    except config.ConfigError as exc:
+        folder = paths.data_dir(data_dir) / spec.folder
+    except paths.ConfigError as exc:
         raise DataError(str(exc)) from None
     for pattern in spec.file_patterns:
         candidate = folder / pattern.format(split=split)
@@ -208,7 +208,7 @@ def load_examples(dataset: str, split: str | None = None, data_dir: str | os.Pat
         if split is None:
             raise DataError(f"source {source!r} needs a split (e.g. split='train')")
         dataset_id = str(source)[len("hub:"):]
-        pieces = [(read_hub_rows(dataset_id, split, cache_dir=config.cache_dir() / "hf_datasets"),
+        pieces = [(read_hub_rows(dataset_id, split, cache_dir=paths.cache_dir() / "hf_datasets"),
                    f"hub:{dataset_id}", "")]
     elif path is not None:
         pieces = [(None, str(Path(path)), "")]

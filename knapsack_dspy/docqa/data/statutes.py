@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from knapsack_dspy import config
+from knapsack_dspy import paths
 from knapsack_dspy.docqa.data.errors import DataError
 
 __all__ = ["load_statutes"]
@@ -29,8 +29,8 @@ def load_statutes(data_dir: str | os.PathLike | None = None, path: str | os.Path
     """
     if path is None:
         try:
-            folder = config.data_dir(data_dir) / "sara" / "statutes"
-        except config.ConfigError as exc:
+            folder = paths.data_dir(data_dir) / "sara" / "statutes"
+        except paths.ConfigError as exc:
             raise DataError(str(exc)) from None
     else:
         folder = Path(path)
