@@ -5,8 +5,9 @@ Every class keeps its old built-in base too (``ValueError``, ``RuntimeError``, .
 still does. The tree (``docs/errors.md``)::
 
     KnapsackDspyError
-    ├── ConfigError                      paths, the cache, the project's configuration
+    ├── ConfigError                      the data and cache directories (paths)
     ├── DataError                        a data set's file or record (``QueryInputError``: a query's inputs)
+    ├── UnknownTaskError                 a data set no task is registered for (docqa.tasks)
     ├── FileLimitError, DuplicateKeyError   a file we were given is too large or malformed (file_limits)
     ├── StatuteParseError                a statute text that does not parse
     ├── ProgramError                     a FinQA DSL program that does not parse
