@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from knapsack_dspy import paths
-from knapsack_dspy.docqa.data.document_parts import document_part
+from knapsack_dspy.docqa.data.document_parts import in_part
 from knapsack_dspy.docqa.data.errors import DataError, LoadReport, SkippedRecord
 from knapsack_dspy.docqa.data.example_fields import make_example
 from knapsack_dspy.docqa.data.finqa import parse_finqa_record
@@ -66,12 +66,15 @@ FINQA_PARTS = (("train_docs_pool", (("train_docs", "pool"),)), ("train_docs_eval
                ("dev_docs_pool", (("dev_docs", "pool"),)), ("dev_docs_tune", (("dev_docs", "eval"),)),
                ("docs_pool", (("train_docs", ""), ("dev_docs", "pool"))))
 
+#: TAT-QA's pool cut in two halves by document (``document_parts``, folds): cross-fitting on the pool alone.
+TATQA_FOLDS = (("dev_pool_fold0", (("dev_pool", "fold0"),)), ("dev_pool_fold1", (("dev_pool", "fold1"),)))
+
 DATASETS: dict[str, DatasetSpec] = {
     "tatqa": DatasetSpec(
         "tatqa", "tatqa",
         ("{split}.json.gz", "{split}.json", "{split}.jsonl", "tatqa_dataset_{split}.json"),
-        _ignore_split(parse_tatqa_record), ("dev", "dev_pool", "dev_tune"), record_size=record_size,
-        not_splits=("dev_sample_prediction",)),
+        _ignore_split(parse_tatqa_record), ("dev", "dev_pool", "dev_tune", *(name for name, _ in TATQA_FOLDS)),
+        record_size=record_size, not_splits=("dev_sample_prediction",), parts=TATQA_FOLDS),
     "finqa": DatasetSpec(
         "finqa", "finqa", ("{split}.json", "{split}.json.gz", "{split}.jsonl"),
         _ignore_split(parse_finqa_record),
@@ -264,7 +267,7 @@ def _load_records(records: list, origin: str, part: str, parse: Callable, spec: 
             if isinstance(result, DataError):
                 reject(result, index)
                 continue
-            if part and document_part(result["doc_id"]) != part:
+            if part and not in_part(result["doc_id"], part):
                 continue  # the other part's document
             first = seen.get(result["id"])
             if first is not None:
