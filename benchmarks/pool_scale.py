@@ -160,7 +160,8 @@ def measured_costs(real, counter_model: str, limit: int, batched_demos: int = 0)
     """Token costs of the real demos one at a time and batched (fresh counters: nothing memoised)."""
     from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
     from knapsack_dspy.llm.count_store import TokenCountStore
-    from knapsack_dspy.llm.token_counter import LocalTokenCounter, get_token_counter
+    from knapsack_dspy.llm.local_token_counter import LocalTokenCounter
+    from knapsack_dspy.llm.token_counter import get_token_counter
     from knapsack_dspy.modules.compiled_programs import predictor_at
     from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 
@@ -232,7 +233,7 @@ def case_coverage_state(real) -> dict:
 
 def batched_path(model) -> str:
     """How the batched costs were counted (what ``demo_costs`` used)."""
-    from knapsack_dspy.llm.token_counter import LocalTokenCounter
+    from knapsack_dspy.llm.local_token_counter import LocalTokenCounter
 
     template = model._template is not None and model._template.active
     formatting = "demos from the signature's template" if template else "demos formatted by the adapter"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from knapsack_dspy import disk_memo
-from knapsack_dspy.llm import local_server, token_counter
+from knapsack_dspy.llm import local_server, local_token_counter
 from knapsack_dspy.llm.gguf_tokenizer import GGUFError, read_tokenizer_metadata, tokenizer_fingerprint
 from knapsack_dspy.llm.local_models import LOCAL_MODELS, same_tokenizer
+from knapsack_dspy.llm.local_token_counter import LocalTokenCounter
 from knapsack_dspy.llm.local_weights import LocalWeightsError
-from knapsack_dspy.llm.token_counter import LocalTokenCounter
 
 BIG, SMALL = "local/qwen2.5-coder-1.5b-instruct", "local/qwen2.5-coder-0.5b-instruct"
 
@@ -81,7 +81,7 @@ def test_the_small_model_counts_for_the_big_one_when_it_is_installed(monkeypatch
         return Server()
 
     monkeypatch.setattr(local_server, "get_local_server", fake_server)
-    monkeypatch.setattr(token_counter, "check_local_weights", lambda spec, cache_dir=None: None)
+    monkeypatch.setattr(local_token_counter, "check_local_weights", lambda spec, cache_dir=None: None)
     counter = LocalTokenCounter(BIG)
     assert counter.counting_model() == SMALL
     assert counter.count_text("one two three") == 3 and loaded == [SMALL]
@@ -91,7 +91,7 @@ def test_the_small_model_counts_for_the_big_one_when_it_is_installed(monkeypatch
         if spec.model == SMALL:
             raise LocalWeightsError("not installed")
 
-    monkeypatch.setattr(token_counter, "check_local_weights", small_missing)
+    monkeypatch.setattr(local_token_counter, "check_local_weights", small_missing)
     assert LocalTokenCounter(BIG).counting_model() == BIG  # the model itself when the small one is absent
 
 

@@ -10,12 +10,8 @@ import pytest
 import tiktoken
 
 from knapsack_dspy.llm.errors import LLMConfigError
-from knapsack_dspy.llm.token_counter import (
-    LiteLLMTokenCounter,
-    LocalTokenCounter,
-    context_window_of,
-    get_token_counter,
-)
+from knapsack_dspy.llm.local_token_counter import LocalTokenCounter
+from knapsack_dspy.llm.token_counter import LiteLLMTokenCounter, context_window_of, get_token_counter
 
 SYSTEM = {"role": "system", "content": "You answer questions about financial tables."}
 USER = {"role": "user", "content": "What was the change in revenue from 2019 to 2020, in percent?"}

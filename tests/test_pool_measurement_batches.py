@@ -15,11 +15,12 @@ from knapsack_dspy import text_holes
 from knapsack_dspy.docqa.data import load_examples
 from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.embeddings import TextEmbedder
-from knapsack_dspy.llm import token_counter
+from knapsack_dspy.llm import local_token_counter
 from knapsack_dspy.llm.bpe_tokenizer import bpe_encoding
 from knapsack_dspy.llm.count_store import TokenCountStore
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
-from knapsack_dspy.llm.token_counter import LiteLLMTokenCounter, LocalTokenCounter
+from knapsack_dspy.llm.local_token_counter import LocalTokenCounter
+from knapsack_dspy.llm.token_counter import LiteLLMTokenCounter
 from knapsack_dspy.modules.compiled_programs import predictor_at
 from knapsack_dspy.modules.demo_templates import DemoTemplate
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
@@ -122,7 +123,7 @@ def test_a_tokenizer_in_process_is_used_only_while_it_counts_as_the_server(tmp_p
     assert counter._bpe and server.tokenized == 10  # every prompt of the first batch checked (fewer than 16)
     assert counter.count_messages_batch(conversations(30)[10:]) == [
         stub_counter(tmp_path / "two", StubServer(), monkeypatch)._count_messages(m) for m in conversations(30)[10:]]
-    assert server.tokenized == 10 + token_counter.BPE_CHECKS  # then a few prompts of a batch
+    assert server.tokenized == 10 + local_token_counter.BPE_CHECKS  # then a few prompts of a batch
     accented = [[{"role": "user", "content": f"caf\u00e9 {i}"}] for i in range(5)]
     expected = [stub_counter(tmp_path / "three", StubServer(), monkeypatch)._count_messages(m) for m in accented]
     assert counter.count_messages_batch(accented) == expected  # it counted differently: the server counts

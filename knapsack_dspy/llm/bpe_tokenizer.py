@@ -10,7 +10,7 @@ their ids, the control and user-defined tokens as special tokens, found in the t
 merge index (llama.cpp): :func:`bpe_encoding` checks that the merges' results have increasing ids and returns
 ``None`` otherwise. tiktoken encodes the same prompts ~7x faster, in threads.
 
-The counter does not take this on trust (``token_counter.LocalTokenCounter``): it compares the encoding's counts
+The counter does not take this on trust (``local_token_counter.LocalTokenCounter``): it compares the encoding's counts
 with the server's on a sample of its first batch and on a few prompts of every batch, and a difference switches it
 off (a warning; the server counts from then on). Measured identical on every demo prompt of the real TAT-QA and
 FinQA pools (``tests/test_pool_measurement_batches.py``).

@@ -35,7 +35,7 @@ def document_part(doc_id: str) -> str:
 
 def document_fold(doc_id: str) -> str:
     """``"fold0"`` or ``"fold1"`` for a document id (see the module docstring)."""
-    return FOLDS[int(hashlib.sha256(f"fold:{doc_id}".encode("utf-8")).hexdigest(), 16) % 2]
+    return FOLDS[int(hashlib.sha256(f"fold:{doc_id}".encode()).hexdigest(), 16) % 2]
 
 
 def in_part(doc_id: str, part: str) -> bool:
