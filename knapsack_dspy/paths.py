@@ -35,7 +35,7 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
     if not path.is_dir():
         raise ConfigError(
             f"data directory {str(path)!r} (from {source}) does not exist; "
-            f"pass --data-dir or set {DATA_DIR_ENV} to the folder holding tatqa/, finqa/ and sara/"
+            f"pass --data-dir or set {DATA_DIR_ENV} to the folder holding the data sets' folders"
         )
     return path.resolve()
 

@@ -2,6 +2,7 @@
 package without DSPy, no selector names tested outside the registry, own imports at the top of modules."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -197,6 +198,31 @@ def test_the_optimizer_imports_alone():
     # a ratchet: 54 today (built-in selectors and local-model token counting load when first asked for; pool
     # stores, latency prediction and the LM attribute predictor still load with every selection); the issue asks 40
     assert len(loaded) <= 54, loaded
+
+
+#: names of the application's data sets and attributes: the optimizer's code (outside its docstrings and comments,
+#: which may cite measurements) writes none of them
+DOMAIN_NAMES = re.compile(r"\b(tatqa|tat-qa|finqa|finqa_cases|sara|gsm8k|modality|answer_type|program_template|"
+                          r"derivation)\b", re.IGNORECASE)
+
+
+def _docstring_ids(tree) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def test_the_optimizer_names_no_data_set_and_no_attribute():
+    found = []
+    for name, path in MODULES.items():
+        if wing_of(name) != "optimizer" or name == FACADE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = _docstring_ids(tree)
+        found += [f"{path.relative_to(ROOT)}:{node.lineno} {node.value[:60]!r}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and DOMAIN_NAMES.search(node.value)]
+    assert found == []
 
 
 def test_own_modules_are_imported_at_the_top_outside_the_cli():
