@@ -28,6 +28,7 @@ from knapsack_dspy.bench.results.row_schema import ResultRow, as_row
 from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, ResultsStore, rows_file
 from knapsack_dspy.bench.scoring.example_scores import score_prediction, selection_quality
 from knapsack_dspy.docqa.pipelines.pipeline import load_program
+from knapsack_dspy.docqa.pipelines.pipeline_names import PROGRAM_PIPELINES
 from knapsack_dspy.errors import KnapsackDspyError
 
 R = ResultRow
@@ -38,8 +39,6 @@ SCORE_FIELDS = (R.gold, R.gold_scale, R.em, R.f1, R.correct, R.program_correct, 
                 R.within_10pct, R.authors_rule, R.case_type, R.score_error)
 #: Row fields of the model-free selection quality (``bench.scoring.example_scores.selection_quality``).
 SELECTION_FIELDS = (R.gold_case_hit, R.program_score, R.attribute_match_modality, R.attribute_match_answer_type)
-# Pipelines whose ``output`` is a program the FinQA metric executes (the others' output is reasoning text).
-_PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")
 
 
 class RescoreError(KnapsackDspyError, ValueError):
@@ -48,7 +47,7 @@ class RescoreError(KnapsackDspyError, ValueError):
 
 def _prediction(row: ResultRow) -> SimpleNamespace:
     pipeline = row.spec.get("pipeline")
-    program = row.output if pipeline in _PROGRAM_PIPELINES else None
+    program = row.output if pipeline in PROGRAM_PIPELINES else None
     language = "python" if pipeline == "python_pot" else "finqa"  # "pot" on FinQA writes the DSL
     return SimpleNamespace(answer=row.answer, scale=row.scale, program=program, language=language)
 

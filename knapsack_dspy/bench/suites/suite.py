@@ -48,13 +48,8 @@ from typing import Any
 from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES, is_dspy_baseline
 from knapsack_dspy.bench.suites.schema import group_model, group_problems, run_problems
 from knapsack_dspy.bench.suites.selection_settings import config_values, with_selection_settings
-from knapsack_dspy.docqa.pipelines.pipeline import (
-    AUTO_ROUTE,
-    DEFAULT_DEMO_TABLE_ROWS,
-    DEMO_PARAGRAPHS,
-    DEMO_TABLES,
-    ROUTINGS,
-)
+from knapsack_dspy.docqa.pipelines.pipeline import DEFAULT_DEMO_TABLE_ROWS, DEMO_PARAGRAPHS, DEMO_TABLES
+from knapsack_dspy.docqa.pipelines.pipeline_names import AUTO_ROUTE, ROUTINGS
 from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES
 from knapsack_dspy.docqa.tasks import TASKS
 from knapsack_dspy.errors import KnapsackDspyError

@@ -39,6 +39,12 @@ from knapsack_dspy.docqa.data.tatqa_evidence import context_rows, evidence_sente
 from knapsack_dspy.docqa.metrics.selection_proxies import selection_proxies
 from knapsack_dspy.docqa.pipelines.answer_type_router import EXTRACT_TYPES, AnswerTypeRouter
 from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
+from knapsack_dspy.docqa.pipelines.pipeline_names import (
+    DOCUMENT_PIPELINES,
+    PROGRAM_PIPELINES,
+    ROUTINGS,
+    STATUTE_PIPELINES,
+)
 from knapsack_dspy.docqa.pipelines.pool_attributes import pool_attribute_functions
 from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
 from knapsack_dspy.docqa.solvers import make_document_solver, make_statute_solver
@@ -55,16 +61,6 @@ from knapsack_dspy.saved_format import PIPELINE_SPEC_VERSION, pipeline_spec_argu
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 from knapsack_dspy.selection.pool_store import searching, stores_beside
 
-DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
-PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
-#: How a DocumentQA answers: one solver (None), or routed by answer type between extraction and a program.
-ROUTINGS = (None, "extract_compute")
-#: ``build_pipeline(route=AUTO_ROUTE)`` (its default), a suite's and ``kdspy compile``'s: the task's default route
-#: (``docqa.tasks``: TAT-QA's program pipeline routed by answer type, no route elsewhere).
-AUTO_ROUTE = "auto"
-
-
-STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
 #: What a TAT-QA demo's table shows: ``"all"`` (as a query's table) or ``"gold_rows"`` (its header rows, the rows
 #: its gold solution reads and their context up to ``demo_table_rows`` body rows: ``DocumentQA._demo_retrieved``).
 DEMO_TABLES = ("all", "gold_rows")

@@ -7,9 +7,8 @@ from knapsack_dspy.docqa.tasks.task import (
     Task,
     UnknownTaskError,
     build_pipeline,
-    document_program,
     register_task,
     task_named,
 )
 
-__all__ = ["TASKS", "Task", "UnknownTaskError", "build_pipeline", "document_program", "register_task", "task_named"]
+__all__ = ["TASKS", "Task", "UnknownTaskError", "build_pipeline", "register_task", "task_named"]

@@ -8,10 +8,13 @@ from typing import Any
 from knapsack_dspy.docqa.data.loader import DATASETS
 from knapsack_dspy.docqa.metrics.answer_matching import finqa_exact_match, kdspy_lenient_match
 from knapsack_dspy.docqa.metrics.finqa import check_program, execution_match, score_finqa_files
-from knapsack_dspy.docqa.tasks.task import Task, document_program, register_task
+from knapsack_dspy.docqa.tasks.task import Task, register_task
 from knapsack_dspy.messages import one_line
 
-__all__ = ["FINQA", "build_finqa_program", "score_answer"]
+__all__ = ["FINQA", "FINQA_PROGRAM", "score_answer"]
+
+#: pot writes the FinQA DSL, python_pot Python with FinQA's answer rules (``programs.build_finqa_program``)
+FINQA_PROGRAM = "knapsack_dspy.docqa.tasks.programs:build_finqa_program"
 
 
 def score_answer(example, prediction) -> dict[str, Any]:
@@ -42,18 +45,8 @@ def score_answer(example, prediction) -> dict[str, Any]:
     return row
 
 
-def build_finqa_program(pipeline: str, **options):
-    """FinQA's programs: ``pot`` writes the FinQA DSL (``finqa_pot``); ``python_pot`` writes Python with FinQA's
-    answer rules (``conventions="finqa"``)."""
-    if pipeline == "pot":
-        pipeline = "finqa_pot"
-    if pipeline == "python_pot":
-        options.setdefault("conventions", "finqa")
-    return document_program(pipeline, **options)
-
-
 FINQA = register_task(Task(
     name="finqa", files=DATASETS["finqa"], score=score_answer, score_name="execution accuracy",
-    build=build_finqa_program, file_scorer=score_finqa_files,
+    build=FINQA_PROGRAM, file_scorer=score_finqa_files,
     file_figures=(("execution_accuracy", "execution accuracy (%)"), ("program_accuracy", "program accuracy (%)")),
     description="FinQA: financial reports, table + text, computed answers; execution and program accuracy"))

@@ -7,10 +7,10 @@ from typing import Any
 
 from knapsack_dspy.docqa.data.loader import DATASETS
 from knapsack_dspy.docqa.metrics.sara import score_sara_files, score_sara_prediction
-from knapsack_dspy.docqa.pipelines.pipeline import STATUTE_PIPELINES, StatuteQA
+from knapsack_dspy.docqa.pipelines.pipeline_names import STATUTE_PIPELINES
 from knapsack_dspy.docqa.tasks.task import Task, register_task
 
-__all__ = ["SARA", "build_statute_program", "score_answer"]
+__all__ = ["SARA", "score_answer"]
 
 
 def score_answer(example, prediction) -> dict[str, Any]:
@@ -25,17 +25,10 @@ def score_answer(example, prediction) -> dict[str, Any]:
             "authors_rule": score.authors_rule, "case_type": score.case_type}
 
 
-def build_statute_program(pipeline: str, *, route: str | None = None, retrieval: str | None = None,
-                          top_n_paragraphs: int | None = None, **options) -> StatuteQA:
-    """``StatuteQA`` (``retrieval``: its statute strategy, default mentioned_only; no route, no paragraphs)."""
-    if route:
-        raise ValueError(f"route={route!r} routes table + text questions; SARA has none")
-    return StatuteQA(pipeline=pipeline, retrieval=retrieval or "mentioned_only", **options)
-
-
 SARA = register_task(Task(
     name="sara", files=DATASETS["sara"], score=score_answer, score_name="accuracy", pipelines=STATUTE_PIPELINES,
-    build=build_statute_program, routable=False, takes_statute_budget=True, attributes=(),
+    build="knapsack_dspy.docqa.tasks.programs:build_statute_program", routable=False, takes_statute_budget=True,
+    attributes=(),
     compile_splits=("train", "train"), file_scorer=score_sara_files,
     file_figures=(("accuracy", "accuracy (%)"), ("entailment_accuracy", "entailment accuracy (%)"),
                   ("numerical_accuracy", "numerical accuracy, exact $ (%)"),

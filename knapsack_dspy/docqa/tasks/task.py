@@ -10,6 +10,7 @@ data set's name. A new data set is one task module plus its record parser and it
 
 from __future__ import annotations
 
+import importlib
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -17,21 +18,17 @@ from typing import Any
 
 from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
 from knapsack_dspy.docqa.data.loader import DatasetSpec, register_dataset
-from knapsack_dspy.docqa.pipelines.pipeline import AUTO_ROUTE, DOCUMENT_PIPELINES, PROGRAM_PIPELINES, DocumentQA
+from knapsack_dspy.docqa.pipelines.pipeline_names import AUTO_ROUTE, DOCUMENT_PIPELINES, PROGRAM_PIPELINES
 from knapsack_dspy.errors import KnapsackDspyError
 
-__all__ = ["TASKS", "Task", "UnknownTaskError", "build_pipeline", "document_program", "register_task", "task_named"]
+__all__ = ["DOCUMENT_PROGRAM", "TASKS", "Task", "UnknownTaskError", "build_pipeline", "register_task", "task_named"]
+
+#: what a document task builds unless it says otherwise: a ``DocumentQA`` (``programs.document_program``)
+DOCUMENT_PROGRAM = "knapsack_dspy.docqa.tasks.programs:document_program"
 
 
 class UnknownTaskError(KnapsackDspyError, ValueError):
     """No task of that name is registered (the message lists those that are)."""
-
-
-def document_program(pipeline: str, *, route: str | None = None, top_n_paragraphs: int | None = 3,
-                     retrieval: str | None = None, **options) -> DocumentQA:
-    """A table + text program (``DocumentQA``): what a document task builds unless it says otherwise
-    (``retrieval``, a statute strategy, does not apply)."""
-    return DocumentQA(pipeline=pipeline, top_n_paragraphs=top_n_paragraphs, route=route or None, **options)
 
 
 def _no_route(pipeline: str) -> str | None:
@@ -43,7 +40,8 @@ class Task:
     """One data set as the harness uses it (see the module docstring).
 
     ``build(pipeline, route=..., top_n_paragraphs=..., retrieval=..., **options)`` returns the program answering
-    the task's questions (``route`` already resolved: ``default_route(pipeline)`` unless a suite or the command
+    the task's questions (a function, or ``"module:function"``, imported when a program is built: reading the
+    registry loads no DSPy) (``route`` already resolved: ``default_route(pipeline)`` unless a suite or the command
     names one); ``score(example, prediction)`` the score fields of one answer (never called for a question that
     was not answered); ``score_on_error``: the fields a failed scoring sets beside ``correct=False``;
     ``file_scorer(gold, predictions)`` / ``file_figures``: ``kdspy score``'s official file format and the figures
@@ -54,7 +52,7 @@ class Task:
     score: Callable[[Any, Any], dict]
     score_name: str = "accuracy"
     pipelines: tuple[str, ...] = DOCUMENT_PIPELINES
-    build: Callable[..., Any] = document_program
+    build: Callable[..., Any] | str = DOCUMENT_PROGRAM
     default_route: Callable[[str], str | None] = _no_route
     routable: bool = True
     takes_statute_budget: bool = False
@@ -70,10 +68,20 @@ class Task:
             raise ValueError(f"a task's name is a non-empty string, got {self.name!r}")
         if not isinstance(self.files, DatasetSpec) or self.files.name != self.name:
             raise ValueError(f"task {self.name!r}: files must be the DatasetSpec named {self.name!r}")
-        if not callable(self.score) or not callable(self.build):
-            raise ValueError(f"task {self.name!r}: score and build must be functions")
+        if not callable(self.score):
+            raise ValueError(f"task {self.name!r}: score must be a function")
+        if not (callable(self.build) or (isinstance(self.build, str) and ":" in self.build)):
+            raise ValueError(f"task {self.name!r}: build must be a function or 'module:function'")
         if not self.pipelines:
             raise ValueError(f"task {self.name!r}: no pipeline answers it")
+
+    def program(self, pipeline: str, **options):
+        """The program answering this task's questions with ``pipeline`` (``build``)."""
+        build = self.build
+        if isinstance(build, str):
+            module, _, name = build.partition(":")
+            build = getattr(importlib.import_module(module), name)
+        return build(pipeline, **options)
 
     def route_for(self, pipeline: str, route: str | None) -> str | None:
         """The route a program takes: ``AUTO_ROUTE`` -> ``default_route(pipeline)``; ``""`` / ``None``: none."""
@@ -123,5 +131,5 @@ def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: 
     task = task_named(dataset)
     if "selection" not in options and "attributes" not in options:
         options["attributes"] = task.attributes
-    return task.build(pipeline, route=task.route_for(pipeline, route), top_n_paragraphs=top_n_paragraphs,
-                      retrieval=retrieval, **options)
+    return task.program(pipeline, route=task.route_for(pipeline, route), top_n_paragraphs=top_n_paragraphs,
+                        retrieval=retrieval, **options)
