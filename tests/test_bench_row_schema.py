@@ -27,7 +27,9 @@ from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adap
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", ROOT.parent / "shared" / "data"))
-COMMITTED = sorted((ROOT / "benchmarks" / "results").rglob("predictions.jsonl*"))
+# the maintained results and the finished experiments' (experiments/<topic>/results)
+COMMITTED = sorted([*(ROOT / "benchmarks" / "results").rglob("predictions.jsonl*"),
+                    *(ROOT / "experiments").glob("*/results/**/predictions.jsonl*")])
 
 
 def test_every_field_is_declared_once_with_its_kind_and_meaning():

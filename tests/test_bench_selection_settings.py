@@ -18,7 +18,9 @@ from knapsack_dspy.cli.main import UserError
 from knapsack_dspy.selection.config import SelectionConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMITTED = sorted((ROOT / "benchmarks" / "results").rglob("predictions.jsonl*"))
+# the maintained results and the finished experiments' (experiments/<topic>/results)
+COMMITTED = sorted([*(ROOT / "benchmarks" / "results").rglob("predictions.jsonl*"),
+                    *(ROOT / "experiments").glob("*/results/**/predictions.jsonl*")])
 SETTINGS = [f.name for f in dataclasses.fields(SelectionConfig)]
 # a value other than the default for each setting (a setting added since without one is checked at its default)
 OTHER_VALUES = {"selector": "kate", "max_exemplars": 3, "budget": 1024, "reserve_output_tokens": 128,

@@ -9,7 +9,7 @@ empty cache folder (the embedder, the token-counting model and every cache start
 
     python experiments/throughput/compile_time.py [--runs 3] [--cold] [--json out.json]
 
-Timings depend on the machine's load (printed): measure on an idle machine for the README.
+Timings depend on the machine's load (printed): measure on an idle machine for docs/results.md.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ version of the code and loads the model before the first question.
     python experiments/throughput/throughput.py run [--limit 100] [--chunk 25] [--modes seer,hybrid,static]
                                         [--variants baseline,after] [--loads quiet,busy]
     python experiments/throughput/throughput.py run --cells baseline-seer,after-seer-latency16 --loads quiet  # chosen cells
-    python experiments/throughput/throughput.py report [--json t.json]   # the README table (from whatever is done)
+    python experiments/throughput/throughput.py report [--json t.json]   # docs/results.md's table (from whatever is done)
 
 The report gives per cell: questions, questions per hour (3,600 / mean seconds per question, from the rows'
 ``latency_s``), EM, the prompt-cache hit rate (prompt tokens reused / all prompt tokens, from the calls'

@@ -1,8 +1,8 @@
 """``kdspy demo``: the product end to end, offline, on the embedded model.
 
-Compiles the best measured TAT-QA configuration (the README's "Answer quality": the routed pipeline -- span
-questions extracted, the others answered by a program we execute -- with the default selector, budget 2,048
-tokens, at most 4 exemplars; pool: dev_pool) and answers a few dev_tune questions with the embedded
+Compiles the best measured TAT-QA configuration (docs/results.md, "After the answer-quality work": the routed
+pipeline -- span questions extracted, the others answered by a program we execute -- with the default selector,
+budget 2,048 tokens, at most 4 exemplars; pool: dev_pool) and answers a few dev_tune questions with the embedded
 Qwen2.5-Coder model. The questions are picked by a rule, not by their answers: the first dev_tune question of each
 answer type in turn (arithmetic, span, count, multi-span), in the file's order. For each question it prints what
 the prompt held (the exemplars' questions, the prompt's tokens against the budget), the answer with a right /
@@ -21,8 +21,8 @@ from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 if TYPE_CHECKING:  # the package loads inside run() (fast --help)
     from knapsack_dspy.bench.results.row_schema import ResultRow
 
-#: The configuration the demo runs: the best measured one (README, "Answer quality"); the selector is the
-#: package default (``SelectionConfig``).
+#: The configuration the demo runs: the best measured one (docs/results.md, "After the answer-quality work"); the
+#: selector is the package default (``SelectionConfig``).
 DEMO_SETTINGS = {"dataset": "tatqa", "pool_split": "dev_pool", "eval_split": "dev_tune", "pipeline": "pot",
                  "route": "extract_compute", "budget": 2048, "max_exemplars": 4,
                  "attributes": ["modality", "answer_type"]}

@@ -72,9 +72,9 @@ class _Selectors(Mapping):
 
 
 SELECTORS = _Selectors()
-#: The selector a config gets unless it names one: the best measured (README, "Answer quality": on 40 held-out
+#: The selector a config gets unless it names one: the best measured (docs/core.md, "Which selector": on 40 held-out
 #: TAT-QA questions, KATE within budget 60.0 % right, SEER 45.0, difference 90 % interval [-25, -7.5] points),
-#: until the selection-objective work measures better (docs/core.md, "Which selector").
+#: until the selection-objective work measures better (docs/results.md, "The knapsack against its greedy").
 DEFAULT_SELECTOR = "kate_within_budget"
 #: The selector a ``--mode`` chooses when none is named (per_query: SEER's knapsack per query).
 MODE_SELECTORS = {"per_query": DEFAULT_SELECTOR, "static": "static", "hybrid": "hybrid"}
