@@ -29,29 +29,33 @@ _ANSWER_RULES = """\
 - Plain statements only: no imports, no functions, no print.
 """
 
-PYTHON_CONVENTIONS = """\
-Conventions for the program:
+# How a program gets its numbers, in the two styles (SEER's literal copies; look-ups by the table's labels).
+_LITERAL_STYLE = """\
 - Copy each number you need from the table or the text into a variable named after what it is, with a
   comment saying where it is (row and column): revenue_2019 = 4411  # Revenue, 2019
   Write numbers without commas; "(1,234)" in a table is -1234.
-""" + _ANSWER_RULES + """
-Example:
-revenue_2019 = 4411  # Revenue, 2019
+"""
+_LITERAL_EXAMPLE = """revenue_2019 = 4411  # Revenue, 2019
 revenue_2018 = 4044  # Revenue, 2018
-ans = (revenue_2019 - revenue_2018) / revenue_2018 * 100"""
-
-PYTHON_LOOKUP_CONVENTIONS = """\
-Conventions for the program:
+ans = (revenue_2019 - revenue_2018) / revenue_2018"""
+_LOOKUP_STYLE = """\
 - `table["row label", "column label"]` reads a cell by the labels shown in the table: the first cell of a
   row and a column's heading, exactly as shown. It returns a number: "$1,234.5" -> 1234.5,
   "(123)" -> -123.0, "12%" -> 12.0.
 - Bind each number read from the table to table_query_0, table_query_1, ..., and each number copied from
   the text to text_variable_0, text_variable_1, ... (written without commas: 1234.5).
-""" + _ANSWER_RULES + """
-Example:
-table_query_0 = table["Revenue", "2019"]
+"""
+_LOOKUP_EXAMPLE = """table_query_0 = table["Revenue", "2019"]
 table_query_1 = table["Revenue", "2018"]
-ans = (table_query_0 - table_query_1) / table_query_1 * 100"""
+ans = (table_query_0 - table_query_1) / table_query_1"""
+
+
+def _conventions(style: str, answer_rules: str, example: str) -> str:
+    return f"Conventions for the program:\n{style}{answer_rules}\nExample:\n{example}"
+
+
+PYTHON_CONVENTIONS = _conventions(_LITERAL_STYLE, _ANSWER_RULES, _LITERAL_EXAMPLE + " * 100")
+PYTHON_LOOKUP_CONVENTIONS = _conventions(_LOOKUP_STYLE, _ANSWER_RULES, _LOOKUP_EXAMPLE + " * 100")
 
 # FinQA's answers (what its official evaluation compares): a number (a percentage as a ratio) or yes / no.
 _FINQA_ANSWER_RULES = """\
@@ -62,29 +66,8 @@ _FINQA_ANSWER_RULES = """\
 - Plain statements only: no imports, no functions, no print.
 """
 
-FINQA_PYTHON_CONVENTIONS = """\
-Conventions for the program:
-- Copy each number you need from the table or the text into a variable named after what it is, with a
-  comment saying where it is (row and column): revenue_2019 = 4411  # Revenue, 2019
-  Write numbers without commas; "(1,234)" in a table is -1234.
-""" + _FINQA_ANSWER_RULES + """
-Example:
-revenue_2019 = 4411  # Revenue, 2019
-revenue_2018 = 4044  # Revenue, 2018
-ans = (revenue_2019 - revenue_2018) / revenue_2018"""
-
-FINQA_PYTHON_LOOKUP_CONVENTIONS = """\
-Conventions for the program:
-- `table["row label", "column label"]` reads a cell by the labels shown in the table: the first cell of a
-  row and a column's heading, exactly as shown. It returns a number: "$1,234.5" -> 1234.5,
-  "(123)" -> -123.0, "12%" -> 12.0.
-- Bind each number read from the table to table_query_0, table_query_1, ..., and each number copied from
-  the text to text_variable_0, text_variable_1, ... (written without commas: 1234.5).
-""" + _FINQA_ANSWER_RULES + """
-Example:
-table_query_0 = table["Revenue", "2019"]
-table_query_1 = table["Revenue", "2018"]
-ans = (table_query_0 - table_query_1) / table_query_1"""
+FINQA_PYTHON_CONVENTIONS = _conventions(_LITERAL_STYLE, _FINQA_ANSWER_RULES, _LITERAL_EXAMPLE)
+FINQA_PYTHON_LOOKUP_CONVENTIONS = _conventions(_LOOKUP_STYLE, _FINQA_ANSWER_RULES, _LOOKUP_EXAMPLE)
 
 FINQA_DSL_CONVENTIONS = """\
 The program is a comma-separated list of steps `operation(argument1, argument2)`.
