@@ -21,7 +21,7 @@ from knapsack_dspy.llm.cpu_load import usable_cores
 from knapsack_dspy.llm.errors import LLMError
 from knapsack_dspy.llm.local_models import local_context_window, local_model_spec, same_tokenizer
 from knapsack_dspy.llm.local_weights import check_local_weights
-from knapsack_dspy.llm.token_counter import DEFAULT_CACHE_SIZE, TokenCounter, messages_key
+from knapsack_dspy.llm.token_count_base import DEFAULT_CACHE_SIZE, TokenCounter, messages_key
 
 __all__ = ["LocalTokenCounter"]
 

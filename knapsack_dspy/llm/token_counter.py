@@ -31,93 +31,18 @@ local models, or ``None`` when unknown.
 from __future__ import annotations
 
 import importlib
-import json
 import logging
-import threading
-from collections.abc import Sequence
 from typing import Any
 
 from knapsack_dspy.llm.errors import LLMConfigError
 from knapsack_dspy.llm.litellm_provider import litellm_provider
 from knapsack_dspy.llm.local_models import is_local_model, local_context_window
-from knapsack_dspy.memo import BoundedMemo
+from knapsack_dspy.llm.token_count_base import DEFAULT_CACHE_SIZE, TokenCounter, shared_counter
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_CACHE_SIZE = 65536
 # Providers whose models LiteLLM counts with their exact tiktoken encoding when it knows the model name.
 _TIKTOKEN_PROVIDERS = ("openai", "azure", "text-completion-openai")
-
-
-def messages_key(messages: list[dict]) -> str:
-    if not isinstance(messages, (list, tuple)):
-        raise TypeError(f"messages must be a list of {{'role', 'content'}} dicts, got {type(messages).__name__}")
-    try:
-        return "m" + json.dumps(list(messages), sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"messages are not JSON-like: {exc}") from exc
-
-
-class TokenCounter:
-    """Counts tokens for one model. Subclasses implement ``_count_messages`` and ``_count_text``."""
-
-    model: str
-    context_window: int | None
-    exact: bool = True
-
-    def __init__(self, model: str, context_window: int | None, cache_size: int = DEFAULT_CACHE_SIZE):
-        self.model = model
-        self.context_window = context_window
-        self._cache = BoundedMemo(cache_size)
-
-    def count_messages(self, messages: list[dict]) -> int:
-        """Tokens of the chat-formatted prompt built from ``messages`` (ready for the reply)."""
-        return self._cache.get_or_compute(messages_key(messages), lambda: int(self._count_messages(list(messages))))
-
-    def count_messages_batch(self, batch: Sequence[list[dict]]) -> list[int]:
-        """``[count_messages(m) for m in batch]``, the same counts, with the ones not yet known counted together
-        (``_count_messages_batch``: a local model's server tokenizes them in a few requests)."""
-        keys = [messages_key(messages) for messages in batch]
-        counts: list[int | None] = [self._cache.get(key) for key in keys]
-        todo: dict[str, int] = {}
-        for i, (key, count) in enumerate(zip(keys, counts, strict=True)):
-            if count is None:
-                todo.setdefault(key, i)
-        if todo:
-            fresh = self._count_messages_batch([list(batch[i]) for i in todo.values()], list(todo))
-            known = {}
-            for key, count in zip(todo, fresh, strict=True):
-                known[key] = int(count)
-                self._cache.put(key, int(count))
-            counts = [known[key] if count is None else count for key, count in zip(keys, counts, strict=True)]
-        return [int(c) for c in counts]
-
-    def _count_messages_batch(self, batch: list[list[dict]], keys: list[str]) -> list[int]:
-        """The counts of ``batch`` (``keys``: each conversation's ``messages_key``)."""
-        return [int(self._count_messages(messages)) for messages in batch]
-
-    def count_text(self, text: str) -> int:
-        """Tokens of ``text`` on its own (no chat template)."""
-        text = "" if text is None else str(text)
-        return self._cache.get_or_compute("t" + text, lambda: int(self._count_text(text)))
-
-    @property
-    def cache_info(self) -> dict[str, int]:
-        return self._cache.info
-
-    def _count_messages(self, messages: list[dict]) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _count_text(self, text: str) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, context_window={self.context_window}, exact={self.exact})"
-
-    def __reduce__(self):
-        # Pickled as its model (a program saved with save_program=True): unpickling gives the process's shared
-        # counter, with its own tokenizer handles and memo (locks and model-server handles are not pickled).
-        return (get_token_counter, (self.model,))
 
 
 def _litellm():
@@ -196,19 +121,10 @@ def _local_counter_class():
     return importlib.import_module("knapsack_dspy.llm.local_token_counter").LocalTokenCounter
 
 
-_counters: dict[str, TokenCounter] = {}
-_counters_lock = threading.Lock()
-
-
 def get_token_counter(model: str) -> TokenCounter:
     """The shared ``TokenCounter`` of ``model`` (a LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or
     ``local/qwen2.5-coder-1.5b-instruct``). Local models are loaded on the first count, not here."""
     if not isinstance(model, str) or not model.strip():
         raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
     model = model.strip()
-    with _counters_lock:
-        counter = _counters.get(model)
-        if counter is None:
-            counter = _local_counter_class()(model) if is_local_model(model) else LiteLLMTokenCounter(model)
-            _counters[model] = counter
-        return counter
+    return shared_counter(model, _local_counter_class() if is_local_model(model) else LiteLLMTokenCounter)
