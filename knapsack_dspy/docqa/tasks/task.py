@@ -18,6 +18,7 @@ from typing import Any
 from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
 from knapsack_dspy.docqa.data.loader import DatasetSpec, register_dataset
 from knapsack_dspy.docqa.pipelines.pipeline import AUTO_ROUTE, DOCUMENT_PIPELINES, PROGRAM_PIPELINES, DocumentQA
+from knapsack_dspy.docqa.pipelines.program_qa import ProgramQA, is_program_spec
 from knapsack_dspy.errors import KnapsackDspyError
 
 __all__ = ["TASKS", "Task", "UnknownTaskError", "build_pipeline", "document_program", "register_task", "task_named"]
@@ -47,7 +48,9 @@ class Task:
     names one); ``score(example, prediction)`` the score fields of one answer (never called for a question that
     was not answered); ``score_on_error``: the fields a failed scoring sets beside ``correct=False``;
     ``file_scorer(gold, predictions)`` / ``file_figures``: ``kdspy score``'s official file format and the figures
-    it prints; ``compile_splits``: ``kdspy compile``'s (pool, validation) splits."""
+    it prints; ``compile_splits``: ``kdspy compile``'s (pool, validation) splits; ``program_fields``: the example
+    field a plain DSPy program's field of another name reads (``ProgramQA``'s ``field_map``: GSM8K's
+    ``{"reasoning": "derivation"}``)."""
 
     name: str
     files: DatasetSpec
@@ -64,6 +67,7 @@ class Task:
     file_scorer: Callable | None = None
     file_figures: tuple[tuple[str, str], ...] = ()
     description: str = ""
+    program_fields: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -118,10 +122,14 @@ def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: 
     """The program answering ``dataset``'s questions with ``pipeline`` (its task's ``build``): ``DocumentQA``
     for table + text data (``top_n_paragraphs``; ``route``: ``"auto"`` is the task's default route -- TAT-QA's
     program pipeline routed by answer type --, ``None`` / ``""`` one solver), ``StatuteQA`` for SARA
-    (``retrieval``: its statute strategy). Other keywords go to the program (``selection=``, selection settings,
+    (``retrieval``: its statute strategy). A ``pipeline`` naming a plain DSPy program (``"cot:question -> answer"``,
+    ``"my.module:attribute"``: ``program_qa.make_program``) is that program for any task (``ProgramQA``; route,
+    retrieval and paragraphs do not apply). Other keywords go to the program (``selection=``, selection settings,
     ``model``, ``embedder``, ...); the selection constrains the task's ``attributes`` unless told otherwise."""
     task = task_named(dataset)
     if "selection" not in options and "attributes" not in options:
         options["attributes"] = task.attributes
+    if is_program_spec(pipeline):  # a plain DSPy program, "cot:question -> answer" (docqa/pipelines/program_qa.py)
+        return ProgramQA(pipeline, field_map=task.program_fields, **options)
     return task.build(pipeline, route=task.route_for(pipeline, route), top_n_paragraphs=top_n_paragraphs,
                       retrieval=retrieval, **options)
