@@ -38,7 +38,7 @@ from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
 from knapsack_dspy.modules.shared_fields import referring_demo
 from knapsack_dspy.saved_format import SELECT_EXEMPLARS_STATE_VERSION, SELECT_EXEMPLARS_STATE_VERSIONS
 from knapsack_dspy.selection import pool_store
-from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
+from knapsack_dspy.selection.attribute_classifier import KIND, AttributeClassifier, derive_kinds
 from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
 from knapsack_dspy.selection.exemplar_pool import (
     ExemplarPool,
@@ -94,6 +94,7 @@ class SelectExemplars(dspy.Module, Parameter):
         self.groups: list[int] = []  # demos sharing a field value (shared_fields); empty: none
         self.group_costs: list[float] = []
         self.pool_attributes: dict[str, list[str]] = {}
+        self.kinds = "none"  # where the pool's kinds come from: "given", "derived (...)" or "none" (not saved)
         self.doc_ids: list[str] = []
         self.embed_texts: list[str] = []
         self.programs: list[str] = []  # gold program / derivation of each exemplar (selection-quality metrics)
@@ -173,6 +174,10 @@ class SelectExemplars(dspy.Module, Parameter):
                 values = [get(ex) for ex in pool_examples]
                 if any(v is not None and v != "" for v in values):
                     self.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
+            self.kinds = "given" if KIND in self.pool_attributes else "none"
+            if (self.config.derive_kinds and KIND in self.config.selector_class.pool_attributes
+                    and KIND not in self.pool_attributes):
+                self._derive_kinds(progress)
             self.resolved_budget = int(budget)
             self.token_model = token_model
             pool = self._pool(progress)
@@ -194,6 +199,18 @@ class SelectExemplars(dspy.Module, Parameter):
             self.selector_state = selector.get_state()
             self._selector_obj = selector
         return self
+
+    def _derive_kinds(self, progress: bool) -> None:
+        """The pool's kinds from the pool itself (``attribute_classifier.derive_kinds``): k-means of the demos' outputs
+        (their fields that are not inputs) as the embedder sees them; nothing when they cannot be told apart."""
+        outputs = [f for f in self.signature_fields if f not in set(self.input_fields)]
+        texts = [query_text(demo, outputs) for demo in self.demos]
+        if not outputs or not any(texts):
+            return
+        derived = derive_kinds(_encode(self.embedder, texts, progress), seed=self.config.seed)
+        if derived is not None:
+            self.pool_attributes[KIND] = list(derived.labels)
+            self.kinds = f"derived ({derived.k} kinds from {', '.join(outputs)})"
 
     def prompt_format(self, adapter: str | None = None) -> str:
         """What the pool's token costs depend on besides the demos (part of a pool store's hash)."""

@@ -3,13 +3,18 @@
 SEER fine-tunes BERT for this; here a multinomial logistic regression on the sentence embeddings,
 trained on the pool's gold labels, is the cheap stand-in. Training uses scikit-learn; the learned
 weights are plain arrays, so prediction and save / load need only numpy and JSON.
+
+``derive_kinds``: the attribute ``kind`` derived from a pool nobody labelled, by k-means of its demos' output
+embeddings (the rule: ``selectors/case_coverage.py``'s docstring, "Kinds derived from the pool").
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import diskcache
 import numpy as np
@@ -99,3 +104,70 @@ class AttributeClassifier:
         if clf.coef_.shape != (clf.classes_.size, clf.coef_.shape[1]) and clf.classes_.size > 1:
             raise ValueError("attribute classifier state is inconsistent (coef rows != classes)")
         return clf
+
+
+# -- kinds derived from the pool (selectors/case_coverage.py, "Kinds derived from the pool") ------------
+KIND = "kind"  # the pool attribute the kinds go to (case coverage's default ``kind``)
+MIN_POOL = 16
+MAX_KINDS = 16
+PREFIX = "derived:"
+
+
+def kind_count(n: int) -> int:
+    """The number of kinds derived for a pool of ``n`` demos (module docstring); 0: none."""
+    if n < MIN_POOL:
+        return 0
+    return int(min(MAX_KINDS, max(2, round(math.sqrt(n / 8)))))
+
+
+def _normalised(vectors) -> np.ndarray:
+    x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"derive_kinds needs a 2-d array of vectors, got shape {x.shape}")
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+@dataclass(frozen=True)
+class DerivedKinds:
+    """The derived kinds of a pool: ``labels[i]`` of demo i, and the centroids (rank order) that assign others."""
+
+    labels: tuple[str, ...]
+    centroids: np.ndarray
+
+    @property
+    def k(self) -> int:
+        return int(self.centroids.shape[0])
+
+    def sizes(self) -> dict[str, int]:
+        names, counts = np.unique(np.asarray(self.labels), return_counts=True)
+        return {str(n): int(c) for n, c in sorted(zip(names, counts, strict=True), key=lambda p: -p[1])}
+
+    def assign(self, vectors) -> list[str]:
+        """The kind of each vector (its nearest centroid): held-out demos labelled as the pool's were."""
+        x = _normalised(vectors)
+        distances = (self.centroids ** 2).sum(axis=1)[None, :] - 2.0 * x @ self.centroids.T  # + |x|^2, the same
+        nearest = np.argmin(distances, axis=1)
+        return [f"{PREFIX}{int(i)}" for i in nearest]
+
+
+def derive_kinds(vectors, *, seed: int = 0, k: int | None = None) -> DerivedKinds | None:
+    """Cluster the demos' output embeddings ``vectors`` (one row per demo) into kinds; ``k``: the number of
+    kinds (default: ``kind_count(len(vectors))``). ``None`` when nothing can be derived (too few demos, fewer
+    distinct outputs than kinds)."""
+    x = _normalised(vectors)
+    k = kind_count(len(x)) if k is None else int(k)
+    if k < 2 or len(x) < k:
+        return None
+    distinct = np.unique(np.round(x, 6), axis=0).shape[0]
+    if distinct < k:  # empty or repeated outputs: no k different solutions to tell apart
+        return None
+    from sklearn.cluster import KMeans  # heavy import, only when kinds are derived
+
+    fitted = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(x)
+    counts = np.bincount(fitted.labels_, minlength=k)
+    rank = np.empty(k, dtype=int)
+    rank[np.argsort(-counts, kind="stable")] = np.arange(k)  # derived:0 the largest cluster
+    centroids = np.asarray(fitted.cluster_centers_)[np.argsort(-counts, kind="stable")]
+    labels = tuple(f"{PREFIX}{int(rank[c])}" for c in fitted.labels_)
+    return DerivedKinds(labels=labels, centroids=centroids)

@@ -149,6 +149,12 @@ def _check_latency_rates(value):
         raise SelectionConfigError(str(exc)) from None
 
 
+def _check_derive_kinds(value):
+    if not isinstance(value, bool):
+        _fail(f"derive_kinds must be true or false, got {value!r}")
+    return value
+
+
 def _check_selector_params(value):
     if not isinstance(value, Mapping):
         _fail(f"selector_params must be a mapping of parameter names to values, got {value!r}")
@@ -182,6 +188,7 @@ _CHECKS = {
     "demo_order": _check_demo_order,
     "latency_budget": _check_latency_budget,
     "latency_rates": _check_latency_rates,
+    "derive_kinds": _check_derive_kinds,
 }
 
 
@@ -238,6 +245,10 @@ class SelectionConfig:
     latency_rates: the rates that prediction uses (``{"prefill_tokens_per_s", "decode_tokens_per_s",
         "overhead_s", "output_tokens"}``); ``None``: the measured ones of the target model
         (``knapsack_dspy.llm.latency_rates``; needed for models without an entry).
+    derive_kinds: when the selector reads exemplar kinds (``case_coverage``) and the pool carries none (no
+        ``kind`` label from a hook, an ``attributes={"kind": f}`` function or an example field), derive them
+        from the pool itself: k-means of the demos' output embeddings (``attribute_classifier.derive_kinds``).
+        ``False``: no kinds, the selector's similarity-only fallback.
     """
 
     selector: str = DEFAULT_SELECTOR
@@ -261,6 +272,7 @@ class SelectionConfig:
     demo_order: str = "similarity"
     latency_budget: float | None = None
     latency_rates: Mapping[str, Any] | None = None
+    derive_kinds: bool = True
 
     def __post_init__(self):
         for f in fields(self):  # each setting on its own (check_setting), then how they go together

@@ -71,6 +71,7 @@ from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import query_text
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 from knapsack_dspy.modules.shared_fields import group_demos, referring_demo
+from knapsack_dspy.selection.attribute_classifier import KIND
 from knapsack_dspy.selection.config import SelectionConfig
 from knapsack_dspy.selection.selectors import (
     FIT_ON_SCORING_FUNCTION,
@@ -393,7 +394,7 @@ class KnapsackFewShot(Teleprompter):
         # Stage 1: fit every configuration once (no LM calls unless a fixed set is LM-scored) and score it
         # with model-free proxies; keep each fitted state to restore later instead of refitting.
         fit_queries = val_subset or [_ValQuery(ex, d, 0) for ex, d in zip(pool.examples, pool.demos, strict=True)]
-        snapshots = []
+        snapshots, kinds = [], []
         for point, config in configs:
             select.fit(pool.examples, pool.demos, costs, budget=budget, token_model=model, config=config,
                        fit_inputs=self._fit_inputs(program, name, select, config, fit_queries, budget),
@@ -402,6 +403,7 @@ class KnapsackFewShot(Teleprompter):
                        groups=groups or None, group_costs=group_costs or None,
                        prompt_format=cost_model.adapter_key, progress=self.progress)
             snapshots.append(select.dump_state())
+            kinds.append(select.kinds)  # where the fitted pool's kinds came from (not in the state)
             entry = {"config": point}
             if val_subset:
                 entry["proxies"] = self._proxy(program, select, val_subset, functions)
@@ -419,6 +421,8 @@ class KnapsackFewShot(Teleprompter):
         select.load_state(snapshots[chosen_index])
         report["chosen"] = dict(configs[chosen_index][0])
         report["candidate_search"] = select.candidate_search()
+        if KIND in select.config.selector_class.pool_attributes:  # where the kinds it covers come from
+            report["kinds"] = kinds[chosen_index]
         if select.config.latency_budget is not None and select.latency_model() is None:
             raise CompileError(f"predictor {name!r}: latency_budget={select.config.latency_budget:g} s but no latency "
                                f"rates are known for {model}: give SelectionConfig(latency_rates=...)")

@@ -11,6 +11,9 @@ is compiled by DSPy's optimizer instead of ``KnapsackFewShot``:
   running it), metric: the dataset's correctness;
 - ``dspy_mipro0``: ``MIPROv2(max_bootstrapped_demos=0, max_labeled_demos=0)``: instructions only (LM; optuna).
 
+A plain DSPy program (``ProgramQA``: a suite's ``pipeline = "cot:question -> answer"``) has no demo solvers: DSPy's
+optimizer compiles the program itself, as a DSPy user would, with the pool in the program's fields
+(``ProgramQA.trainset``: a GSM8K demo's reasoning is its worked solution).
 A routed pipeline's router is fitted on the pool first, as ``KnapsackFewShot`` fits it (``fit_sub_modules``).
 The first two need no LM, so selection-only runs support them. Their rows get the same budget accounting as
 ours: the first prompt of the demo predictor the question is routed to is captured when it is formatted (a DSPy
@@ -33,6 +36,7 @@ from dspy.utils.callback import BaseCallback
 
 from knapsack_dspy.bench.programs.thread_quiet import quiet_in_this_thread
 from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES
+from knapsack_dspy.docqa.pipelines.program_qa import ProgramQA
 from knapsack_dspy.llm.token_counter import token_count_kind
 from knapsack_dspy.teleprompt.knapsack_few_shot import fit_sub_modules
 
@@ -88,7 +92,10 @@ def _demo_trainset(student, predictor: dspy.Predict, pool: Sequence) -> list[dsp
 
 
 def _demo_modules(program) -> list[dspy.Module]:
-    """The sub-modules the demos go into, one per demo solver (``solve.write``; routed: also ``extract.answer``)."""
+    """The sub-modules the demos go into, one per demo solver (``solve.write``; routed: also ``extract.answer``);
+    a plain DSPy program's: the program (``ProgramQA.program``)."""
+    if isinstance(program, ProgramQA):
+        return [program.program]
     return [getattr(solver, solver.demo_module) for solver in program.demo_solvers().values()]
 
 
@@ -100,11 +107,23 @@ class _Quietly(dspy.Module):
     def __init__(self, module: dspy.Module):
         super().__init__()
         self.module = module
-        self.predict = module.predict
+        if hasattr(module, "predict"):
+            self.predict = module.predict
 
     def forward(self, **kwargs):
         with quiet_in_this_thread():
             return self.module(**kwargs)
+
+
+def _labeled_or_knn(name: str, module: dspy.Module, trainset: list, max_exemplars: int, embedder) -> dspy.Module:
+    """``module`` compiled by ``LabeledFewShot(k=M)`` or ``KNNFewShot(k=M)`` (labeled demos only: no LM) on
+    ``trainset``, embedded with the run's embedder."""
+    if name == "dspy_labeled":
+        return dspy.LabeledFewShot(k=max_exemplars).compile(module, trainset=trainset)
+    knn = dspy.KNNFewShot(k=max_exemplars, trainset=trainset, vectorizer=dspy.Embedder(
+        lambda texts: embedder.encode(list(texts)), caching=False),
+        max_bootstrapped_demos=0, max_labeled_demos=max_exemplars)
+    return _Quietly(knn.compile(module))
 
 
 def compile_baseline(name: str, student, pool: Sequence, valset: Sequence | None, *, max_exemplars: int,
@@ -112,23 +131,21 @@ def compile_baseline(name: str, student, pool: Sequence, valset: Sequence | None
     """The run's ``student`` compiled by DSPy's optimizer ``name`` (see the module docstring)."""
     program = student.deepcopy()
     fit_sub_modules(program, list(pool), embedder)  # a routed pipeline's router learns the answer type
+    if name in ("dspy_knn", "dspy_labeled") and isinstance(program, ProgramQA):
+        # a plain DSPy program: compiled whole, as a DSPy user compiles it, with the pool in its fields
+        program.program = _labeled_or_knn(name, program.program, program.trainset(pool), max_exemplars, embedder)
+        return program
     if name in ("dspy_knn", "dspy_labeled"):
         for solver in program.demo_solvers().values():
             predictor = solver.predictor
             trainset = _demo_trainset(program, predictor, pool)
             if not trainset:  # nothing in this predictor's pool (e.g. no span question for the extractor)
                 continue
-            if name == "dspy_labeled":
-                holder = dspy.LabeledFewShot(k=max_exemplars).compile(PredictorHolder(predictor), trainset=trainset)
-            else:
-                knn = dspy.KNNFewShot(k=max_exemplars, trainset=trainset, vectorizer=dspy.Embedder(
-                    lambda texts: embedder.encode(list(texts)), caching=False),
-                    max_bootstrapped_demos=0, max_labeled_demos=max_exemplars)
-                holder = _Quietly(knn.compile(PredictorHolder(predictor)))
+            holder = _labeled_or_knn(name, PredictorHolder(predictor), trainset, max_exemplars, embedder)
             setattr(solver, solver.demo_module, holder)  # where the solver's demo predictor was
         return program
-    trainset = list(pool)
-    val = list(valset or [])
+    trainset = program.trainset(pool) if isinstance(program, ProgramQA) else list(pool)
+    val = program.trainset(valset or []) if isinstance(program, ProgramQA) else list(valset or [])
     if name == "dspy_bootstrap_rs":
         optimizer = dspy.BootstrapFewShotWithRandomSearch(
             metric=metric, max_bootstrapped_demos=max_exemplars, max_labeled_demos=max_exemplars,

@@ -31,7 +31,9 @@ exemplars in one order over the pool (prompt-prefix reuse) and ``latency_budget`
 time of a prompt (``SelectionConfig``; docs/throughput.md); ``exemplar_budget`` bounds the exemplars' own tokens
 beside ``budget`` (SEER's L; ``SelectionConfig.exemplar_budget``); ``statute_tokens`` bounds a SARA prompt's
 statute text (``StatuteQA``; docs/retrieval.md); ``demo_table = "gold_rows"`` (with ``demo_table_rows``) and
-``demo_paragraphs = "gold"`` cut what a TAT-QA demo shows to what its gold solution reads (``DocumentQA``).
+``demo_paragraphs = "gold"`` cut what a TAT-QA demo shows to what its gold solution reads (``DocumentQA``);
+``pipeline = "cot:question -> answer"`` (or ``"predict:<signature>"``, ``"<module>:<attribute>"``) answers with a
+plain DSPy program (``docqa/pipelines/program_qa.py``), for any task.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES, is_dspy_ba
 from knapsack_dspy.bench.suites.schema import group_model, group_problems, run_problems
 from knapsack_dspy.bench.suites.selection_settings import config_values, with_selection_settings
 from knapsack_dspy.docqa.pipelines.pipeline import DEFAULT_DEMO_TABLE_ROWS, DEMO_PARAGRAPHS, DEMO_TABLES
-from knapsack_dspy.docqa.pipelines.pipeline_names import AUTO_ROUTE, ROUTINGS
+from knapsack_dspy.docqa.pipelines.pipeline_names import AUTO_ROUTE, ROUTINGS, is_program_spec
+from knapsack_dspy.docqa.pipelines.program_qa import ProgramSpecError, make_program
 from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES
 from knapsack_dspy.docqa.tasks import TASKS
 from knapsack_dspy.errors import KnapsackDspyError
@@ -81,7 +84,8 @@ class RunSpec:
     own: ``selection_settings.BENCH_DEFAULTS``). Every field is a suite key."""
 
     dataset: str = "tatqa"
-    pipeline: str = "pot"  # pot | cot | few_shot | zero_shot (TAT-QA / FinQA); statute pipelines for SARA
+    pipeline: str = "pot"  # pot | cot | few_shot | zero_shot (TAT-QA / FinQA); statute pipelines for SARA; cot |
+    # predict (GSM8K); or any DSPy program: "cot:question -> answer", "my.module:factory" (ProgramQA)
     model: str = DEFAULT_LOCAL_MODEL
     retrieval: str = ""  # SARA: mentioned_only | entire_section | references
     pool_split: str = "dev_pool"
@@ -201,11 +205,18 @@ def _dataset_problem(run: RunSpec) -> str | None:
 
 
 def _pipeline_problem(run: RunSpec) -> str | None:
+    if is_program_spec(run.pipeline):  # a plain DSPy program, for any task
+        try:
+            make_program(run.pipeline)
+        except ProgramSpecError as exc:
+            return str(exc)
+        return None
     if run.dataset not in TASKS:
         return None
     allowed = TASKS[run.dataset].pipelines
     return None if run.pipeline in allowed else (
-        f"unknown pipeline {run.pipeline!r} for {run.dataset}; pipelines: {', '.join(allowed)}")
+        f"unknown pipeline {run.pipeline!r} for {run.dataset}; pipelines: {', '.join(allowed)}, or a DSPy "
+        "program: 'cot:<signature>', 'predict:<signature>', '<module>:<attribute>'")
 
 
 def _retrieval_problem(run: RunSpec) -> str | None:

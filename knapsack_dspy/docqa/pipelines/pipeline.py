@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import dspy
-from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.disk_memo import DiskMemo
 from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
@@ -45,7 +44,9 @@ from knapsack_dspy.docqa.pipelines.pipeline_names import (
     ROUTINGS,
     STATUTE_PIPELINES,
 )
+from knapsack_dspy.docqa.pipelines.pipeline_spec import PipelineSpec
 from knapsack_dspy.docqa.pipelines.pool_attributes import pool_attribute_functions
+from knapsack_dspy.docqa.pipelines.program_qa import ProgramQA
 from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
 from knapsack_dspy.docqa.solvers import make_document_solver, make_statute_solver
 from knapsack_dspy.docqa.solvers.extract_answerer import ExtractAnswerer
@@ -57,7 +58,7 @@ from knapsack_dspy.modules.compiled_programs import load_compiled, read_program_
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars, query_text
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 from knapsack_dspy.modules.selection_context import selection_hints, selection_log
-from knapsack_dspy.saved_format import PIPELINE_SPEC_VERSION, pipeline_spec_arguments, select_module_moved
+from knapsack_dspy.saved_format import pipeline_spec_arguments, select_module_moved
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
 from knapsack_dspy.selection.pool_store import searching, stores_beside
 
@@ -75,23 +76,6 @@ STATUTE_SELECTION = SelectionConfig(selector="kate", max_exemplars=2, attributes
 _rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
 _rendered_demos_on_disk = DiskMemo("rendered_demos")  # the same across processes (a warm compile renders nothing)
 _NO_SELECTION = {"ids": [], "within_budget": True}  # what a call without selected demos reports
-
-
-class PipelineSpec(Parameter):
-    """The constructor arguments of a pipeline, saved with its state (JSON) so it can be rebuilt."""
-
-    def __init__(self, **spec):
-        self.spec = dict(spec)
-
-    def dump_state(self, json_mode=True):
-        return {"version": PIPELINE_SPEC_VERSION, **self.spec}
-
-    def load_state(self, state):
-        self.spec = pipeline_spec_arguments(state)
-        return self
-
-    def reset(self):
-        pass
 
 
 class _Pipeline(dspy.Module):
@@ -580,11 +564,14 @@ def program_from_state(state: Mapping, embedder=None, token_counter=None) -> _Pi
     version = spec.get("version")
     spec = pipeline_spec_arguments(spec)
     kind = spec.pop("kind")
+    if kind == "program":  # a plain DSPy program (ProgramQA): no older layout
+        program = ProgramQA(embedder=embedder, token_counter=token_counter, **spec)
+        return load_compiled(program, state, embedder=program.embedder, token_counter=token_counter)
     cls = StatuteQA if kind == "statute" else DocumentQA
     program = cls(embedder=embedder, token_counter=token_counter, **spec)
     state = select_module_moved(state, version, program.demo_predictor_name)  # older layouts (saved_format)
     return load_compiled(program, state, embedder=program.embedder, token_counter=token_counter)
 
 
-__all__ = ["DOCUMENT_PIPELINES", "STATUTE_PIPELINES", "DocumentQA", "PipelineSpec", "StatuteQA",
+__all__ = ["DOCUMENT_PIPELINES", "STATUTE_PIPELINES", "DocumentQA", "PipelineSpec", "ProgramQA", "StatuteQA",
            "load_program", "program_from_state", "program_state_json", "save_program"]

@@ -3,7 +3,7 @@ loading a program)."""
 
 from __future__ import annotations
 
-__all__ = ["AUTO_ROUTE", "DOCUMENT_PIPELINES", "PROGRAM_PIPELINES", "ROUTINGS", "STATUTE_PIPELINES"]
+__all__ = ["AUTO_ROUTE", "DOCUMENT_PIPELINES", "PROGRAM_PIPELINES", "ROUTINGS", "STATUTE_PIPELINES", "is_program_spec"]
 
 DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
 PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
@@ -13,3 +13,9 @@ ROUTINGS = (None, "extract_compute")
 #: (``docqa.tasks``: TAT-QA's program pipeline routed by answer type, no route elsewhere).
 AUTO_ROUTE = "auto"
 STATUTE_PIPELINES = ("zero_shot", "few_shot", "cot")
+
+
+def is_program_spec(text) -> bool:
+    """Whether ``text`` names a plain DSPy program (``kind:argument``, ``docqa/pipelines/program_qa.py``) rather
+    than a task's pipeline."""
+    return isinstance(text, str) and ":" in text

@@ -1,7 +1,7 @@
-"""The tasks: one module per data set (``tatqa``, ``finqa``, ``finqa_cases``, ``sara``), each registering a
+"""The tasks: one module per data set (``tatqa``, ``finqa``, ``finqa_cases``, ``sara``, ``gsm8k``), each registering a
 ``Task`` the bench, the CLI and the reports read (``task.py``). Importing this package registers them."""
 
-from knapsack_dspy.docqa.tasks import finqa, finqa_cases, sara, tatqa  # noqa: F401 -- each registers its task
+from knapsack_dspy.docqa.tasks import finqa, finqa_cases, gsm8k, sara, tatqa  # noqa: F401 -- each registers its task
 from knapsack_dspy.docqa.tasks.task import (
     TASKS,
     Task,

@@ -4,8 +4,13 @@ program is built, so reading the registry -- ``kdspy score``, a suite's checks -
 from __future__ import annotations
 
 from knapsack_dspy.docqa.pipelines.pipeline import DocumentQA, StatuteQA
+from knapsack_dspy.docqa.pipelines.program_qa import ProgramQA
 
-__all__ = ["build_finqa_program", "build_statute_program", "document_program"]
+__all__ = ["QUESTION_PROGRAMS", "build_finqa_program", "build_statute_program", "document_program", "plain_program",
+           "question_program"]
+
+#: a question-answering task's pipelines -> the DSPy program each is (GSM8K's)
+QUESTION_PROGRAMS = {"cot": "cot:question -> answer", "predict": "predict:question -> answer"}
 
 
 def document_program(pipeline: str, *, route: str | None = None, top_n_paragraphs: int | None = 3,
@@ -31,3 +36,17 @@ def build_statute_program(pipeline: str, *, route: str | None = None, retrieval:
     if route:
         raise ValueError(f"route={route!r} routes table + text questions; SARA has none")
     return StatuteQA(pipeline=pipeline, retrieval=retrieval or "mentioned_only", **options)
+
+
+def plain_program(spec: str, *, route: str | None = None, retrieval: str | None = None,
+                  top_n_paragraphs: int | None = None, **options) -> ProgramQA:
+    """A plain DSPy program a suite names (``ProgramQA(spec)``: no route, retrieval or paragraphs)."""
+    if route:
+        raise ValueError(f"route={route!r} routes table + text questions; a plain DSPy program has none")
+    return ProgramQA(spec, **options)
+
+
+def question_program(pipeline: str, **options) -> ProgramQA:
+    """A question alone answered by ``QUESTION_PROGRAMS[pipeline]`` (``dspy.ChainOfThought("question -> answer")``
+    for ``cot``)."""
+    return plain_program(QUESTION_PROGRAMS[pipeline], **options)

@@ -18,13 +18,20 @@ from typing import Any
 
 from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
 from knapsack_dspy.docqa.data.loader import DatasetSpec, register_dataset
-from knapsack_dspy.docqa.pipelines.pipeline_names import AUTO_ROUTE, DOCUMENT_PIPELINES, PROGRAM_PIPELINES
+from knapsack_dspy.docqa.pipelines.pipeline_names import (
+    AUTO_ROUTE,
+    DOCUMENT_PIPELINES,
+    PROGRAM_PIPELINES,
+    is_program_spec,
+)
 from knapsack_dspy.errors import KnapsackDspyError
 
 __all__ = ["DOCUMENT_PROGRAM", "TASKS", "Task", "UnknownTaskError", "build_pipeline", "register_task", "task_named"]
 
 #: what a document task builds unless it says otherwise: a ``DocumentQA`` (``programs.document_program``)
 DOCUMENT_PROGRAM = "knapsack_dspy.docqa.tasks.programs:document_program"
+#: a plain DSPy program a suite names (``"cot:question -> answer"``, ``"my.module:factory"``): ``ProgramQA``
+PLAIN_PROGRAM = "knapsack_dspy.docqa.tasks.programs:plain_program"
 
 
 class UnknownTaskError(KnapsackDspyError, ValueError):
@@ -45,7 +52,9 @@ class Task:
     names one); ``score(example, prediction)`` the score fields of one answer (never called for a question that
     was not answered); ``score_on_error``: the fields a failed scoring sets beside ``correct=False``;
     ``file_scorer(gold, predictions)`` / ``file_figures``: ``kdspy score``'s official file format and the figures
-    it prints; ``compile_splits``: ``kdspy compile``'s (pool, validation) splits."""
+    it prints; ``compile_splits``: ``kdspy compile``'s (pool, validation) splits; ``program_fields``: the example
+    field a plain DSPy program's field of another name reads (``ProgramQA``'s ``field_map``: GSM8K's
+    ``{"reasoning": "derivation"}``)."""
 
     name: str
     files: DatasetSpec
@@ -62,6 +71,7 @@ class Task:
     file_scorer: Callable | None = None
     file_figures: tuple[tuple[str, str], ...] = ()
     description: str = ""
+    program_fields: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -75,9 +85,12 @@ class Task:
         if not self.pipelines:
             raise ValueError(f"task {self.name!r}: no pipeline answers it")
 
-    def program(self, pipeline: str, **options):
-        """The program answering this task's questions with ``pipeline`` (``build``)."""
-        build = self.build
+    def program(self, pipeline: str, build: Callable[..., Any] | str | None = None, **options):
+        """The program answering this task's questions with ``pipeline`` (``build``, or the one given; a task with
+        ``program_fields`` passes them as ``field_map``)."""
+        build = self.build if build is None else build
+        if self.program_fields:
+            options.setdefault("field_map", self.program_fields)
         if isinstance(build, str):
             module, _, name = build.partition(":")
             build = getattr(importlib.import_module(module), name)
@@ -126,10 +139,14 @@ def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: 
     """The program answering ``dataset``'s questions with ``pipeline`` (its task's ``build``): ``DocumentQA``
     for table + text data (``top_n_paragraphs``; ``route``: ``"auto"`` is the task's default route -- TAT-QA's
     program pipeline routed by answer type --, ``None`` / ``""`` one solver), ``StatuteQA`` for SARA
-    (``retrieval``: its statute strategy). Other keywords go to the program (``selection=``, selection settings,
+    (``retrieval``: its statute strategy). A ``pipeline`` naming a plain DSPy program (``"cot:question -> answer"``,
+    ``"my.module:attribute"``: ``program_qa.make_program``) is that program for any task (``ProgramQA``; route,
+    retrieval and paragraphs do not apply). Other keywords go to the program (``selection=``, selection settings,
     ``model``, ``embedder``, ...); the selection constrains the task's ``attributes`` unless told otherwise."""
     task = task_named(dataset)
     if "selection" not in options and "attributes" not in options:
         options["attributes"] = task.attributes
+    if is_program_spec(pipeline):  # a plain DSPy program, "cot:question -> answer" (docqa/pipelines/program_qa.py)
+        return task.program(pipeline, build=PLAIN_PROGRAM, **options)
     return task.program(pipeline, route=task.route_for(pipeline, route), top_n_paragraphs=top_n_paragraphs,
                         retrieval=retrieval, **options)

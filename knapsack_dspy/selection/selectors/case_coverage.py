@@ -23,6 +23,21 @@ nearest-first greedy. This selector values a set of exemplars by what it is like
 fit): the knapsack's own baseline. A pool without kinds (no ``kind`` labels: an arbitrary DSPy program whose
 pool nobody labelled) falls back to the similarity term alone -- the nearest first, under the budget -- and says so (a
 ``CaseCoverageFallback`` warning at fit; ``fallback`` in the state).
+
+**Kinds derived from the pool** (``attribute_classifier.derive_kinds``; ``SelectionConfig.derive_kinds``, on by
+default, makes ``SelectExemplars.fit`` call it when the pool carries no ``kind``):
+
+- **what is clustered**: each demo's *outputs* (the predictor's output fields, e.g. a ``ChainOfThought``'s
+  reasoning and answer: the solution it teaches, not the question it answers), embedded with the selection's
+  embedder, L2-normalised;
+- **how**: k-means (scikit-learn, k-means++ seeded by ``seed``, 4 restarts), fitted on the pool only; a demo's
+  kind is its cluster, ``derived:0`` the largest, ``derived:1`` the next, ...;
+- **k**: ``round(sqrt(n / 8))`` for a pool of ``n`` demos, at least 2 and at most ``MAX_KINDS`` (16): about
+  ``sqrt(8 n)`` demos per kind, so each kind has enough exemplars for ``P(kind | query)`` (a logistic regression
+  on the query embeddings, case coverage's classifier) to be learned, and more kinds than a prompt holds
+  exemplars, so covering kinds is a choice;
+- **nothing is derived** for a pool of fewer than ``MIN_POOL`` (16) demos, or whose outputs are all empty or all
+  alike: the selector then falls back to similarity alone and says so (``CaseCoverageFallback``).
 """
 
 from __future__ import annotations
@@ -32,14 +47,13 @@ import warnings
 import numpy as np
 
 from knapsack_dspy.errors import KnapsackDspyWarning
-from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
+from knapsack_dspy.selection.attribute_classifier import KIND, AttributeClassifier
 from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT, greedy_knapsack, solve_knapsack
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, NotFittedError, candidates, make_selection
 
-__all__ = ["SOLVERS", "CaseCoverageFallback", "CaseCoverageSelector", "kind_labels"]
+__all__ = ["KIND", "SOLVERS", "CaseCoverageFallback", "CaseCoverageSelector", "kind_labels"]
 
 SOLVERS = ("knapsack", "greedy")
-KIND = "kind"
 
 
 class CaseCoverageFallback(KnapsackDspyWarning, UserWarning):
