@@ -44,7 +44,7 @@ from knapsack_dspy.docqa.pipelines.pipeline_names import (
     ROUTINGS,
     STATUTE_PIPELINES,
 )
-from knapsack_dspy.docqa.pipelines.pipeline_spec import PipelineSpec
+from knapsack_dspy.docqa.pipelines.pipeline_spec import PipelineSpec, compiled_token_counter
 from knapsack_dspy.docqa.pipelines.pool_attributes import pool_attribute_functions
 from knapsack_dspy.docqa.pipelines.program_qa import ProgramQA
 from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
@@ -52,7 +52,6 @@ from knapsack_dspy.docqa.solvers import make_document_solver, make_statute_solve
 from knapsack_dspy.docqa.solvers.extract_answerer import ExtractAnswerer
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
-from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.memo import BoundedMemo
 from knapsack_dspy.modules.compiled_programs import load_compiled, read_program_state, save_pool_stores
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars, query_text
@@ -95,11 +94,7 @@ class _Pipeline(dspy.Module):
     @property
     def token_counter(self):
         """The target model's token counter (given, or the model's: the one the program was compiled for)."""
-        if self._token_counter is None:
-            compiled = self._selecting()
-            self._token_counter = get_token_counter((compiled.selection.token_model if compiled else None)
-                                                    or self.model)
-        return self._token_counter
+        return compiled_token_counter(self)
 
     @property
     def uses_demos(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dspy.predict.parameter import Parameter
 
+from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.saved_format import PIPELINE_SPEC_VERSION, pipeline_spec_arguments
 
 __all__ = ["PipelineSpec"]
@@ -24,3 +25,13 @@ class PipelineSpec(Parameter):
 
     def reset(self):
         pass
+
+
+def compiled_token_counter(program):
+    """A program's token counter: the one it was given, else the model's it was compiled for (else its own model's);
+    ``program`` has ``_token_counter``, ``_selecting()`` and ``model``."""
+    if program._token_counter is None:
+        compiled = program._selecting()
+        program._token_counter = get_token_counter((compiled.selection.token_model if compiled else None)
+                                                   or program.model)
+    return program._token_counter

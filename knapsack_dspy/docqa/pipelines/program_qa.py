@@ -27,10 +27,9 @@ from collections.abc import Mapping
 import dspy
 
 from knapsack_dspy.docqa.pipelines.pipeline_names import is_program_spec
-from knapsack_dspy.docqa.pipelines.pipeline_spec import PipelineSpec
+from knapsack_dspy.docqa.pipelines.pipeline_spec import PipelineSpec, compiled_token_counter
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
-from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars, query_text
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 from knapsack_dspy.modules.selection_context import selection_hints, selection_log
@@ -187,11 +186,7 @@ class ProgramQA(dspy.Module):
 
     @property
     def token_counter(self):
-        if self._token_counter is None:
-            compiled = self._selecting()
-            self._token_counter = get_token_counter((compiled.selection.token_model if compiled else None)
-                                                    or self.model)
-        return self._token_counter
+        return compiled_token_counter(self)
 
     def select_for(self, example) -> dict:
         """Selection only (no LM): what the first selecting predictor chooses for the example (its inputs are the
