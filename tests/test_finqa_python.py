@@ -24,6 +24,7 @@ from knapsack_dspy.docqa.metrics.finqa_python import (
     dsl_operations,
     failure_class,
     python_operations,
+    result_expression,
     same_operations,
 )
 from knapsack_dspy.docqa.pipelines.pipeline import DocumentQA, program_state_json
@@ -138,6 +139,19 @@ def test_percent_fix_reads_the_question_and_program_never_the_gold():
     assert apply_fixes("what is the change in revenue?", program, 20.0) == (20.0, [])
     assert apply_fixes("what percent of revenue?", "ans = a * 100 / b", 20.0) == (20.0, [])
     assert apply_fixes("what percent?", "ans = (", None) == (None, [])
+
+
+def test_percent_fix_follows_the_answer_to_where_it_was_computed():
+    question = "what percentage of the class a stock is outstanding?"
+    aliased = "a = 339235\nb = 1000000\nstep_0 = a / b\nstep_1 = step_0 * 100\nans = step_1"
+    assert apply_fixes(question, aliased, 33.9235) == (pytest.approx(0.339235), ["percent_as_ratio"])
+    # no ``ans``: the sandbox answers with the last assignment
+    assert apply_fixes(question, "share = (6.1 / 39.0) * 100", 15.64) == (pytest.approx(0.1564), ["percent_as_ratio"])
+    assert apply_fixes(question, "ans = 100 * 0.3392", 33.92) == (pytest.approx(0.3392), ["percent_as_ratio"])
+    # the ``* 100`` of an earlier step that the answer does not come from, or a comparison, is not the answer's
+    assert apply_fixes(question, "x = a * 100\nans = x / b", 3.0) == (3.0, [])
+    assert result_expression("a = 1\nok = a == 1\nans = a") == "1"
+    assert result_expression("# nothing assigned") == ""
 
 
 # -- the pre-check -------------------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ program: an analysis of recorded rows, never part of answering.
 the program and its value -- never the gold answer -- so a replay of recorded rows through them
 (``benchmarks/finqa_python_failures.py --replay``) is what an answerer applying them would have scored:
 
-* ``percent_as_ratio``: a question asking for a percentage whose program multiplies its result by 100 -> the
+* ``percent_as_ratio``: a question asking for a percentage whose program multiplies its result by 100 (the
+  expression the answer comes from, followed through ``ans = name`` aliases: :func:`result_expression`) -> the
   result divided by 100 (FinQA's gold programs give a percentage as a ratio: 377 of the 421 percentage questions
   of the document pool; its official comparison does not accept 12.3 for 0.123);
 * ``yes_no``: a boolean value (``ans = a > b``) -> ``"yes"`` / ``"no"``, as FinQA's ``greater`` answers.
@@ -46,8 +47,18 @@ from knapsack_dspy.docqa.sandbox import execute_program
 from knapsack_dspy.docqa.sandbox.finqa_dsl import ProgramError, parse_program
 from knapsack_dspy.docqa.sandbox.finqa_executor import official_number
 
-__all__ = ["FAILURE_CLASSES", "FIXES", "apply_fixes", "dsl_numbers", "dsl_operations", "failure_class",
-           "numbers_read", "python_operations", "same_operations"]
+__all__ = [
+    "FAILURE_CLASSES",
+    "FIXES",
+    "apply_fixes",
+    "dsl_numbers",
+    "dsl_operations",
+    "failure_class",
+    "numbers_read",
+    "python_operations",
+    "result_expression",
+    "same_operations",
+]
 
 INVALID, JUDGED_WRONG, SCALE_OR_SIGN, WRONG_OPERATION, WRONG_CELL = (
     "invalid program", "right value judged wrong", "scale or sign", "wrong operation", "wrong cell")
@@ -62,7 +73,9 @@ _AGGREGATES = {"sum": "table_sum", "max": "table_max", "min": "table_min", "mean
 _UNIT = {100.0}  # multiplying / dividing by these changes a percentage's unit, not the computation
 _CLOSE = 0.005  # relative difference of a rounding (0.5 %)
 _PERCENT_QUESTION = re.compile(r"percent|%", re.IGNORECASE)
-_TIMES_100 = re.compile(r"\*\s*100(?:\.0*)?\s*$")
+_TIMES_100 = re.compile(r"\*\s*100(?:\.0*)?\s*$|^\(?\s*100(?:\.0*)?\s*\*")
+_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)\s*(.+)$")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -220,11 +233,32 @@ def _percent_as_ratio(question: str, program: str, answer):
     value = _number(answer)
     if value is None or isinstance(answer, str) or not _PERCENT_QUESTION.search(question or ""):
         return None
-    last = next((line.split("#", 1)[0].strip() for line in reversed((program or "").splitlines())
-                 if line.split("#", 1)[0].strip().startswith("ans")), "")
-    if not _TIMES_100.search(last):
+    if not _TIMES_100.search(result_expression(program)):
         return None
     return value / 100
+
+
+def result_expression(program: str) -> str:
+    """The expression a program's answer comes from: the last assignment to ``ans`` (else the program's last
+    assignment: the sandbox answers with it), followed through plain aliases (``ans = step_2`` -> what ``step_2``
+    was set to); ``""`` when the program assigns nothing."""
+    assignments = []
+    for line in (program or "").splitlines():
+        match = _ASSIGNMENT.match(line.split("#", 1)[0].strip())
+        if match:
+            assignments.append((match.group(1), match.group(2).strip()))
+    if not assignments:
+        return ""
+    answers = [k for k, (name, _) in enumerate(assignments) if name == "ans"]
+    at = answers[-1] if answers else len(assignments) - 1
+    expression = assignments[at][1]
+    while _NAME.fullmatch(expression):
+        earlier = [k for k in range(at) if assignments[k][0] == expression]
+        if not earlier:
+            break
+        at = earlier[-1]
+        expression = assignments[at][1]
+    return expression
 
 
 def _yes_no(question: str, program: str, answer):
