@@ -63,8 +63,11 @@ def test_finqa_python_writer_states_finqa_answer_rules_and_tatqa_keeps_its_own()
     assert _instructions(finqa).endswith("ans = (revenue_2019 - revenue_2018) / revenue_2018")
     assert '"yes" or "no"' in _instructions(finqa)
     assert "* 100" in _instructions(tatqa) and "ratio" not in _instructions(tatqa)  # TAT-QA's prompt unchanged
-    # the DSL pipeline is untouched; the look-up style gets FinQA's rules too
-    assert "conventions" not in build_pipeline("finqa", "pot", embedder=HashingEmbedder()).spec.spec
+    # FinQA's default pipeline is Python (measured better); the DSL stays selectable, untouched
+    default = build_pipeline("finqa", "pot", embedder=HashingEmbedder(), token_counter=WordCounter())
+    assert default.spec.spec["conventions"] == "finqa" and default.spec.spec["pipeline"] == "python_pot"
+    assert "conventions" not in build_pipeline("finqa", "finqa_pot", embedder=HashingEmbedder()).spec.spec
+    # the look-up style gets FinQA's rules too
     lookup = ProgramOfThoughtAnswerer(conventions="finqa", program_style="lookup")
     assert "table_query_0" in lookup.predictor.signature.instructions
     assert "A percentage is a ratio" in lookup.predictor.signature.instructions
@@ -92,6 +95,17 @@ def test_a_finqa_python_answer_is_the_executed_value_scored_officially(records):
     scores = score_prediction(example, prediction)
     assert scores["correct"] and scores["program_correct"] is None  # no program accuracy for Python
     assert "A percentage is a ratio" in lm.history[-1]["messages"][0]["content"]
+
+
+def test_a_finqa_python_answer_goes_through_the_frozen_fixes_and_says_which():
+    question = "what was the percentage change in revenue from 2017 to 2018?"
+    percent = "a = 1200  # revenue, 2018\nb = 1000  # revenue, 2017\nstep_0 = (a - b) / b\nans = step_0 * 100"
+    import dspy
+    with dspy.context(lm=DummyLM([{"program": percent}, {"program": percent}]), adapter=dspy.ChatAdapter()):
+        finqa = ProgramOfThoughtAnswerer(conventions="finqa")(question=question, table=[["", "2018"]])
+        general = ProgramOfThoughtAnswerer()(question=question, table=[["", "2018"]])
+    assert finqa.answer == pytest.approx(0.2) and finqa.answer_fixes == ["percent_as_ratio"]
+    assert general.answer == pytest.approx(20.0) and general.answer_fixes == []  # TAT-QA's answers stay percents
 
 
 # -- operations, classes, fixes ------------------------------------------------------------------------------

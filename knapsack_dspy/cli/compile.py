@@ -53,7 +53,8 @@ def register(subparsers) -> None:
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="tatqa",
                    help="tatqa (default), finqa, finqa_cases, sara or a registered task (docqa.tasks)")
-    p.add_argument("--pipeline", default="pot", help="pot (program of thought, default), cot, few_shot, zero_shot")
+    p.add_argument("--pipeline", default="pot", help="pot (program of thought, default: Python; the FinQA DSL is "
+                   "finqa_pot), python_pot, cot, few_shot, zero_shot")
     p.add_argument("--route", default="auto", choices=["auto", "extract_compute", "none"],
                    help="extract_compute: span questions extracted, the others answered by the program; none: one "
                         "solver; auto (default): extract_compute for TAT-QA's pot pipeline (the measured best), "

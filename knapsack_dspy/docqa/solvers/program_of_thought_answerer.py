@@ -27,6 +27,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from knapsack_dspy.docqa.data.answer_scale import decide_scale
 from knapsack_dspy.docqa.data.program_style import PROGRAM_STYLES, read_cited_cells
+from knapsack_dspy.docqa.metrics.finqa_python import apply_fixes
 from knapsack_dspy.docqa.sandbox import execute_program
 from knapsack_dspy.docqa.sandbox.finqa_flattening import flatten_program
 from knapsack_dspy.docqa.signatures import (
@@ -146,7 +147,10 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     conventions: (Python programs) the answer rules the instructions state: ``"general"`` (a percentage
         multiplied by 100, as TAT-QA answers it) or ``"finqa"`` (a percentage as a ratio and yes / no, as FinQA's
         gold ``exe_ans`` and its official comparison have it; ``build_pipeline`` sets it for FinQA's
-        ``python_pot``). The FinQA DSL has its own instructions.
+        ``python_pot``). With ``"finqa"`` the executed answer also goes through FinQA's frozen mechanical fixes
+        (``metrics.finqa_python.apply_fixes``: a percentage the program multiplied by 100 as a ratio, a boolean
+        as yes / no; they read the question and the program, never a gold answer); ``answer_fixes`` names those
+        applied. The FinQA DSL has its own instructions.
 
     ``forward(question, table=None, paragraphs=None, text=None, demos=None)`` ->
     ``dspy.Prediction(program, answer, scale, error, attempts, errors, reasoning, model_scale,
@@ -278,6 +282,9 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
         layout = table_layout(rows or []) if self.language == "python" else None
         if layout is not None:
             answer = as_written(answer, layout)  # a label the program copied from the prompt, as written
+        answer_fixes: list[str] = []
+        if self.language == "python" and self.conventions == "finqa":  # FinQA's frozen mechanical fixes
+            answer, answer_fixes = apply_fixes(question, program, answer)
         scale, reason = result.scale or "", "the program's scale"
         if layout is not None and self.scale_from == "document":
             decision = decide_scale(question, answer_type or answer_type_of(result.answer), result.answer,
@@ -289,7 +296,8 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
             scale, reason = decision.scale, decision.reason
         return dspy.Prediction(program=program, answer=answer, scale=scale, error=None, attempts=attempts,
                                errors=errors, reasoning=reasoning, model_scale=result.scale or "",
-                               scale_reason=reason, language=self.language, cell_fixes=fixes, **voting)
+                               scale_reason=reason, language=self.language, cell_fixes=fixes,
+                               answer_fixes=answer_fixes, **voting)
 
     def sample_config(self, index: int) -> dict:
         """The LM call settings of sample ``index``: its own ``rollout_id`` and the sampling temperature; for the

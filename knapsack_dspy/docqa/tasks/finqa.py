@@ -13,7 +13,8 @@ from knapsack_dspy.messages import one_line
 
 __all__ = ["FINQA", "FINQA_PROGRAM", "score_answer"]
 
-#: pot writes the FinQA DSL, python_pot Python with FinQA's answer rules (``programs.build_finqa_program``)
+#: pot (the default) and python_pot write Python with FinQA's answer rules, finqa_pot the FinQA DSL
+#: (``programs.build_finqa_program``)
 FINQA_PROGRAM = "knapsack_dspy.docqa.tasks.programs:build_finqa_program"
 
 

@@ -21,10 +21,12 @@ def document_program(pipeline: str, *, route: str | None = None, top_n_paragraph
 
 
 def build_finqa_program(pipeline: str, **options) -> DocumentQA:
-    """FinQA's programs: ``pot`` writes the FinQA DSL (``finqa_pot``); ``python_pot`` writes Python with FinQA's
-    answer rules (``conventions="finqa"``)."""
+    """FinQA's programs: ``pot`` (the default) and ``python_pot`` write Python with FinQA's answer rules
+    (``conventions="finqa"``), as SEER asks its model -- the language measured better on execution accuracy
+    (issue 37: 35.3 % against the DSL's 26.7 % with the embedded 1.5B); ``finqa_pot`` writes the FinQA DSL (program
+    accuracy is defined for it alone)."""
     if pipeline == "pot":
-        pipeline = "finqa_pot"
+        pipeline = "python_pot"
     if pipeline == "python_pot":
         options.setdefault("conventions", "finqa")
     return document_program(pipeline, **options)
