@@ -158,7 +158,7 @@ def test_hostile_answers_through_a_run_cannot_crash_or_stall_it(tmp_path, tatqa,
     for example, wanted in zip(finqa_questions, finqa_programs, strict=True):
         questions[example.question] = dict(hostile_finqa(example.program))[wanted]
     runs = [{"dataset": "tatqa", "pipeline": "cot", "example_ids": [ex.id for ex in cot_questions]},
-            {"dataset": "finqa", "pipeline": "pot", "example_ids": [ex.id for ex in finqa_questions]}]
+            {"dataset": "finqa", "pipeline": "finqa_pot", "example_ids": [ex.id for ex in finqa_questions]}]
     suite = _suite(name="hostile", runs=runs)
     splits = {
         ("tatqa", "pool"): pool,
