@@ -1,0 +1,190 @@
+"""The tokens gate (issue 38), as pre-registered in docs/selection_objective.md ("Pre-registered: tokens"): the new
+setting against today's default on TAT-QA ``dev_tune`` 163-504, with the model, paired by question and bootstrapped
+by document; written before the first LM row and reading nothing but the rows.
+
+Reads the rows of ``benchmarks/tatqa_tokens.toml`` (EM by TAT-QA's official metric; an LM failure counts as wrong,
+as in the reports) and names each run by its arm:
+
+1. ``default``: KATE within budget, full demos, budget 2,048 (today's default);
+2. ``new``: ``case_coverage`` with ``token_price``, the smallest demos (``demo_table = "gold_rows"``);
+3. ``greedy``: the same with ``solver = "greedy"``;
+4. ``comparator``: KATE within budget on the smallest demos at its own (smaller) budget;
+5. ``frozen``: ``case_coverage`` without a price, full demos (the selection-objective gate's replication);
+6. ``no_demos``: on the first 171 questions.
+
+Per arm: EM, mean prompt tokens, exemplars per prompt, prompts within budget, right answers per 1,000 prompt tokens
+and seconds per question (prefill, decode, everything in the LM). A prompt two arms share is answered once (DSPy's
+cache): the arm whose row was served from the cache is given the seconds of the row that asked it (the same
+``prompt_sha256``). Paired differences with 90 % intervals (by question and by document): new − default (the gate),
+new − comparator, new − greedy, frozen − default, and every arm − no demos on the questions no demos answered.
+
+The gate: new − default lower 90 % bound by document >= −5 points **and** point estimate >= 0 **and** new's mean
+prompt tokens <= 70 % of default's. A partial run is reported on the questions every gate arm has answered
+(``--partial`` says so; the gate is decided on all 342).
+
+    python benchmarks/tokens_gate.py benchmarks/results/tatqa_tokens_1p5b [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
+from knapsack_dspy.docqa.metrics.paired import paired_comparison
+
+ARMS = ("default", "new", "greedy", "comparator", "frozen", "no_demos")
+GATE_QUESTIONS = 342
+LOWER_BOUND = -5.0
+TOKEN_SHARE = 0.70
+DIFFERENCES = (("new", "default"), ("new", "comparator"), ("new", "greedy"), ("frozen", "default"))
+
+
+class GateError(ValueError):
+    """The rows cannot be read as the tokens suite's arms."""
+
+
+def arm_of(spec: Mapping) -> str:
+    """Which pre-registered arm a run's settings are (``GateError`` for a run the suite does not have)."""
+    selector = spec.get("selector")
+    params = spec.get("selector_params") or {}
+    small = spec.get("demo_table") == "gold_rows"
+    if selector == "no_demos":
+        return "no_demos"
+    if selector == "kate_within_budget":
+        return "comparator" if small else "default"
+    if selector == "case_coverage":
+        if not small:
+            return "frozen"
+        return "greedy" if params.get("solver") == "greedy" else "new"
+    raise GateError(f"a run the tokens suite does not have: selector {selector!r}")
+
+
+def read_arms(rows: Iterable) -> dict[str, dict[str, dict]]:
+    """arm -> question -> {em, tokens, exemplars, within, doc, prefill, decode, lm}; a row whose LM call failed
+    counts as wrong, as in the reports (a resume asks it again and replaces it)."""
+    rows = [row for row in rows if not row.spec.get("selection_only")]
+    asked: dict[tuple, tuple] = {}  # prompt_sha256 -> seconds of the row that asked it
+    for row in rows:
+        if row.lm_calls and row.prompt_sha256:
+            asked.setdefault(tuple(row.prompt_sha256), (row.prefill_s, row.decode_s, row.lm_seconds))
+    runs: dict[str, set] = {}
+    out: dict[str, dict[str, dict]] = {arm: {} for arm in ARMS}
+    for row in rows:
+        arm = arm_of(row.spec)
+        runs.setdefault(arm, set()).add(row.run)
+        own = (row.prefill_s, row.decode_s, row.lm_seconds)
+        prefill, decode, lm = own if row.lm_calls else asked.get(tuple(row.prompt_sha256 or ()), (None,) * 3)
+        out[arm][row.example_id] = {"em": float(bool(row.em)), "tokens": row.prompt_tokens,
+                                    "exemplars": len(row.exemplar_ids or ()), "within": row.within_budget,
+                                    "doc": row.doc_id or row.example_id, "prefill": prefill, "decode": decode,
+                                    "lm": lm}
+    for arm, keys in runs.items():
+        if len(keys) > 1:
+            raise GateError(f"{len(keys)} runs read as the arm {arm!r}: {', '.join(sorted(keys))}")
+    return out
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def arm_figures(answers: Mapping[str, dict], questions: Iterable[str]) -> dict:
+    rows = [answers[q] for q in questions if q in answers]
+    right = sum(r["em"] for r in rows)
+    tokens = sum(r["tokens"] for r in rows if r["tokens"] is not None)
+    return {"n": len(rows), "em": 100.0 * right / max(len(rows), 1),
+            "prompt_tokens": _mean(r["tokens"] for r in rows),
+            "exemplars": _mean(r["exemplars"] for r in rows),
+            "within_budget": 100.0 * sum(bool(r["within"]) for r in rows) / max(len(rows), 1),
+            "right_per_1000_tokens": 1000.0 * right / tokens if tokens else None,
+            "prefill_s": _mean(r["prefill"] for r in rows), "decode_s": _mean(r["decode"] for r in rows),
+            "lm_s": _mean(r["lm"] for r in rows)}
+
+
+def difference(arms: Mapping[str, Mapping[str, dict]], a: str, b: str, questions: Iterable[str]) -> dict:
+    shared = [q for q in questions if q in arms[a] and q in arms[b]]
+    score_a = {q: 100.0 * arms[a][q]["em"] for q in shared}
+    score_b = {q: 100.0 * arms[b][q]["em"] for q in shared}
+    return paired_comparison(score_a, score_b, groups={q: arms[a][q]["doc"] for q in shared}).to_dict()
+
+
+def gate_figures(arms: Mapping[str, Mapping[str, dict]]) -> dict:
+    """Every figure the pre-registration names, on the questions both gate arms answered."""
+    questions = sorted(set(arms["new"]) & set(arms["default"]))
+    if not questions:
+        raise GateError("no question both gate arms (the new setting, today's default) answered")
+    out = {"questions": len(questions), "documents": len({arms["new"][q]["doc"] for q in questions}),
+           "complete": len(questions) >= GATE_QUESTIONS, "arms": {}, "differences": {}, "against_no_demos": {}}
+    for arm in ARMS:
+        if arms[arm]:
+            out["arms"][arm] = arm_figures(arms[arm], questions if arm != "no_demos" else sorted(arms[arm]))
+    for a, b in DIFFERENCES:
+        if arms[a] and arms[b]:
+            out["differences"][f"{a} - {b}"] = difference(arms, a, b, questions)
+    bare = sorted(arms["no_demos"])
+    for arm in ARMS[:-1]:
+        if arms[arm] and bare:
+            out["against_no_demos"][arm] = difference(arms, arm, "no_demos", bare)
+    gate = out["differences"]["new - default"]
+    share = out["arms"]["new"]["prompt_tokens"] / out["arms"]["default"]["prompt_tokens"]
+    out["gate"] = {"lower_bound": gate["cluster_low"], "difference": gate["difference"], "token_share": share,
+                   "bound_met": gate["cluster_low"] is not None and gate["cluster_low"] >= LOWER_BOUND,
+                   "point_met": gate["difference"] >= 0, "tokens_met": share <= TOKEN_SHARE}
+    out["gate"]["passed"] = (out["complete"] and out["gate"]["bound_met"] and out["gate"]["point_met"]
+                             and out["gate"]["tokens_met"])
+    return out
+
+
+def _num(value, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def report(figures: Mapping) -> str:
+    lines = [f"{figures['questions']} questions on {figures['documents']} documents"
+             + ("" if figures["complete"] else f" (partial: the gate is decided on {GATE_QUESTIONS})"), "",
+             "| arm | n | EM | prompt tokens | exemplars | within budget | right / 1,000 tokens | prefill s | "
+             "decode s | LM s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for arm, f in figures["arms"].items():
+        lines.append(f"| {arm} | {f['n']} | {f['em']:.1f} | {_num(f['prompt_tokens'], '.0f')} | "
+                     f"{_num(f['exemplars'], '.2f')} | {f['within_budget']:.1f} % | "
+                     f"{_num(f['right_per_1000_tokens'], '.2f')} | "
+                     f"{_num(f['prefill_s'], '.1f')} | {_num(f['decode_s'], '.1f')} | {_num(f['lm_s'], '.1f')} |")
+    lines += ["", "| difference (points) | n | estimate | 90 % by question | 90 % by document | wins / losses |",
+              "|---|---|---|---|---|---|"]
+    named = {**figures["differences"], **{f"{arm} - no_demos": d for arm, d in figures["against_no_demos"].items()}}
+    for name, d in named.items():
+        lines.append(f"| {name} | {d['n']} | {_num(d['difference'], '+.1f')} | [{_num(d['low'], '+.1f')}, "
+                     f"{_num(d['high'], '+.1f')}] | [{_num(d['cluster_low'], '+.1f')}, "
+                     f"{_num(d['cluster_high'], '+.1f')}] | {d['wins']} / {d['losses']} |")
+    g = figures["gate"]
+    lines += ["", f"Gate: new - default {g['difference']:+.1f} points, lower 90 % bound by document "
+              f"{_num(g['lower_bound'], '+.1f')} (>= {LOWER_BOUND:g}: {g['bound_met']}), point estimate >= 0: "
+              f"{g['point_met']}; prompt tokens {100 * g['token_share']:.1f} % of default's (<= "
+              f"{100 * TOKEN_SHARE:.0f} %: {g['tokens_met']}) -> "
+              + ("PASSED" if g["passed"] else "not passed" if figures["complete"] else "undecided (partial run)")]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results_dir", type=Path, help="the rows of benchmarks/tatqa_tokens.toml")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    try:
+        figures = gate_figures(read_arms(load_rows(args.results_dir)))
+    except (ResultsFileError, GateError) as exc:
+        print(f"tokens_gate: {exc}", file=sys.stderr)
+        return 2
+    print(report(figures))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
