@@ -8,7 +8,7 @@ and give the reader a migration from the previous version (older files keep load
   ``SelectExemplars`` state (``SELECT_EXEMPLARS_STATE_VERSION``) and the answer-type router's state
   (``ROUTER_STATE_VERSION``). Their migrations: ``pipeline_spec_arguments`` and ``select_module_moved`` below
   (the program's layout); a version-1 ``SelectExemplars`` state's settings become a ``SelectionConfig`` in
-  ``modules/select_exemplars._config_of_version_1`` (it needs the selection package, above this floor).
+  ``modules/select_exemplars_state.config_of_version_1`` (it needs the selection package, above this floor).
 - **results rows** (``predictions.jsonl``): ``RESULT_ROW_SCHEMA_VERSION``; rows of older versions are migrated on
   read by ``bench/results/row_schema.MIGRATIONS`` (they need the row outcomes the bench declares).
 - **prompt fingerprints** in rows (``PROMPT_FORMAT_VERSION``): not migrated -- a prompt re-rendered by another

@@ -27,6 +27,19 @@ if os.environ.get("CI"):
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
+@pytest.fixture(scope="module", name="data")
+def tatqa_slice():
+    """A small TAT-QA slice (the real dev split): the first 90 exemplars of the pool and the first 8 tuning
+    questions. Modules that use it skip without the data (``helpers.needs_tatqa``)."""
+    from helpers import DATA
+
+    from knapsack_dspy.docqa.data import load_examples
+
+    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:90]
+    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:8]
+    return pool, tune
+
+
 @pytest.fixture(scope="module")
 def small_data(tmp_path_factory):
     """tatqa/dev_pool.json (15 contexts) and tatqa/dev_tune.json (3 contexts) in a temporary data dir, for

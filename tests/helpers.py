@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from pathlib import Path
 
 import numpy as np
+import pytest
+
+#: the shared data (``KDSPY_DATA_DIR``, else ``../shared/data`` beside the checkout)
+DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+#: skips a test module without the TAT-QA dev split
+needs_tatqa = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
+
 
 
 class HashingEmbedder:
@@ -89,17 +98,13 @@ def bench_on_tatqa_slice(suite, out, monkeypatch, counter, pool_size: int = 40, 
     """``run_suite(suite)`` into ``out`` on the first ``pool_size`` TAT-QA ``dev_pool`` questions as the pool and
     the first ``tune_size`` of ``dev_tune`` as the questions (hashing embedder, ``counter`` for every model):
     ``(metrics, rows, report.md's text)``."""
-    import os
-    from pathlib import Path
-
     from knapsack_dspy.bench.execution import runner
     from knapsack_dspy.bench.programs import run_program
     from knapsack_dspy.bench.results.store import load_rows
     from knapsack_dspy.docqa.data import load_examples
 
-    data = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-    pool = list(load_examples("tatqa", split="dev_pool", data_dir=data))[:pool_size]
-    tune = list(load_examples("tatqa", split="dev_tune", data_dir=data))[:tune_size]
+    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:pool_size]
+    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:tune_size]
     monkeypatch.setattr(run_program, "load_split", lambda spec, which, data_dir: pool if which == "pool" else tune)
     metrics = runner.run_suite(suite, out, embedder=HashingEmbedder(), token_counter_factory=lambda m: counter,
                                progress=False, log=lambda message: None)

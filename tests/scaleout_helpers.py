@@ -8,6 +8,8 @@ picklable (classes at module level, no lambdas).
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import re
 import threading
@@ -177,3 +179,22 @@ class ServerThread:
     def __exit__(self, *exc):
         self.server.should_exit = True
         self.thread.join(10)
+
+
+class ServeSpec:
+    """What a serve test's program asks of its LM (the stub LM reads ``max_tokens``)."""
+
+    max_tokens = 384
+
+
+def post(url: str, body, *, path: str = "/answer", method: str = "POST", headers: dict | None = None):
+    """(status, headers, parsed JSON) of one request; ``body``: bytes as they are, anything else as JSON."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    response = connection.getresponse()
+    payload = response.read()
+    connection.close()
+    headers = {key.lower(): value for key, value in response.getheaders()}
+    return response.status, headers, json.loads(payload) if payload else None

@@ -6,8 +6,7 @@ import re
 
 import pytest
 from dspy.utils import DummyLM
-from helpers import FieldFillingLM, HashingEmbedder, WordCounter
-from test_pipeline import data, pytestmark
+from helpers import FieldFillingLM, HashingEmbedder, WordCounter, needs_tatqa
 
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
@@ -15,7 +14,7 @@ from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.docqa.pipelines.answer_type_router import EXTRACT_TYPES
 
-__all__ = ["data", "pytestmark"]  # the TAT-QA slice of test_pipeline (90 pool, 8 tuning questions), its skip
+pytestmark = needs_tatqa  # the fixture ``data`` (conftest): a TAT-QA slice
 
 
 

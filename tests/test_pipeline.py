@@ -1,13 +1,12 @@
 """The TAT-QA pipeline end to end with DummyLM: compile, answer, save/load, bench (resume, selection-only)."""
 
 import json
-import os
 from pathlib import Path
 
 import dspy
 import pytest
 from dspy.utils import DummyLM
-from helpers import HashingEmbedder, WordCounter
+from helpers import DATA, HashingEmbedder, WordCounter, needs_tatqa
 
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
@@ -24,17 +23,7 @@ from knapsack_dspy.modules.compile_hooks import (
 )
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
-DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-pytestmark = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
-
-
-@pytest.fixture(scope="module")
-def data():
-    from knapsack_dspy.docqa.data import load_examples
-
-    pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:90]
-    tune = list(load_examples("tatqa", split="dev_tune", data_dir=DATA))[:8]
-    return pool, tune
+pytestmark = needs_tatqa
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +146,9 @@ def test_pipelines_reject_unknown_keywords(embedder):
     statute = build_pipeline("sara", "cot", top_n_paragraphs=5, embedder=embedder, data_dir=DATA)
     assert statute.selection_settings.selector == "kate"
     assert statute.selection_settings.resolved_attribute_source == "none"
-    document = build_pipeline("finqa", "pot", retrieval="references", selector="csp", embedder=embedder)
+    document = build_pipeline("finqa", "finqa_pot", retrieval="references", selector="csp", embedder=embedder)
     assert document.spec.spec["pipeline"] == "finqa_pot" and document.selection_settings.selector == "csp"
+    assert build_pipeline("finqa", "pot", embedder=embedder).spec.spec["pipeline"] == "python_pot"  # the default
 
 
 def test_the_pipelines_offer_every_compile_hook_and_a_plain_program_none(embedder):
@@ -421,8 +411,8 @@ def test_an_oracle_lm_scores_100_on_finqa_programs(tmp_path, embedder, monkeypat
             return lm
 
     f = OracleFactories(embedder)
-    run_suite(_suite(dataset="finqa", selector="kate", attributes=[]), tmp_path, embedder=embedder,
-              token_counter_factory=f.counter, lm_factory=f.lm, progress=False, log=lambda msg: None)
+    run_suite(_suite(dataset="finqa", pipeline="finqa_pot", selector="kate", attributes=[]), tmp_path,
+              embedder=embedder, token_counter_factory=f.counter, lm_factory=f.lm, progress=False, log=lambda msg: None)
     rows = load_rows(tmp_path)
     assert len(rows) == len(records) == 3
     assert all(r["correct"] and r["program_correct"] for r in rows), [

@@ -313,8 +313,7 @@ def test_an_inline_pool_measures_a_replaced_exemplar_again(cache):
 def test_kdspy_serve_answers_with_a_store_backed_program_copied_elsewhere(tmp_path, cache, monkeypatch):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
-    from scaleout_helpers import ServerThread, StubLM, deterministic_reply
-    from test_serve import _Spec, post
+    from scaleout_helpers import ServerThread, ServeSpec, StubLM, deterministic_reply, post
 
     from knapsack_dspy.serve.app import create_app
     from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
@@ -329,7 +328,7 @@ def test_kdspy_serve_answers_with_a_store_backed_program_copied_elsewhere(tmp_pa
     question = {"question": examples[0].question, "table": examples[0].table,
                 "paragraphs": list(examples[0].paragraphs)}
     with StubOpenAIServer(reply=deterministic_reply) as lm_server, \
-            ServerThread(create_app(loaded, StubLM(lm_server.base_url)(_Spec()))) as api:
+            ServerThread(create_app(loaded, StubLM(lm_server.base_url)(ServeSpec()))) as api:
         status, _, answer = post(api.url, question)
     assert status == 200 and answer["error"] is None
     assert answer["exemplar_ids"] and examples[0].id not in answer["exemplar_ids"]

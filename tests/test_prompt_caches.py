@@ -10,10 +10,10 @@ import dspy
 import litellm
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from test_reliability_lm_faults import _rows
 from test_select_exemplars import compile_tiny, make_examples
 
 from knapsack_dspy.bench.execution.question_order import cache_friendly_order, greedy_prefix_chain, shared_prefix_length
+from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.llm import local_server
 from knapsack_dspy.llm.cache import configure_cache
@@ -96,7 +96,7 @@ def test_bench_rows_record_the_tokens_a_prefix_cache_served(env, capsys):
             "limit = 6", "num_retries = 0"]) + "\n")
         assert main(["bench", str(suite), "--out", str(out), "--quiet", "--no-cache"]) == 0
         reported = [r.body["messages"] for r in server.completion_requests()]
-    rows = _rows(out)
+    rows = load_rows(out)
     assert len(rows) == 6 and all(r["lm_calls"] == 1 for r in rows)
     assert sum(r["cached_prompt_tokens"] for r in rows) > 0
     assert all("prefill_s" not in r for r in rows)  # the stub does not time its calls

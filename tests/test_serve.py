@@ -7,15 +7,13 @@ the cheap embedder and token counter of ``helpers``.
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import threading
 from pathlib import Path
 
 import pytest
 from helpers import HashingEmbedder, WordCounter
-from scaleout_helpers import ServerThread, SlowReply, StubLM, deterministic_reply
+from scaleout_helpers import ServerThread, ServeSpec, SlowReply, StubLM, deterministic_reply, post
 
 from knapsack_dspy.testing.malformed_requests import MALFORMED_REQUESTS
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer
@@ -53,24 +51,7 @@ def questions():
 def _app(program, server, **kw):
     from knapsack_dspy.serve.app import create_app
 
-    return create_app(program, StubLM(server.base_url)(_Spec()), **kw)
-
-
-class _Spec:
-    max_tokens = 384
-
-
-def post(url: str, body, *, path: str = "/answer", method: str = "POST", headers: dict | None = None):
-    """(status, headers, parsed JSON) of one request; ``body``: bytes as they are, anything else as JSON."""
-    host, port = url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=60)
-    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
-    response = connection.getresponse()
-    payload = response.read()
-    connection.close()
-    headers = {key.lower(): value for key, value in response.getheaders()}
-    return response.status, headers, json.loads(payload) if payload else None
+    return create_app(program, StubLM(server.base_url)(ServeSpec()), **kw)
 
 
 def test_answers_questions_with_the_programs_fields(program, questions):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 
 from knapsack_dspy.errors import KnapsackDspyError
-from knapsack_dspy.llm.empty_reply import EMPTY_REPLY_MESSAGE
 
 
 class LLMError(KnapsackDspyError, RuntimeError):
@@ -152,6 +151,8 @@ def describe_lm_error(exc: BaseException, *, model: str | None = None, api_base:
     detail = _detail(chain[-1])
     full_text = " ".join(str(e) for e in chain)
     kind = _kind(chain)
+    from knapsack_dspy.llm.empty_reply import EMPTY_REPLY_MESSAGE
+
     if EMPTY_REPLY_MESSAGE in full_text:
         return f"{who}: the server{where} sent replies with no answer (an empty 'choices' list) even after " \
                "retrying; try again later."

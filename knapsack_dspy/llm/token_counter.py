@@ -35,8 +35,6 @@ import logging
 from typing import Any
 
 from knapsack_dspy.llm.errors import LLMConfigError
-from knapsack_dspy.llm.litellm_provider import litellm_provider
-from knapsack_dspy.llm.local_models import is_local_model, local_context_window
 from knapsack_dspy.llm.token_count_base import DEFAULT_CACHE_SIZE, TokenCounter, shared_counter
 
 logger = logging.getLogger(__name__)
@@ -56,6 +54,8 @@ class LiteLLMTokenCounter(TokenCounter):
     """``litellm.token_counter`` with the model's tiktoken encoding, or ``cl100k_base`` as an offline fallback."""
 
     def __init__(self, model: str, cache_size: int = DEFAULT_CACHE_SIZE):
+        from knapsack_dspy.llm.litellm_provider import litellm_provider
+
         litellm = _litellm()
         bare, provider = litellm_provider(model) or (model, None)  # None: no provider LiteLLM can tell
         info = _model_info(model) if provider is not None else None
@@ -97,6 +97,9 @@ def _context_window(info: dict | None) -> int | None:
 
 def context_window_of(model: str) -> int | None:
     """Tokens the model accepts as input (LiteLLM's model map; served ``n_ctx`` for local models; None if unknown)."""
+    from knapsack_dspy.llm.litellm_provider import litellm_provider
+    from knapsack_dspy.llm.local_models import is_local_model, local_context_window
+
     if is_local_model(model):
         return local_context_window(model)
     if litellm_provider(model) is None:  # LiteLLM would print its provider-list banner, and know nothing
@@ -126,5 +129,7 @@ def get_token_counter(model: str) -> TokenCounter:
     ``local/qwen2.5-coder-1.5b-instruct``). Local models are loaded on the first count, not here."""
     if not isinstance(model, str) or not model.strip():
         raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
+    from knapsack_dspy.llm.local_models import is_local_model  # the model's string is read when a counter is made
+
     model = model.strip()
     return shared_counter(model, _local_counter_class() if is_local_model(model) else LiteLLMTokenCounter)

@@ -23,10 +23,8 @@ import dspy
 from dspy.primitives.module import set_attribute_by_name
 from dspy.utils import magicattr
 
-from knapsack_dspy.file_limits import GZIP_ERRORS, read_json
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
-from knapsack_dspy.selection.pool_store import copy_store, searching, stores_beside
 
 __all__ = ["compile_report_of", "install_selecting_predictor", "load_compiled", "pool_stores_of", "predictor_at",
            "read_program_state", "save_pool_stores", "selecting_names"]
@@ -34,6 +32,8 @@ __all__ = ["compile_report_of", "install_selecting_predictor", "load_compiled", 
 
 def read_program_state(path: str | Path) -> dict:
     """The JSON state a ``program.save("x.json")`` wrote (``ValueError`` naming the problem)."""
+    from knapsack_dspy.file_limits import GZIP_ERRORS, read_json
+
     path = Path(path)
     try:
         state = read_json(path)  # bounded: size, nesting (FileLimitError is a ValueError)
@@ -94,6 +94,8 @@ def load_compiled(student: dspy.Module, path_or_state: str | Path | Mapping, *, 
     with (code is not saved): one for every predictor or ``{predictor name: function}``.
     """
     if not isinstance(path_or_state, Mapping):
+        from knapsack_dspy.selection.pool_store import searching, stores_beside  # a file: its stores beside it
+
         with searching(stores_beside(path_or_state)):  # its pool stores: saved beside it
             return load_compiled(student, read_program_state(path_or_state), embedder=embedder,
                                  token_counter=token_counter, value=value, allow_unsafe_lm_state=allow_unsafe_lm_state)
@@ -137,6 +139,8 @@ def save_pool_stores(program: dspy.Module, program_path: str | Path) -> list[Pat
     """Put the pool stores ``program``'s selections hold (large pools) in the ``pools/`` folder beside
     ``program_path`` (hard links where possible, else copies), so the program's folder is complete: copied
     elsewhere, it loads with an empty cache. Returns the stores' directories there."""
+    from knapsack_dspy.selection.pool_store import copy_store, stores_beside
+
     return [copy_store(store, stores_beside(program_path)) for store in pool_stores_of(program)]
 
 

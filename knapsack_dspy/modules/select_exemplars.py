@@ -2,9 +2,14 @@
 
 Each ``SelectingPredict`` (``knapsack_dspy.modules.selecting_predict``) holds one; it can also be used on its
 own. Its settings are one frozen ``SelectionConfig`` (``self.config``); ``fit`` (called by
-``KnapsackFewShot.compile`` with the config to fit with) stores the learned state: the exemplar pool (ids,
-demos in the predictor's fields, token costs, attributes, document ids, the texts to embed), the attribute
-classifiers and the selector's own state (e.g. a fixed set).
+``KnapsackFewShot.compile`` with the config to fit with) stores the learned state: the exemplar pool (one
+``PoolColumns``: ids, demos in the predictor's fields, token costs, attributes, document ids, the texts to embed;
+inline or in a pool store -- ``modules/pool_columns.py``), the attribute classifiers and the selector's own state
+(e.g. a fixed set).
+
+Beside this module: ``pool_columns`` (the pool), ``select_exemplars_state`` (reading a saved state: checks,
+migrations, the pool store it names), ``empty_selection`` (why a call sends no exemplar); the attribute
+classifiers, the LM attribute predictor, pool stores and latency rates load when a pool uses them.
 It is a ``dspy.Parameter`` with a JSON state, so ``program.save("x.json")`` / loading round-trip it without
 pickle. Embeddings are not saved: they are recomputed from the saved texts through the embedding cache (the
 embedder's model id is saved and checked). A value function (``value(query, demo) -> float`` in place of the
@@ -18,14 +23,12 @@ Demos come least similar first, so the most similar exemplar sits next to the qu
 from __future__ import annotations
 
 import copy
-import hashlib
 import inspect
 import json
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dspy
 import numpy as np
@@ -33,29 +36,18 @@ from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.errors import KnapsackDspyError
-from knapsack_dspy.llm.latency_rates import latency_rates
-from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
+from knapsack_dspy.modules.pool_columns import PoolColumns, inputs_digest, inputs_digest_of, inputs_key
 from knapsack_dspy.modules.shared_fields import referring_demo
-from knapsack_dspy.saved_format import SELECT_EXEMPLARS_STATE_VERSION, SELECT_EXEMPLARS_STATE_VERSIONS
-from knapsack_dspy.selection import pool_store
-from knapsack_dspy.selection.attribute_classifier import KIND, AttributeClassifier, derive_kinds
-from knapsack_dspy.selection.config import SELECTOR_SETTINGS, SelectionConfig
-from knapsack_dspy.selection.exemplar_pool import (
-    ExemplarPool,
-    SelectionRequest,
-    canonical_keys,
-    eligible_mask,
-    in_canonical_order,
-)
-from knapsack_dspy.selection.latency import LatencyModel
-from knapsack_dspy.selection.pool_store import PoolRecord, PoolStore, default_store_root, find_store, write_store
+from knapsack_dspy.selection.attribute_domains import KIND
+from knapsack_dspy.selection.config import SelectionConfig
+from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest, canonical_keys, in_canonical_order
 from knapsack_dspy.selection.selectors.base import candidate_search, within_new_tokens
-from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
+
+if TYPE_CHECKING:  # loaded when used: a pool's classifiers (fit, load_state), latency rates (latency_model)
+    from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
+    from knapsack_dspy.selection.latency import LatencyModel
 
 _UNPICKLED = ("_lock", "_pool_obj", "_selector_obj", "_canonical", "_input_index")  # rebuilt lazily
-# what a pool store holds (re-read from it, never copied or pickled, when the pool is in one)
-_STORE_BACKED = ("pool_ids", "demos", "costs", "groups", "group_costs", "pool_attributes", "doc_ids", "embed_texts",
-                 "programs")
 
 
 class NotCompiledError(KnapsackDspyError, RuntimeError):
@@ -88,16 +80,8 @@ class SelectExemplars(dspy.Module, Parameter):
         return self.config.resolved_attribute_source
 
     def _reset_learned(self):
-        self.pool_ids: list[str] = []
-        self.demos: list[dict] = []
-        self.costs: list[float] = []
-        self.groups: list[int] = []  # demos sharing a field value (shared_fields); empty: none
-        self.group_costs: list[float] = []
-        self.pool_attributes: dict[str, list[str]] = {}
+        self.pool_columns = PoolColumns()  # the exemplar pool (inline or in a pool store): modules/pool_columns.py
         self.kinds = "none"  # where the pool's kinds come from: "given", "derived (...)" or "none" (not saved)
-        self.doc_ids: list[str] = []
-        self.embed_texts: list[str] = []
-        self.programs: list[str] = []  # gold program / derivation of each exemplar (selection-quality metrics)
         self.resolved_budget: int | None = None
         self.token_model: str | None = None
         self.classifiers: dict[str, AttributeClassifier] = {}
@@ -107,7 +91,6 @@ class SelectExemplars(dspy.Module, Parameter):
         self.input_fields: list[str] = []  # its input fields: a demo with the query's inputs is never selected
         self.value_name: str | None = None  # the value function's name when one was used (it is not saved)
         self.lm_attribute_predictor = None  # set by fit / load when attribute_source == "lm"
-        self.store: PoolStore | None = None  # the pool store holding the pool (a large pool), else None: inline
         self._selector_obj = None
         self._pool_obj = None
         self._canonical = None  # the pool's canonical demo order, computed when first needed
@@ -115,7 +98,53 @@ class SelectExemplars(dspy.Module, Parameter):
 
     @property
     def is_fitted(self) -> bool:
-        return bool(self.pool_ids) and self.resolved_budget is not None
+        return bool(len(self.pool_columns)) and self.resolved_budget is not None
+
+    # the pool's columns (read-only: fit, update_pool and load_state replace the pool as a whole)
+    @property
+    def pool_ids(self) -> Sequence[str]:
+        return self.pool_columns.ids
+
+    @property
+    def demos(self) -> Sequence[dict]:
+        """The pool's demos, in the predictor's fields."""
+        return self.pool_columns.demos
+
+    @property
+    def costs(self) -> Sequence[float]:
+        """Each demo's token cost in the predictor's prompt (without a shared value: ``group_costs``)."""
+        return self.pool_columns.costs
+
+    @property
+    def groups(self) -> Sequence[int]:
+        """Demos sharing a field value (``shared_fields``): each demo's group, ``-1`` none; empty: nothing shared."""
+        return self.pool_columns.groups
+
+    @property
+    def group_costs(self) -> Sequence[float]:
+        return self.pool_columns.group_costs
+
+    @property
+    def pool_attributes(self) -> Mapping[str, Sequence[str]]:
+        return self.pool_columns.attributes
+
+    @property
+    def doc_ids(self) -> Sequence[str]:
+        return self.pool_columns.doc_ids
+
+    @property
+    def embed_texts(self) -> Sequence[str]:
+        return self.pool_columns.embed_texts
+
+    @property
+    def programs(self) -> Sequence[str]:
+        """Each exemplar's gold program / derivation (the selection-quality proxies read them)."""
+        return self.pool_columns.programs
+
+    @property
+    def store(self):
+        """The pool store holding the pool (a large pool), else ``None``: the pool is inline."""
+        return self.pool_columns.store
 
     # -- compile-time ------------------------------------------------------------------------------
     def query_text(self, fields: Mapping[str, Any]) -> str:
@@ -151,33 +180,26 @@ class SelectExemplars(dspy.Module, Parameter):
             if not input_fields:
                 raise ValueError("embed_fields is None (the predictor's input fields) but no input_fields were given")
             config = config.with_settings(embed_fields=tuple(input_fields))
+        from knapsack_dspy.selection import pool_store  # a large pool's store: loaded when used
+
         attribute_fns = dict(attributes or {})
         with self._lock:
             self.config = config
             self._reset_learned()
-            self.pool_ids = ([str(i) for i in ids] if ids is not None
-                             else [str(ex.get("id", i)) for i, ex in enumerate(pool_examples)])
-            self.demos = [dict(d) for d in demos]
-            self.costs = [float(c) for c in costs]
-            self.groups = [int(g) for g in groups] if groups is not None else []
-            self.group_costs = [float(c) for c in group_costs] if group_costs is not None else []
-            self.doc_ids = [str(ex.get("doc_id", "")) for ex in pool_examples]
-            self.embed_texts = [self.query_text(d) for d in self.demos]
-            self.programs = [solution_of(ex, attribute_fns) for ex in pool_examples]
             self.signature_fields = list(signature_fields)
             self.input_fields = list(input_fields or self.config.embed_fields or ())
             self.value_name = _function_name(self.value)
-            wanted = (set(self.config.attributes) | set(attribute_fns)
-                      | set(self.config.selector_class.pool_attributes)) - {SOLUTION}
-            for attr in wanted:
-                get = attribute_fns.get(attr) or (lambda ex, attr=attr: ex.get(attr))
-                values = [get(ex) for ex in pool_examples]
-                if any(v is not None and v != "" for v in values):
-                    self.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
-            self.kinds = "given" if KIND in self.pool_attributes else "none"
-            if (self.config.derive_kinds and KIND in self.config.selector_class.pool_attributes
-                    and KIND not in self.pool_attributes):
-                self._derive_kinds(progress)
+            demos = [dict(d) for d in demos]
+            self.pool_columns = PoolColumns(
+                ids=([str(i) for i in ids] if ids is not None
+                     else [str(ex.get("id", i)) for i, ex in enumerate(pool_examples)]),
+                demos=demos, costs=[float(c) for c in costs],
+                doc_ids=[str(ex.get("doc_id", "")) for ex in pool_examples],
+                embed_texts=[self.query_text(d) for d in demos],
+                programs=[solution_of(ex, attribute_fns) for ex in pool_examples],
+                attributes=self._pool_attributes(pool_examples, attribute_fns, demos, progress),
+                groups=[int(g) for g in groups] if groups is not None else [],
+                group_costs=[float(c) for c in group_costs] if group_costs is not None else [])
             self.resolved_budget = int(budget)
             self.token_model = token_model
             pool = self._pool(progress)
@@ -185,10 +207,14 @@ class SelectExemplars(dspy.Module, Parameter):
                 self._write_store(pool, self.prompt_format(prompt_format))
                 pool = self._pool()
             if self.attribute_source == "classifier":
+                from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
+
                 for attr in self.config.attributes:
                     if attr in self.pool_attributes:
                         self.classifiers[attr] = AttributeClassifier().fit(pool.embeddings, self.pool_attributes[attr])
             elif self.attribute_source == "lm":
+                from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
+
                 self.lm_attribute_predictor = LMAttributePredictor(self.config.attributes).fit(pool_examples,
                                                                                              pool.embeddings)
             selector = self.config.build_selector()
@@ -200,17 +226,41 @@ class SelectExemplars(dspy.Module, Parameter):
             self._selector_obj = selector
         return self
 
-    def _derive_kinds(self, progress: bool) -> None:
+    def _pool_attributes(self, pool_examples: Sequence, attribute_fns: Mapping[str, Callable],
+                         demos: Sequence[Mapping], progress: bool) -> dict[str, list[str]]:
+        """The pool attributes selection reads (the config's, the selector's and those given by ``attribute_fns``:
+        the example's field of that name by default), each only when some exemplar has a value; the kinds derived
+        from the pool when the selector covers kinds and none are given (sets ``self.kinds``)."""
+        found: dict[str, list[str]] = {}
+        wanted = (set(self.config.attributes) | set(attribute_fns)
+                  | set(self.config.selector_class.pool_attributes)) - {SOLUTION}
+        for attr in wanted:
+            get = attribute_fns.get(attr) or (lambda ex, attr=attr: ex.get(attr))
+            values = [get(ex) for ex in pool_examples]
+            if any(v is not None and v != "" for v in values):
+                found[attr] = ["" if v is None else str(v) for v in values]
+        self.kinds = "given" if KIND in found else "none"
+        if (self.config.derive_kinds and KIND in self.config.selector_class.pool_attributes
+                and KIND not in found):
+            derived = self._derive_kinds(demos, progress)
+            if derived is not None:
+                found[KIND] = derived
+        return found
+
+    def _derive_kinds(self, demos: Sequence[Mapping], progress: bool) -> list[str] | None:
         """The pool's kinds from the pool itself (``attribute_classifier.derive_kinds``): k-means of the demos' outputs
-        (their fields that are not inputs) as the embedder sees them; nothing when they cannot be told apart."""
+        (their fields that are not inputs) as the embedder sees them; ``None`` when they cannot be told apart."""
+        from knapsack_dspy.selection.attribute_classifier import derive_kinds
+
         outputs = [f for f in self.signature_fields if f not in set(self.input_fields)]
-        texts = [query_text(demo, outputs) for demo in self.demos]
+        texts = [query_text(demo, outputs) for demo in demos]
         if not outputs or not any(texts):
-            return
+            return None
         derived = derive_kinds(_encode(self.embedder, texts, progress), seed=self.config.seed)
-        if derived is not None:
-            self.pool_attributes[KIND] = list(derived.labels)
-            self.kinds = f"derived ({derived.k} kinds from {', '.join(outputs)})"
+        if derived is None:
+            return None
+        self.kinds = f"derived ({derived.k} kinds from {', '.join(outputs)})"
+        return list(derived.labels)
 
     def prompt_format(self, adapter: str | None = None) -> str:
         """What the pool's token costs depend on besides the demos (part of a pool store's hash)."""
@@ -221,54 +271,30 @@ class SelectExemplars(dspy.Module, Parameter):
 
     def _write_store(self, pool: ExemplarPool, prompt_format: str) -> None:
         """Put the pool (embedded: ``pool``) in a pool store and hold it from there."""
-        names = sorted(self.pool_attributes)
-        fields = self.input_fields
-        records = [PoolRecord(pool_id, demo, doc_id, text, program,
-                              {name: self.pool_attributes[name][i] for name in names},
-                              int(self.groups[i]) if self.groups else -1, _inputs_digest_of(demo, fields))
-                   for i, (pool_id, demo, doc_id, text, program) in enumerate(
-                       zip(self.pool_ids, self.demos, self.doc_ids, self.embed_texts, self.programs, strict=True))]
-        self._attach_store(write_store(default_store_root(), records, pool.embeddings, self.costs,
-                                       embedder=self.embedder.model_id,
-                                       prompt_format=prompt_format,
-                                       group_costs=self.group_costs))
+        from knapsack_dspy.selection.pool_store import default_store_root, write_store
 
-    def _attach_store(self, store: PoolStore) -> None:
-        """Hold the pool from ``store`` (its columns memory-mapped, its demos read when selected)."""
-        self.store = store
-        self.pool_ids = store.ids.tolist()
-        self.demos = store.column("demo")
-        self.embed_texts = store.column("embed_text")
-        self.programs = store.column("program")
-        self.costs = store.costs
-        self.pool_attributes = store.attributes
-        self.doc_ids = store.doc_ids
-        groups = store.groups
-        self.groups = groups if groups.size and (np.asarray(groups) >= 0).any() else []
-        self.group_costs = store.group_costs if len(self.groups) else []
+        columns = self.pool_columns
+        self._attach_store(write_store(default_store_root(), columns.records(self.input_fields), pool.embeddings,
+                                       columns.costs, embedder=self.embedder.model_id, prompt_format=prompt_format,
+                                       group_costs=columns.group_costs))
+
+    def _attach_store(self, store) -> None:
+        """Hold the pool from the pool store ``store`` (its columns memory-mapped, its demos read when selected)."""
+        self._hold(PoolColumns.from_store(store))
+
+    def _hold(self, columns: PoolColumns) -> None:
+        """Hold the pool ``columns`` in place of the current one (what was computed from that is dropped)."""
+        self.pool_columns = columns
         self._pool_obj = None
         self._input_index = None
         self._canonical = None
 
     def _pool(self, progress: bool = False) -> ExemplarPool:
         if self._pool_obj is None:
-            if not self.pool_ids:
+            if not len(self.pool_columns):
                 raise NotCompiledError("SelectExemplars has no exemplar pool: compile the program "
                                        "(KnapsackFewShot.compile) or load a compiled one first")
-            if self.store is not None:
-                store = self.store
-                self._pool_obj = ExemplarPool(self.pool_ids, store.embeddings, store.costs, store.attributes,
-                                              store.doc_ids,
-                                              groups=np.asarray(store.groups) if len(self.groups) else None,
-                                              group_costs=np.asarray(store.group_costs) if len(self.groups)
-                                              else None, index=store.index())
-                return self._pool_obj
-            embeddings = _encode(self.embedder, self.embed_texts, progress)
-            self._pool_obj = ExemplarPool(self.pool_ids, embeddings, np.asarray(self.costs),
-                                          {k: np.asarray(v) for k, v in self.pool_attributes.items()},
-                                          np.asarray(self.doc_ids),
-                                          groups=np.asarray(self.groups, dtype=int) if self.groups else None,
-                                          group_costs=np.asarray(self.group_costs) if self.groups else None)
+            self._pool_obj = self.pool_columns.exemplar_pool(lambda texts: _encode(self.embedder, texts, progress))
         return self._pool_obj
 
     def _selector(self):
@@ -305,48 +331,39 @@ class SelectExemplars(dspy.Module, Parameter):
         clash = sorted(set(new_ids) & set(kept_ids)) or sorted({i for i in new_ids if new_ids.count(i) > 1})
         if clash:
             raise ValueError(f"update_pool: ids already in the pool: {clash[:5]}")
+        from knapsack_dspy.selection import pool_store  # a large pool's store: loaded when used
+
         fns = dict(attributes or {})
         names = sorted(self.pool_attributes)
         fields = self.input_fields
-        if self.store is not None:  # read in one pass
-            records = [r for r in pool_store.records_of(self.store) if r.id not in removed]
-        else:
-            records = [PoolRecord(self.pool_ids[k], dict(self.demos[k]), str(self.doc_ids[k]), self.embed_texts[k],
-                                  self.programs[k], {name: str(self.pool_attributes[name][k]) for name in names},
-                                  -1, _inputs_digest_of(self.demos[k], fields))
-                       for k in range(len(self.pool_ids)) if self.pool_ids[k] not in removed]
+        columns = self.pool_columns
+        records = [r for r in columns.records(fields) if r.id not in removed]  # a store's: read in one pass
         for pool_id, ex, demo in zip(new_ids, add_examples, add_demos, strict=True):
             values = {name: (fns[name](ex) if name in fns else ex.get(name)) for name in names}
-            records.append(PoolRecord(pool_id, dict(demo), str(ex.get("doc_id", "")), self.query_text(demo),
-                                      solution_of(ex, fns),
-                                      {k: "" if v is None else str(v) for k, v in values.items()}, -1,
-                                      _inputs_digest_of(demo, fields)))
+            records.append(pool_store.PoolRecord(pool_id, dict(demo), str(ex.get("doc_id", "")), self.query_text(demo),
+                                                 solution_of(ex, fns),
+                                                 {k: "" if v is None else str(v) for k, v in values.items()}, -1,
+                                                 inputs_digest_of(demo, fields)))
         if not records:
             raise ValueError("update_pool: the pool would be empty")
         with self._lock:
-            if self.store is not None or len(records) > pool_store.INLINE_POOL_LIMIT:
+            if columns.store is not None or len(records) > pool_store.INLINE_POOL_LIMIT:
                 store, done = pool_store.extend_store(
-                    default_store_root(), self.store, records, embed=self.embedder.encode, measure=measure,
-                    embedder=self.embedder.model_id,
-                    prompt_format=self.store.prompt_format if self.store is not None else self.prompt_format())
+                    pool_store.default_store_root(), columns.store, records, embed=self.embedder.encode,
+                    measure=measure, embedder=self.embedder.model_id,
+                    prompt_format=columns.store.prompt_format if columns.store is not None else self.prompt_format())
                 self._attach_store(store)
             else:
                 known = {pool_store.demo_key(d): float(c)
-                         for i, d, c in zip(self.pool_ids, self.demos, self.costs, strict=True) if i not in removed}
+                         for i, d, c in zip(columns.ids, columns.demos, columns.costs, strict=True)
+                         if i not in removed}
                 fresh = list({pool_store.demo_key(r.demo): r for r in records
                               if pool_store.demo_key(r.demo) not in known}.values())
                 known.update(zip([pool_store.demo_key(r.demo) for r in fresh],
                                  map(float, measure([r.demo for r in fresh]) if fresh else []), strict=True))
-                old_texts = {t for i, t in zip(self.pool_ids, self.embed_texts, strict=True) if i not in removed}
-                self.pool_ids = [r.id for r in records]
-                self.demos = [r.demo for r in records]
-                self.costs = [known[pool_store.demo_key(r.demo)] for r in records]
-                self.doc_ids = [r.doc_id for r in records]
-                self.embed_texts = [r.embed_text for r in records]
-                self.programs = [r.program for r in records]
-                self.pool_attributes = {name: [str((r.attributes or {}).get(name, "")) for r in records]
-                                        for name in names}
-                self._pool_obj = self._canonical = self._input_index = None
+                old_texts = {t for i, t in zip(columns.ids, columns.embed_texts, strict=True) if i not in removed}
+                self._hold(PoolColumns.from_records(records, [known[pool_store.demo_key(r.demo)] for r in records],
+                                                    names))
                 done = {"embedded": len({r.embed_text for r in records} - old_texts), "measured": len(fresh)}
             self._selector_obj = None
         return {**done, "size": len(records)}
@@ -358,6 +375,8 @@ class SelectExemplars(dspy.Module, Parameter):
         unknown = [i for i in ids if i not in set(self.pool_ids)]
         if unknown:
             raise ValueError(f"show_fixed_set: ids not in the exemplar pool: {unknown[:5]}")
+        from knapsack_dspy.selection.selectors.fixed_set import FixedSetSelector
+
         with self._lock:
             self.config = self.config.with_settings(selector=FixedSetSelector.name, selector_params={})
             self.selector_state = {"fixed_ids": list(ids)}
@@ -372,6 +391,9 @@ class SelectExemplars(dspy.Module, Parameter):
     def latency_model(self) -> LatencyModel | None:
         """How long a call is predicted to take (``SelectionConfig.latency_rates``, else the measured rates of
         the model the pool was compiled for; None when neither is known)."""
+        from knapsack_dspy.llm.latency_rates import latency_rates
+        from knapsack_dspy.selection.latency import LatencyModel
+
         rates = self.config.latency_rates or latency_rates(self.token_model)
         return None if rates is None else LatencyModel.from_dict(rates)
 
@@ -507,44 +529,24 @@ class SelectExemplars(dspy.Module, Parameter):
         return reason or None
 
     def _empty_reason(self, pool: ExemplarPool, request: SelectionRequest, base_tokens: int, reason: str) -> str:
-        """Why a call sends no exemplar, with the numbers: the budget arithmetic when no eligible exemplar fits,
-        else the selector's own reason (e.g. no exemplar of positive value)."""
-        mask = eligible_mask(pool, request)
-        if not mask.any():
-            return "empty selection: no eligible exemplar (every pool exemplar is the query itself, excluded or " \
-                   "from the query's document)"
-        cheapest = float(pool.alone_costs()[mask].min())
-        capacity = request.capacity
-        reserve = self.config.reserve_output_tokens
-        if cheapest <= min(capacity, request.new_token_capacity) + 1e-9:
-            return reason
-        if capacity < cheapest:
-            left = self.resolved_budget - base_tokens - reserve
-            if left > capacity:  # the exemplar budget binds
-                return (f"empty selection: no exemplar fits the exemplar budget of {capacity:g} tokens; the "
-                        f"cheapest costs {cheapest:g}")
-            return (f"empty selection: no exemplar fits: budget {self.resolved_budget} - prompt without demos "
-                    f"{base_tokens} - output reserve {reserve} = {capacity:g} tokens for exemplars; the cheapest "
-                    f"costs {cheapest:g}")
-        return (f"empty selection: no exemplar fits the latency budget ({self.config.latency_budget:g} s leaves "
-                f"{request.new_token_capacity:g} new prompt tokens; the cheapest exemplar costs {cheapest:g})")
+        """Why a call sends no exemplar, with the numbers (``empty_selection.empty_reason``)."""
+        from knapsack_dspy.modules.empty_selection import empty_reason
+
+        return empty_reason(pool, request, budget=self.resolved_budget, base_tokens=base_tokens,
+                            reserve_output_tokens=self.config.reserve_output_tokens,
+                            latency_budget=self.config.latency_budget, reason=reason)
 
     # -- dspy.Parameter state ----------------------------------------------------------------------------
     def dump_state(self, json_mode=True):
-        if self.store is not None:
-            pool_state = {"pool_store": {"hash": self.store.hash, "size": len(self.store)}}
-        else:
-            pool_state = {"pool": {
-                "ids": self.pool_ids, "demos": self.demos, "costs": self.costs, "attributes": self.pool_attributes,
-                "doc_ids": self.doc_ids, "embed_texts": self.embed_texts, "programs": self.programs,
-                **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {})}}
+        from knapsack_dspy.saved_format import SELECT_EXEMPLARS_STATE_VERSION
+
         return {
             "version": SELECT_EXEMPLARS_STATE_VERSION,
             "config": self.config.to_dict(),
             "embedder_model": self.embedder.model_id,
             "token_model": self.token_model,
             "resolved_budget": self.resolved_budget,
-            **pool_state,
+            **self.pool_columns.to_state(),
             "classifiers": {k: v.get_state() for k, v in self.classifiers.items()},
             "selector_state": self.selector_state,
             "lm_attribute_predictor": (self.lm_attribute_predictor.get_state()
@@ -556,32 +558,19 @@ class SelectExemplars(dspy.Module, Parameter):
         }
 
     def load_state(self, state, *, allow_unsafe_lm_state=False):
-        _validate_state(state)
-        try:
-            config = (_config_of_version_1(state["params"]) if state["version"] == 1
-                      else SelectionConfig.from_dict(state["config"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"invalid SelectExemplars state: {exc}") from None
-        # version 5: a large pool lives in a pool store, found (or refused) before anything here changes
-        store = _referenced_store(state) if "pool_store" in state else None
+        """Load a saved state of any supported version (``select_exemplars_state``: its checks, its pool store and
+        the migrations); a malformed state is a ``ValueError`` and leaves the module as it was."""
+        from knapsack_dspy.modules.select_exemplars_state import read_state
+        from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
+
+        saved = read_state(state)
+        config = saved.config
         with self._lock:
             self.config = config
             if state["embedder_model"] != self.embedder.model_id:
                 self.embedder = TextEmbedder(state["embedder_model"])
             self._reset_learned()
-            if store is not None:
-                self._attach_store(store)
-            else:
-                pool = state["pool"]
-                self.pool_ids = list(pool["ids"])
-                self.demos = [dict(d) for d in pool["demos"]]
-                self.costs = [float(c) for c in pool["costs"]]
-                self.pool_attributes = {k: list(v) for k, v in pool["attributes"].items()}
-                self.doc_ids = list(pool["doc_ids"])
-                self.embed_texts = list(pool["embed_texts"])
-                self.programs = list(pool.get("programs") or [""] * len(self.pool_ids))
-                self.groups = [int(g) for g in pool.get("groups") or []]
-                self.group_costs = [float(c) for c in pool.get("group_costs") or []]
+            self._hold(saved.pool)
             self.resolved_budget = state["resolved_budget"]
             self.token_model = state.get("token_model")
             self.classifiers = {k: AttributeClassifier.from_state(v) for k, v in state["classifiers"].items()}
@@ -592,6 +581,8 @@ class SelectExemplars(dspy.Module, Parameter):
             self.input_fields = list(state.get("input_fields") or config.embed_fields or [])
             self.value_name = state.get("value")
             if state.get("lm_attribute_predictor") is not None:
+                from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
+
                 self.lm_attribute_predictor = LMAttributePredictor(config.attributes).set_state(
                     state["lm_attribute_predictor"])
         return self
@@ -608,7 +599,7 @@ class SelectExemplars(dspy.Module, Parameter):
             if key == "_lock":
                 clone._lock = threading.Lock()
             elif key in ("config", "embedder", "value", "_pool_obj", "_selector_obj", "lm_attribute_predictor",
-                         "_input_index", "store") or (key in _STORE_BACKED and self.store is not None):
+                         "_input_index"):
                 setattr(clone, key, value)  # immutable after fit / shared resources
             else:
                 setattr(clone, key, copy.deepcopy(value, memo))
@@ -616,8 +607,8 @@ class SelectExemplars(dspy.Module, Parameter):
 
     def __getstate__(self):  # pickled by save(save_program=True) / dspy.load: a lock and caches are rebuilt
         state = super().__getstate__()
-        for key in _UNPICKLED + (_STORE_BACKED if state.get("store") is not None else ()):
-            state.pop(key, None)  # a pool store's columns are re-read from it
+        for key in _UNPICKLED:
+            state.pop(key, None)  # (a pool store's columns are re-read from it: PoolColumns.__getstate__)
         return state
 
     def __setstate__(self, state):
@@ -626,8 +617,7 @@ class SelectExemplars(dspy.Module, Parameter):
         self._pool_obj = None
         self._selector_obj = None
         self._input_index = None
-        if self.__dict__.get("store") is not None:
-            self._attach_store(self.store)
+        self._canonical = None
 
 
 #: the attribute function that gives an exemplar's worked solution (a program, a derivation: ``compile_hooks``),
@@ -640,26 +630,6 @@ def solution_of(example, functions: Mapping[str, Callable]) -> str:
     get = functions.get(SOLUTION)
     value = get(example) if get is not None else example.get(SOLUTION)
     return "" if value is None else str(value)
-
-
-def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ...]:
-    """The inputs ``names`` of ``fields`` as compared for self-selection: each value's text (a list joined by
-    spaces) case-folded, with whitespace runs collapsed to one space."""
-    def text(value) -> str:
-        value = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-        return " ".join(value.casefold().split())
-
-    return tuple(text(fields.get(name)) for name in names)
-
-
-def _inputs_digest_of(demo: Mapping[str, Any], fields: Sequence[str]) -> str:
-    """The digest of a demo's inputs, or "" when it lacks one of ``fields`` (then never matched)."""
-    return inputs_digest(inputs_key(demo, fields)) if fields and all(name in demo for name in fields) else ""
-
-
-def inputs_digest(key: tuple[str, ...]) -> str:
-    """A short digest of an :func:`inputs_key` (what a pool store keeps to find a query's own demo)."""
-    return hashlib.sha256(json.dumps(key, ensure_ascii=False).encode()).hexdigest()[:32]
 
 
 def query_text(fields: Mapping[str, Any], embed_fields: Sequence[str]) -> str:
@@ -690,80 +660,3 @@ def _encode(embedder, texts, progress: bool) -> np.ndarray:
         if takes:
             return embedder.encode(texts, progress=True)
     return embedder.encode(texts)
-
-
-def _referenced_store(state: Mapping) -> PoolStore:
-    """The pool store a version-5 state references, found and checked (``PoolStoreError``: missing, altered)."""
-    ref = state["pool_store"]
-    store = find_store(ref["hash"])
-    if len(store) != ref["size"] or store.embedder != state["embedder_model"]:
-        raise pool_store.PoolStoreError(
-            f"pool store {ref['hash'][:16]} at {store.path} holds {len(store)} exemplars embedded by "
-            f"{store.embedder!r}; the program expects {ref['size']} embedded by {state['embedder_model']!r}")
-    return store
-
-
-def _validate_state(state: Any) -> None:
-    """Reject a saved state that is malformed or inconsistent, with a message naming the problem."""
-
-    def fail(msg):
-        raise ValueError(f"invalid SelectExemplars state: {msg}")
-
-    if not isinstance(state, dict):
-        fail("not a JSON object")
-    if state.get("version") not in SELECT_EXEMPLARS_STATE_VERSIONS:
-        fail(f"state version {state.get('version')!r} is not supported (expected 1 to "
-             f"{SELECT_EXEMPLARS_STATE_VERSION})")
-    stored = state["version"] >= 5 and "pool_store" in state  # version 5: a pool store in place of "pool"
-    for key in ("params" if state["version"] == 1 else "config", "pool_store" if stored else "pool",
-                "classifiers", "embedder_model", "resolved_budget"):
-        if key not in state:
-            fail(f"missing {key!r}")
-    if stored:
-        ref = state["pool_store"]
-        if not (isinstance(ref, dict) and isinstance(ref.get("hash"), str) and len(ref["hash"]) == 64
-                and isinstance(ref.get("size"), int) and ref["size"] > 0):
-            fail("pool_store must be {\"hash\": 64 hex digits, \"size\": a positive count}")
-        if not isinstance(state["resolved_budget"], int) or state["resolved_budget"] <= 0:
-            fail(f"resolved_budget must be a positive integer, got {state['resolved_budget']!r}")
-        return
-    pool = state["pool"]
-    n = len(pool.get("ids", []))
-    for key in ("demos", "costs", "doc_ids", "embed_texts"):
-        if len(pool.get(key, [])) != n:
-            fail(f"pool.{key} has {len(pool.get(key, []))} entries for {n} ids")
-    for name, values in pool.get("attributes", {}).items():
-        if len(values) != n:
-            fail(f"pool.attributes[{name!r}] has {len(values)} entries for {n} ids")
-    if len(set(pool["ids"])) != n:
-        fail("pool ids are not unique")
-    costs = pool["costs"]
-    if any(not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 for c in costs):
-        fail("pool.costs must be finite non-negative numbers")
-    groups, group_costs = pool.get("groups") or [], pool.get("group_costs") or []
-    if groups and len(groups) != n:
-        fail(f"pool.groups has {len(groups)} entries for {n} ids")
-    if any(not isinstance(g, int) or not -1 <= g < len(group_costs) for g in groups):
-        fail("pool.groups must be group ids in [-1, len(group_costs))")
-    if any(not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 for c in group_costs):
-        fail("pool.group_costs must be finite non-negative numbers")
-    budget = state["resolved_budget"]
-    if n and (not isinstance(budget, int) or budget <= 0):
-        fail(f"resolved_budget must be a positive integer, got {budget!r}")
-
-
-def _config_of_version_1(params: Mapping[str, Any]) -> SelectionConfig:
-    """The ``SelectionConfig`` of a version-1 state (programs saved before ``SelectionConfig``): its
-    ``selector_params`` held every setting the teleprompter passed (alpha, beta, knn_k, max_per_doc, core_size,
-    n_candidates, seed), of which the selector took the ones it declares."""
-    extra = dict(params.get("selector_params") or {})
-    settings = {name: extra.pop(name) for name in SELECTOR_SETTINGS if name in extra}
-    settings.pop("seed", None)  # the selector's compile-time seed; queries were seeded by params["seed"]
-    config = SelectionConfig(selector=params["selector"])
-    declared = set(config.selector_class.param_names())
-    return config.with_settings(
-        max_exemplars=int(params["max_exemplars"]), budget=params.get("budget"),
-        reserve_output_tokens=int(params["reserve_output_tokens"]), attribute_source=params["attribute_source"],
-        attributes=tuple(params["attributes"]), embed_fields=tuple(params["embed_fields"]),
-        exclude_same_doc=bool(params["exclude_same_doc"]), seed=int(params["seed"]),
-        selector_params={k: v for k, v in extra.items() if k in declared}, **settings)

@@ -12,20 +12,30 @@
 ``knapsack_dspy.modules.select_exemplars.SelectExemplars`` (a DSPy module) runs this for a program.
 """
 
-from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
-from knapsack_dspy.selection.constraints import attribute_constraint, max_per_value, seer_template
-from knapsack_dspy.selection.exemplar_pool import ExemplarPool, Selection, SelectionRequest
-from knapsack_dspy.selection.knapsack import AttributeConstraint, KnapsackSolution, solve_knapsack
-from knapsack_dspy.selection.selectors import (
-    SELECTORS,
-    ExemplarSelector,
-    NotFittedError,
-    make_selector,
-    register_selector,
-    selector_class,
-)
+import importlib
 
-__all__ = ["SELECTORS", "AttributeConstraint", "ExemplarPool", "ExemplarSelector", "KnapsackSolution",
-           "NotFittedError", "Selection", "SelectionConfig", "SelectionConfigError", "SelectionRequest",
-           "attribute_constraint", "make_selector", "max_per_value", "register_selector", "seer_template",
-           "selector_class", "solve_knapsack"]
+#: public name -> the module that defines it (loaded on first use, PEP 562: ``import knapsack_dspy.selection``
+#: loads none of them)
+_PUBLIC = {
+    "SelectionConfig": "config", "SelectionConfigError": "config",
+    "attribute_constraint": "constraints", "max_per_value": "constraints", "seer_template": "constraints",
+    "ExemplarPool": "exemplar_pool", "Selection": "exemplar_pool", "SelectionRequest": "exemplar_pool",
+    "AttributeConstraint": "knapsack", "KnapsackSolution": "knapsack", "solve_knapsack": "knapsack",
+    "SELECTORS": "selectors", "ExemplarSelector": "selectors", "NotFittedError": "selectors",
+    "make_selector": "selectors", "register_selector": "selectors", "selector_class": "selectors",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'knapsack_dspy.selection' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"knapsack_dspy.selection.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_PUBLIC})

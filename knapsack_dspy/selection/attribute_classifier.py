@@ -20,6 +20,7 @@ import diskcache
 import numpy as np
 
 from knapsack_dspy import paths
+from knapsack_dspy.selection import attribute_domains
 
 # Fitted weights by (data, labels, C): compiling several selectors over one pool in a process (a bench
 # suite) trains each classifier once. Small: a few (classes x dim) arrays.
@@ -107,7 +108,7 @@ class AttributeClassifier:
 
 
 # -- kinds derived from the pool (selectors/case_coverage.py, "Kinds derived from the pool") ------------
-KIND = "kind"  # the pool attribute the kinds go to (case coverage's default ``kind``)
+KIND = attribute_domains.KIND  # the pool attribute the kinds go to (case coverage's default ``kind``)
 MIN_POOL = 16
 MAX_KINDS = 16
 PREFIX = "derived:"

@@ -19,7 +19,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AttributeDomain", "attribute_domain", "declare_attribute", "declared_attributes"]
+__all__ = ["KIND", "AttributeDomain", "attribute_domain", "declare_attribute", "declared_attributes"]
+
+#: the pool attribute that names an exemplar's kind of solution (``case_coverage`` covers the kinds): given by whoever
+#: builds the pool (``compile_hooks.pool_attributes``), else derived from the pool (``attribute_classifier``)
+KIND = "kind"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from knapsack_dspy.errors import KnapsackDspyError
-from knapsack_dspy.selection.latency import LatencyModel
 from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, ExemplarSelector
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, make_selector, selector_class
 
@@ -143,6 +142,8 @@ def _check_latency_budget(value):
 def _check_latency_rates(value):
     if value is None:
         return None
+    from knapsack_dspy.selection.latency import LatencyModel
+
     try:
         return LatencyModel.from_dict(value).to_dict()
     except ValueError as exc:

@@ -37,6 +37,7 @@ is kept on the program (``program.compile_report``) and saved with it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import logging
 import math
@@ -53,11 +54,8 @@ from tqdm.auto import tqdm
 
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.errors import KnapsackDspyError, KnapsackDspyWarning
-from knapsack_dspy.llm.call_counter import call_counts
 from knapsack_dspy.llm.errors import LLMConfigError, describe_lm_error, lm_error_kind
-from knapsack_dspy.llm.model_check import check_model_offline
 from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
-from knapsack_dspy.messages import one_line
 from knapsack_dspy.modules.compile_hooks import (
     FitsOnTrainset,
     HasEmbedder,
@@ -71,7 +69,7 @@ from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import query_text
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 from knapsack_dspy.modules.shared_fields import group_demos, referring_demo
-from knapsack_dspy.selection.attribute_classifier import KIND
+from knapsack_dspy.selection.attribute_domains import KIND
 from knapsack_dspy.selection.config import SelectionConfig
 from knapsack_dspy.selection.selectors import (
     FIT_ON_SCORING_FUNCTION,
@@ -87,7 +85,6 @@ from knapsack_dspy.teleprompt.predictor_pools import (
     pools_from_trainset,
     query_inputs,
 )
-from knapsack_dspy.teleprompt.selection_proxies import selection_proxies
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +113,25 @@ def _is_count(value, least: int) -> bool:
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
     return tqdm(iterable, total=total, desc=desc, leave=False) if enabled else iterable
+
+
+@dataclasses.dataclass(frozen=True)
+class _CompileTarget:
+    """What compiling one predictor needs of the student, asked of it once (``KnapsackFewShot._target``): the
+    selecting predictor, its settings before the search varies them, the functions labelling its pool exemplars,
+    how a query's inputs to it are read (the student's ``inputs_for``, else the signature's input fields) and the
+    student's own selection proxies (``ScoresSelections``), if any."""
+
+    name: str
+    selecting: SelectingPredict
+    config: SelectionConfig
+    attribute_functions: dict
+    inputs: Callable[[Any], dict | None]
+    proxies: Callable[[list, Any], Mapping[str, Any]] | None
+
+    @property
+    def select(self):
+        return self.selecting.selection
 
 
 @dataclasses.dataclass
@@ -307,7 +323,7 @@ class KnapsackFewShot(Teleprompter):
         counter, model = self._counter()
         embedder = self._embedder(program)
         adapter = pinned_adapter(self.adapter)
-        lm_before = call_counts()
+        lm_before = _lm_calls_so_far()
         summary: dict[str, Any] = {}
 
         if isinstance(program, PrefetchesEmbeddings):  # optional: one batch instead of many calls
@@ -358,15 +374,22 @@ class KnapsackFewShot(Teleprompter):
         return load_compiled(student, Path(path) if isinstance(path, str) else path, **kwargs)
 
     # ------------------------------------------------------------------------------------------------
-    def _compile_predictor(self, program, name: str, pool: PredictorPool, val, counter, model, adapter) -> dict:
+    def _target(self, program, name: str) -> _CompileTarget:
+        """Ask the student, once, what compiling predictor ``name`` needs (``_CompileTarget``)."""
         selecting = predictor_at(program, name)
+        config = self.config_for(program, name)
+        if config.embed_fields is None:  # the predictor's inputs
+            config = config.with_settings(embed_fields=tuple(selecting.signature.input_fields))
+        return _CompileTarget(name, selecting, config, self._attribute_functions(program, name),
+                              functools.partial(query_inputs, program, name, selecting),
+                              program.selection_proxies if isinstance(program, ScoresSelections) else None)
+
+    def _compile_predictor(self, program, name: str, pool: PredictorPool, val, counter, model, adapter) -> dict:
+        target = self._target(program, name)
+        selecting, select, functions = target.selecting, target.select, target.attribute_functions
         selecting.adapter = adapter
-        select = selecting.selection
-        functions = self._attribute_functions(program, name)
         signature = selecting.signature
-        base_config = self.config_for(program, name)
-        if base_config.embed_fields is None:  # the predictor's inputs
-            base_config = base_config.with_settings(embed_fields=tuple(signature.input_fields))
+        base_config = target.config
         configs = self._configs(base_config)
         budget = int(base_config.budget or getattr(counter, "context_window", None) or DEFAULT_BUDGET)
         cost_model = PromptCostModel(signature, counter, adapter)
@@ -375,7 +398,7 @@ class KnapsackFewShot(Teleprompter):
         costs, groups, group_costs = shared_costs(pool.demos, costs, base_config.shared_fields or (), cost_model)
 
         rng = np.random.default_rng(base_config.seed)
-        queries = [(ex, query_inputs(program, name, selecting, ex)) for ex in val]
+        queries = [(ex, target.inputs(ex)) for ex in val]
         queries = [(ex, inputs) for ex, inputs in queries if inputs is not None]
         subset = ([queries[i] for i in sorted(rng.choice(len(queries), base_config.val_size, replace=False))]
                   if len(queries) > base_config.val_size else queries)
@@ -397,7 +420,7 @@ class KnapsackFewShot(Teleprompter):
         snapshots, kinds = [], []
         for point, config in configs:
             select.fit(pool.examples, pool.demos, costs, budget=budget, token_model=model, config=config,
-                       fit_inputs=self._fit_inputs(program, name, select, config, fit_queries, budget),
+                       fit_inputs=self._fit_inputs(program, target, config, fit_queries, budget),
                        signature_fields=list(signature.fields), input_fields=list(signature.input_fields),
                        attributes=functions, ids=pool.ids,
                        groups=groups or None, group_costs=group_costs or None,
@@ -406,7 +429,7 @@ class KnapsackFewShot(Teleprompter):
             kinds.append(select.kinds)  # where the fitted pool's kinds came from (not in the state)
             entry = {"config": point}
             if val_subset:
-                entry["proxies"] = self._proxy(program, select, val_subset, functions)
+                entry["proxies"] = self._proxy(target, val_subset)
             report["configs"].append(entry)
 
         # Stage 2: LM evaluation of the best configurations by proxy.
@@ -426,25 +449,24 @@ class KnapsackFewShot(Teleprompter):
         if select.config.latency_budget is not None and select.latency_model() is None:
             raise CompileError(f"predictor {name!r}: latency_budget={select.config.latency_budget:g} s but no latency "
                                f"rates are known for {model}: give SelectionConfig(latency_rates=...)")
-        report["empty_selections"] = self._check_zero_shot(program, name, selecting, pool, val_subset, cost_model,
-                                                            fixed, functions)
+        report["empty_selections"] = self._check_zero_shot(target, pool, val_subset, cost_model, fixed)
         if val_subset:
             report["attribute_accuracy"] = self._attribute_accuracy(select, val_subset, functions)
         return report
 
-    def _check_zero_shot(self, program, name: str, selecting, pool: PredictorPool, val_subset: list[_ValQuery],
-                         cost_model: PromptCostModel, fixed: list[dict], functions: Mapping) -> dict:
+    def _check_zero_shot(self, target: _CompileTarget, pool: PredictorPool, val_subset: list[_ValQuery],
+                         cost_model: PromptCostModel, fixed: list[dict]) -> dict:
         """Select for a sample of queries (validation queries, else pool examples asked as queries: each never
         selects itself) and warn (``ZeroShotWarning``) when most get no exemplar, with the first one's reason.
         Returns ``{"queries", "empty", "reason"}`` for the compile report."""
-        select = selecting.selection
+        select, functions = target.select, target.attribute_functions
         if not select.config.selector_class.selects_demos or select.config.max_exemplars == 0:
             return {"queries": 0, "empty": 0, "reason": "the selector sends no exemplars by design"}
         queries = val_subset[:ZERO_SHOT_CHECK_QUERIES]
         if not queries:
             picks = np.random.default_rng(select.config.seed).permutation(len(pool.examples))
             for i in picks[: ZERO_SHOT_CHECK_QUERIES * 2]:
-                inputs = query_inputs(program, name, selecting, pool.examples[int(i)])
+                inputs = target.inputs(pool.examples[int(i)])
                 if inputs is not None:
                     queries.append(_ValQuery(pool.examples[int(i)], inputs, cost_model.prompt_tokens(inputs, fixed)))
                 if len(queries) == ZERO_SHOT_CHECK_QUERIES:
@@ -464,8 +486,8 @@ class KnapsackFewShot(Teleprompter):
                 reasons.append(chosen.selection.get("reason") or "")
         reason = reasons[0] if reasons else ""
         if queries and empty * 2 >= len(queries):
-            warnings.warn(f"predictor {name!r} will send no exemplar to {empty} of {len(queries)} sample queries "
-                          f"(selector {select.config.selector!r}, M = {select.config.max_exemplars}): {reason}",
+            warnings.warn(f"predictor {target.name!r} will send no exemplar to {empty} of {len(queries)} sample "
+                          f"queries (selector {select.config.selector!r}, M = {select.config.max_exemplars}): {reason}",
                           ZeroShotWarning, stacklevel=4)
         return {"queries": len(queries), "empty": empty, "reason": reason}
 
@@ -482,12 +504,13 @@ class KnapsackFewShot(Teleprompter):
                 raise CompileError(f"search_space point {point}: {exc}") from None
         return out
 
-    def _fit_inputs(self, program, name, select, config: SelectionConfig, queries: list[_ValQuery],
+    def _fit_inputs(self, program, target: _CompileTarget, config: SelectionConfig, queries: list[_ValQuery],
                     budget) -> dict:
         """What the selector's ``fit`` needs besides the pool, as its class declares (``fit_on``)."""
         fit_on = config.selector_class.fit_on
         if fit_on is None:
             return {}
+        select = target.select
         # A compile-time set must fit typical queries: size it for the 90th percentile of the validation
         # prompts (longer queries drop its least similar exemplars at inference).
         bases = [q.base_tokens for q in queries]
@@ -503,7 +526,7 @@ class KnapsackFewShot(Teleprompter):
             else:  # SEER's Fixed set baseline: the best of N random sets by validation accuracy
                 def score(indices):
                     probe = program.deepcopy()
-                    predictor_at(probe, name).selection.show_fixed_set([select.pool_ids[i] for i in indices])
+                    predictor_at(probe, target.name).selection.show_fixed_set([select.pool_ids[i] for i in indices])
                     return self._lm_score(probe, [q.example for q in queries])
             return {"score_fn": score, "capacity": capacity}
         raise CompileError(f"selector {config.selector!r} declares fit_on={fit_on!r}, which compile cannot provide")
@@ -523,15 +546,18 @@ class KnapsackFewShot(Teleprompter):
             out[attr] = get(example) if get is not None else example.get(attr)
         return {k: v for k, v in out.items() if v is not None}
 
-    def _proxy(self, program, select, val_subset: list[_ValQuery], functions: Mapping) -> dict:
+    def _proxy(self, target: _CompileTarget, val_subset: list[_ValQuery]) -> dict:
+        select, functions = target.select, target.attribute_functions
         rows = []
         for q in val_subset:
             pred = select(base_tokens=q.base_tokens, id=q.example.get("id"), doc_id=q.example.get("doc_id"),
                           attribute_fields=_query_fields(q.example), **q.inputs,
                           **self._gold(select, q.example, functions))
             rows.append((q.example, pred.selection))
-        if isinstance(program, ScoresSelections):
-            return dict(program.selection_proxies(rows, select))
+        if target.proxies is not None:  # the student's own
+            return dict(target.proxies(rows, select))
+        from knapsack_dspy.teleprompt.selection_proxies import selection_proxies
+
         return selection_proxies(rows, select, attributes=select.config.attributes)
 
     def _lm_score(self, program, examples) -> float:
@@ -579,6 +605,8 @@ class KnapsackFewShot(Teleprompter):
 
 def _described(value) -> str:
     """A value as an error message names it: its type and a short repr."""
+    from knapsack_dspy.messages import one_line
+
     return f"{type(value).__name__} {one_line(repr(value), 80)}"
 
 
@@ -634,6 +662,8 @@ def _check_lms(targets: Mapping[str, dspy.Predict]) -> None:
         checked.add(model)
         kwargs = getattr(lm, "kwargs", None) or {}
         try:
+            from knapsack_dspy.llm.model_check import check_model_offline  # LiteLLM's model map: read when checked
+
             check_model_offline(model, api_base=kwargs.get("api_base") or kwargs.get("base_url"))
         except LLMConfigError as exc:
             raise CompileError(f"KnapsackFewShot.compile: the LM {model!r} cannot be called: {exc}") from None
@@ -665,11 +695,18 @@ def _fixed_set_proxy(select, indices, queries: list[_ValQuery]) -> float:
     return float((pool.embeddings[list(indices)] @ q.T).mean())
 
 
+def _lm_calls_so_far():
+    """The LM calls counted so far (``llm.call_counter``), to measure what a compile spends (``_lm_cost``)."""
+    from knapsack_dspy.llm.call_counter import call_counts
+
+    return call_counts()
+
+
 def _lm_cost(before) -> dict[str, Any]:
     """What the LM side of a compile cost since ``before``: calls that reached a provider, answers served by the
     cache, failed attempts (retried), their prompt / completion tokens and LiteLLM's dollar cost. Calls made
     by LMs that bypass LiteLLM (e.g. ``DummyLM``) are not seen."""
-    spent = call_counts() - before
+    spent = _lm_calls_so_far() - before
     return {"lm_calls": spent.calls, "lm_cache_hits": spent.cache_hits, "lm_failed_attempts": spent.failures,
             "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens,
             "cost_usd": round(spent.cost, 6)}
