@@ -1,6 +1,6 @@
 """Environment defaults for the runtimes our code loads, applied right before it loads them, never at import.
 
-``import knapsack_dspy`` changes nothing in ``os.environ`` (``tests/test_process_environment.py``). Each value
+``import knapsack_dspy`` changes nothing in ``os.environ`` (``tests/optimizer/test_process_environment.py``). Each value
 below is a *default*: a user's own setting wins. Each is read by its runtime when that runtime loads (or first
 decides), so it is applied by the function that loads it, just before:
 

@@ -22,7 +22,7 @@ from knapsack_dspy.cli.common import (
 from knapsack_dspy.cli.main import UserError
 
 #: The selectors ``--selector`` names in its help (registering a selector does not import this module:
-#: ``tests/test_cli_workflow.py`` checks the list against the registry).
+#: ``tests/harness/test_cli_workflow.py`` checks the list against the registry).
 SELECTOR_NAMES = ("kate_within_budget", "case_coverage", "seer", "seer_gold", "kate", "diverse_kate", "random", "csp",
                   "fixed", "static", "hybrid", "no_demos")
 #: The options that set a ``SelectionConfig`` setting of the same name: their defaults are ``SelectionConfig``'s

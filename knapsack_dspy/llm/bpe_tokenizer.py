@@ -13,7 +13,7 @@ merge index (llama.cpp): :func:`bpe_encoding` checks that the merges' results ha
 The counter does not take this on trust (``local_token_counter.LocalTokenCounter``): it compares the encoding's counts
 with the server's on a sample of its first batch and on a few prompts of every batch, and a difference switches it
 off (a warning; the server counts from then on). Measured identical on every demo prompt of the real TAT-QA and
-FinQA pools (``tests/test_pool_measurement_batches.py``).
+FinQA pools (``tests/optimizer/test_pool_measurement_batches.py``).
 """
 
 from __future__ import annotations

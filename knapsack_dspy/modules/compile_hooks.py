@@ -2,7 +2,7 @@
 
 Every hook is optional: the teleprompter asks ``isinstance(program, DemoFor)`` (and so on) and falls back to its
 default when the student has no such attribute (or sets it to ``None``). ``CompileHooks`` is the whole set the
-ready-made pipelines implement (``pipeline._Pipeline``; ``tests/test_pipeline.py`` checks it). A sub-module that
+ready-made pipelines implement (``pipeline._Pipeline``; ``tests/docqa/test_pipeline.py`` checks it). A sub-module that
 learns from the trainset before the pools are built (a router) offers ``FitsOnTrainset``.
 """
 

@@ -7,7 +7,7 @@ so a :class:`DemoTemplate` formats the signature's demo once with marker values 
 demo after that is the fixed text with its own values put in (``text_holes.fill``).
 
 The template formats a demo only when all of these hold; otherwise the adapter formats it (the messages are the
-same either way: ``tests/test_pool_measurement_batches.py`` compares them on the real TAT-QA pool):
+same either way: ``tests/optimizer/test_pool_measurement_batches.py`` compares them on the real TAT-QA pool):
 
 - the adapter is one of DSPy's ``ChatAdapter`` / ``JSONAdapter`` / ``XMLAdapter`` or their ordered twins
   (``demo_order``), exactly: a subclass may format values its own way. ``JSONAdapter`` escapes values into JSON,

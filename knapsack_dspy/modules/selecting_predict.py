@@ -52,7 +52,7 @@ _OWN_STATE = ("selection", "adapter", "predictor_name")
 #: "p.json")``): DSPy's ``Predict.load_state`` has no hook, and would keep the demos and drop the selection (a
 #: silent zero-shot program). The one check it runs on a state we write is its decision-field validation, so the
 #: saved state carries this marker there: a plain predictor refuses it with this line, ``SelectingPredict``
-#: removes it before loading (``tests/test_knapsack_plain_load.py``).
+#: removes it before loading (``tests/optimizer/test_knapsack_plain_load.py``).
 PLAIN_LOAD_MESSAGE = ("saved by a knapsack_dspy SelectingPredict (per-query demo selection): load it with "
                       "KnapsackFewShot.load(YourProgram(), path) or knapsack_dspy.load_compiled, not "
                       "YourProgram().load(path), which would drop the selection")

@@ -23,7 +23,7 @@ found stays, and a ``floor`` -- the greedy's objective -- stays unless beaten). 
 considered) and stops at ``node_limit`` with the best found and ``proven = False``: counted work, so the result is
 the same at any load.
 :func:`knapsack.solve_knapsack` runs it first for ``max_items <= MAX_ITEMS`` and falls back to ``milp`` (with the
-search's best as the cutoff) when it stops early; ``tests/test_exact_search.py`` and
+search's best as the cutoff) when it stops early; ``tests/optimizer/test_exact_search.py`` and
 ``benchmarks/exact_selection.py`` check its objective against ``milp``'s proven optimum.
 """
 

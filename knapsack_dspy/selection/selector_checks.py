@@ -1,5 +1,5 @@
 """``check_selector``: the selector contract as a check suite a third-party selector can run (as scikit-learn's
-``check_estimator``), the same checks the package's own selectors pass (``tests/test_selector_checks.py``).
+``check_estimator``), the same checks the package's own selectors pass (``tests/optimizer/test_selector_checks.py``).
 
     from knapsack_dspy.selection.selector_checks import check_selector
     check_selector(MySelector)                    # raises SelectorContractError naming the broken rule

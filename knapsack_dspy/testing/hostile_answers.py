@@ -1,6 +1,6 @@
 """Hostile LM answers: what a broken, adversarial or glitching model could send back.
 
-Shared by the reliability tests (``tests/test_reliability_bench.py``) and the hostile-answers benchmark
+Shared by the reliability tests (``tests/harness/test_reliability_bench.py``) and the hostile-answers benchmark
 (``benchmarks/hostile_answers.py``). Three families, one per kind of model output the bench scores:
 
 - :func:`hostile_texts`: direct answers (the ``answer`` field of chain-of-thought pipelines): numbers of

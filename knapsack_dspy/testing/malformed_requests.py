@@ -1,6 +1,7 @@
 """Malformed requests to ``kdspy serve``: each must get a 4xx with a one-line reason.
 
-Shared by ``tests/test_serve.py`` and ``benchmarks/serve_load.py``; a value is a raw body (``bytes``) or JSON to send.
+Shared by ``tests/harness/test_serve.py`` and ``benchmarks/serve_load.py``; a value is a raw body (``bytes``) or
+JSON to send.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@
   ``output / 100`` or ``output * 100`` is -- whatever the output's type: numpy scalars, ``bool``, a complex
   number with a zero imaginary part all count, evaluated by the same Python operators; an operation that
   raises (``None``, a list, a too-large int) is wrong. Checked against SEER's own functions on generated
-  inputs (``tests/test_metrics_seer_match.py``).
+  inputs (``tests/docqa/test_metrics_seer_match.py``).
 * :func:`kdspy_lenient_match` -- **our own** lenient rule (not SEER's, and not used by any official
   metric): numbers read from text after stripping ``$ £ € , ' ` %``, ``\u00a0`` and the words ``million``,
   ``billion``, ``thousand``, ``year(s)``; ``(123)`` is -123; ``yes`` / ``true`` = 1, ``no`` / ``false`` = 0;

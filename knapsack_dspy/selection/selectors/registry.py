@@ -25,7 +25,8 @@ __all__ = ["DEFAULT_SELECTOR", "MODE_SELECTORS", "SELECTORS", "declaration_probl
            "register_selector", "selector_class", "selector_for_mode"]
 
 #: The package's own selectors: name -> "module:Class", imported when first asked for (importing the optimizer
-#: loads the selectors a program uses, not all twelve; ``tests/test_selector_registry.py`` checks every entry).
+#: loads the selectors a program uses, not all twelve; ``tests/optimizer/test_selector_registry.py`` checks every
+#: entry).
 BUILT_IN = {
     "random": "knapsack_dspy.selection.selectors.random_selector:RandomSelector",
     "fixed": "knapsack_dspy.selection.selectors.fixed_set:FixedSetSelector",

