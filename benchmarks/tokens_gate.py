@@ -34,7 +34,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
-from knapsack_dspy.docqa.metrics.paired import paired_comparison
+from knapsack_dspy.bench.scoring.arm_figures import (
+    ArmError,
+    arm_figures,
+    arms_table,
+    difference,
+    differences_table,
+)
+from knapsack_dspy.bench.scoring.arm_figures import read_arms as read_named_arms
 
 ARMS = ("default", "new", "greedy", "comparator", "frozen", "no_demos")
 GATE_QUESTIONS = 342
@@ -43,7 +50,7 @@ TOKEN_SHARE = 0.70
 DIFFERENCES = (("new", "default"), ("new", "comparator"), ("new", "greedy"), ("frozen", "default"))
 
 
-class GateError(ValueError):
+class GateError(ArmError):
     """The rows cannot be read as the tokens suite's arms."""
 
 
@@ -64,53 +71,9 @@ def arm_of(spec: Mapping) -> str:
 
 
 def read_arms(rows: Iterable) -> dict[str, dict[str, dict]]:
-    """arm -> question -> {em, tokens, exemplars, within, doc, prefill, decode, lm}; a row whose LM call failed
-    counts as wrong, as in the reports (a resume asks it again and replaces it)."""
-    rows = [row for row in rows if not row.spec.get("selection_only")]
-    asked: dict[tuple, tuple] = {}  # prompt_sha256 -> seconds of the row that asked it
-    for row in rows:
-        if row.lm_calls and row.prompt_sha256:
-            asked.setdefault(tuple(row.prompt_sha256), (row.prefill_s, row.decode_s, row.lm_seconds))
-    runs: dict[str, set] = {}
-    out: dict[str, dict[str, dict]] = {arm: {} for arm in ARMS}
-    for row in rows:
-        arm = arm_of(row.spec)
-        runs.setdefault(arm, set()).add(row.run)
-        own = (row.prefill_s, row.decode_s, row.lm_seconds)
-        prefill, decode, lm = own if row.lm_calls else asked.get(tuple(row.prompt_sha256 or ()), (None,) * 3)
-        out[arm][row.example_id] = {"em": float(bool(row.em)), "tokens": row.prompt_tokens,
-                                    "exemplars": len(row.exemplar_ids or ()), "within": row.within_budget,
-                                    "doc": row.doc_id or row.example_id, "prefill": prefill, "decode": decode,
-                                    "lm": lm}
-    for arm, keys in runs.items():
-        if len(keys) > 1:
-            raise GateError(f"{len(keys)} runs read as the arm {arm!r}: {', '.join(sorted(keys))}")
-    return out
-
-
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
-
-
-def arm_figures(answers: Mapping[str, dict], questions: Iterable[str]) -> dict:
-    rows = [answers[q] for q in questions if q in answers]
-    right = sum(r["em"] for r in rows)
-    tokens = sum(r["tokens"] for r in rows if r["tokens"] is not None)
-    return {"n": len(rows), "em": 100.0 * right / max(len(rows), 1),
-            "prompt_tokens": _mean(r["tokens"] for r in rows),
-            "exemplars": _mean(r["exemplars"] for r in rows),
-            "within_budget": 100.0 * sum(bool(r["within"]) for r in rows) / max(len(rows), 1),
-            "right_per_1000_tokens": 1000.0 * right / tokens if tokens else None,
-            "prefill_s": _mean(r["prefill"] for r in rows), "decode_s": _mean(r["decode"] for r in rows),
-            "lm_s": _mean(r["lm"] for r in rows)}
-
-
-def difference(arms: Mapping[str, Mapping[str, dict]], a: str, b: str, questions: Iterable[str]) -> dict:
-    shared = [q for q in questions if q in arms[a] and q in arms[b]]
-    score_a = {q: 100.0 * arms[a][q]["em"] for q in shared}
-    score_b = {q: 100.0 * arms[b][q]["em"] for q in shared}
-    return paired_comparison(score_a, score_b, groups={q: arms[a][q]["doc"] for q in shared}).to_dict()
+    """arm -> question -> {em, tokens, exemplars, within, doc, prefill, decode, lm}
+    (``knapsack_dspy.bench.scoring.arm_figures.read_arms`` with this suite's arms)."""
+    return read_named_arms(rows, arm_of, ARMS)
 
 
 def gate_figures(arms: Mapping[str, Mapping[str, dict]]) -> dict:
@@ -140,30 +103,16 @@ def gate_figures(arms: Mapping[str, Mapping[str, dict]]) -> dict:
     return out
 
 
-def _num(value, fmt: str) -> str:
-    return "–" if value is None else format(value, fmt)
-
-
 def report(figures: Mapping) -> str:
     lines = [f"{figures['questions']} questions on {figures['documents']} documents"
-             + ("" if figures["complete"] else f" (partial: the gate is decided on {GATE_QUESTIONS})"), "",
-             "| arm | n | EM | prompt tokens | exemplars | within budget | right / 1,000 tokens | prefill s | "
-             "decode s | LM s |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for arm, f in figures["arms"].items():
-        lines.append(f"| {arm} | {f['n']} | {f['em']:.1f} | {_num(f['prompt_tokens'], '.0f')} | "
-                     f"{_num(f['exemplars'], '.2f')} | {f['within_budget']:.1f} % | "
-                     f"{_num(f['right_per_1000_tokens'], '.2f')} | "
-                     f"{_num(f['prefill_s'], '.1f')} | {_num(f['decode_s'], '.1f')} | {_num(f['lm_s'], '.1f')} |")
-    lines += ["", "| difference (points) | n | estimate | 90 % by question | 90 % by document | wins / losses |",
-              "|---|---|---|---|---|---|"]
+             + ("" if figures["complete"] else f" (partial: the gate is decided on {GATE_QUESTIONS})"), ""]
+    lines += arms_table(figures["arms"]) + [""]
     named = {**figures["differences"], **{f"{arm} - no_demos": d for arm, d in figures["against_no_demos"].items()}}
-    for name, d in named.items():
-        lines.append(f"| {name} | {d['n']} | {_num(d['difference'], '+.1f')} | [{_num(d['low'], '+.1f')}, "
-                     f"{_num(d['high'], '+.1f')}] | [{_num(d['cluster_low'], '+.1f')}, "
-                     f"{_num(d['cluster_high'], '+.1f')}] | {d['wins']} / {d['losses']} |")
+    lines += differences_table(named)
     g = figures["gate"]
+    bound = "–" if g["lower_bound"] is None else format(g["lower_bound"], "+.1f")
     lines += ["", f"Gate: new - default {g['difference']:+.1f} points, lower 90 % bound by document "
-              f"{_num(g['lower_bound'], '+.1f')} (>= {LOWER_BOUND:g}: {g['bound_met']}), point estimate >= 0: "
+              f"{bound} (>= {LOWER_BOUND:g}: {g['bound_met']}), point estimate >= 0: "
               f"{g['point_met']}; prompt tokens {100 * g['token_share']:.1f} % of default's (<= "
               f"{100 * TOKEN_SHARE:.0f} %: {g['tokens_met']}) -> "
               + ("PASSED" if g["passed"] else "not passed" if figures["complete"] else "undecided (partial run)")]
@@ -177,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         figures = gate_figures(read_arms(load_rows(args.results_dir)))
-    except (ResultsFileError, GateError) as exc:
+    except (ResultsFileError, ArmError) as exc:
         print(f"tokens_gate: {exc}", file=sys.stderr)
         return 2
     print(report(figures))

@@ -4,6 +4,8 @@ plain DSPy program (``ProgramQA``) compiled by ``KnapsackFewShot`` and by DSPy's
 
 import gzip
 import json
+import re
+from pathlib import Path
 
 import dspy
 import pytest
@@ -29,6 +31,7 @@ from knapsack_dspy.docqa.tasks import TASKS, build_pipeline
 from knapsack_dspy.docqa.tasks.gsm8k import operation_kind
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
+ROOT = Path(__file__).resolve().parents[2]
 NATALIA = {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in "
                        "May. How many clips did Natalia sell altogether in April and May?",
            "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips "
@@ -198,3 +201,39 @@ def test_a_compiled_program_saves_and_loads_with_its_derived_kinds(gsm8k_data, t
     assert isinstance(again, ProgramQA) and again.select.pool_attributes["kind"] == \
         program.select.pool_attributes["kind"]
     assert [again.select_for(e)["ids"] for e in tune[:4]] == [program.select_for(e)["ids"] for e in tune[:4]]
+
+
+def readme_tutorial() -> str:
+    """The Python block of the README's GSM8K tutorial."""
+    section = (ROOT / "README.md").read_text().split("## Tutorial: GSM8K", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+
+
+def test_the_readme_tutorial_runs_as_written_with_a_stand_in_lm(gsm8k_data, monkeypatch, capsys):
+    from dspy.datasets.gsm8k import gsm8k_metric
+
+    from knapsack_dspy.teleprompt import knapsack_few_shot
+
+    code = readme_tutorial()
+    assert 'dspy.ChainOfThought("question -> answer")' in code and "KnapsackFewShot(" in code
+    lm = DummyLM([{"reasoning": "She has 3+2 = 5 coins.", "answer": "5"}] * 40)
+    monkeypatch.setattr(dspy, "LM", lambda *args, **kwargs: lm)
+    monkeypatch.setattr(knapsack_few_shot, "TextEmbedder", HashingEmbedder)
+    previous, namespace = dspy.settings.lm, {}
+    try:
+        exec(compile(code, "README.md", "exec"), namespace)
+    finally:
+        dspy.configure(lm=previous)
+    program, devset, trainset = namespace["program"], namespace["devset"], namespace["trainset"]
+    assert len(devset) == 10 and len(trainset) == len(load_examples("gsm8k", "pool"))
+    assert all(e.reasoning and "<<" not in e.reasoning for e in trainset)  # worked solutions, readable
+    # the kinds came from the pool itself, not the similarity-only fallback
+    assert program.compile_report["predictors"]["predict"]["kinds"].startswith("derived")
+    calls = lm.history[-len(devset):]
+    assert len(lm.history) == len(devset)  # compiling asked no LM: one call per question
+    for call in calls:
+        demos = sum(m["role"] == "assistant" for m in call["messages"])
+        assert 1 <= demos <= 8
+    # the printed score is DSPy's metric over the ten questions, answered "5"
+    expected = 100 * sum(gsm8k_metric(e, dspy.Prediction(answer="5")) for e in devset) / len(devset)
+    assert abs(float(capsys.readouterr().out.strip().splitlines()[-1]) - expected) < 0.01
