@@ -63,7 +63,8 @@ def planned_questions(spec: Mapping, data_dir=None) -> list[str]:
 
 
 def ids_sha256(ids: Sequence[str]) -> str:
-    return hashlib.sha256("".join(f"{i}\n" for i in ids).encode()).hexdigest()
+    """sha256 of the ids one per line (joined by newlines, none after the last), as docs/gsm8k.md states it."""
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
 
 def comparison_figures(arms: Mapping[str, Mapping[str, dict]], planned: Sequence[str] | None = None) -> dict:
@@ -72,6 +73,8 @@ def comparison_figures(arms: Mapping[str, Mapping[str, dict]], planned: Sequence
     if not arms[COMPARATOR] or not arms["case_coverage"]:
         raise ArmError("the rows hold no question both case_coverage and the comparator (dspy_knn) answered")
     questions = sorted(set.intersection(*answered))
+    if not questions:
+        raise ArmError("no question every arm with rows has answered: nothing to compare yet")
     out = {"questions": len(questions), "complete": len(questions) >= QUESTIONS, "arms": {}, "differences": {}}
     if planned is not None:
         out["planned_sha256"] = ids_sha256(planned)

@@ -17,7 +17,8 @@ still does. The tree (``docs/errors.md``)::
     ├── CompileError, PoolError, NotCompiledError                the teleprompter and selecting predictors
     ├── ScoringInputError                a metric's input (FinQAScoreError)
     ├── SuiteError, ResultsFileError, ResultsBusyError, ProvenanceMismatchError, ResultsReadError,
-    │   QuestionRangeError, ResultsPageError, RescoreError, RayWorkerError, MlflowUnavailableError   the bench
+    │   QuestionRangeError, ArmError, ResultsPageError, RescoreError, RayWorkerError,
+    │   MlflowUnavailableError           the bench
     └── UserError                        a command line that cannot be carried out
 
     KnapsackDspyWarning (a UserWarning)

@@ -71,7 +71,7 @@ def arm_figures(answers: Mapping[str, dict], questions: Iterable[str]) -> dict:
 
 def difference(arms: Mapping[str, Mapping[str, dict]], a: str, b: str, questions: Iterable[str]) -> dict:
     """``a`` − ``b`` in EM points on the ``questions`` both answered: the paired comparison (per question and by
-    document, 90 %; wins / losses; McNemar's exact p)."""
+    document, 90 %; wins / losses)."""
     shared = [q for q in questions if q in arms[a] and q in arms[b]]
     score_a = {q: 100.0 * arms[a][q]["em"] for q in shared}
     score_b = {q: 100.0 * arms[b][q]["em"] for q in shared}
