@@ -10,7 +10,7 @@ from pathlib import Path
 import dspy
 import pytest
 from dspy.utils import DummyLM
-from helpers import HashingEmbedder, WordCounter
+from helpers import DATA, HashingEmbedder, WordCounter
 
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
@@ -121,6 +121,12 @@ def test_pool_and_tuning_parts_split_by_the_stated_hash_rule(gsm8k_data):
     assert all(document_part(e.doc_id) == "eval" for e in tune)
     assert all(document_part(e.doc_id) == "pool" for e in pool)
     assert TASKS["gsm8k"].compile_splits == ("pool", "tune")
+
+
+@pytest.mark.skipif(not (DATA / "gsm8k" / "train.jsonl.gz").exists(), reason="GSM8K data not found")
+def test_the_shared_train_split_cuts_into_the_documented_parts():
+    pool, tune = load_examples("gsm8k", "pool", data_dir=DATA), load_examples("gsm8k", "tune", data_dir=DATA)
+    assert (len(pool), len(tune)) == (5278, 2195)  # docs/gsm8k.md, docqa/data/gsm8k.py
 
 
 def test_program_specs():
