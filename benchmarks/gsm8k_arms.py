@@ -100,7 +100,7 @@ def report(figures: Mapping) -> str:
     if "preregistered" in figures:
         head += ("; the pre-registered questions" if figures["preregistered"] else
                  f"; NOT the pre-registered questions (sha256 {figures['planned_sha256'][:12]})")
-    lines = [head, ""] + arms_table(figures["arms"], score="accuracy") + [""]
+    lines = [head, "", *arms_table(figures["arms"], score="accuracy"), ""]
     lines += differences_table(figures["differences"])
     a = figures["aim"]
     share = "–" if a["token_share"] is None else f"{100 * a['token_share']:.1f} %"

@@ -106,7 +106,7 @@ def gate_figures(arms: Mapping[str, Mapping[str, dict]]) -> dict:
 def report(figures: Mapping) -> str:
     lines = [f"{figures['questions']} questions on {figures['documents']} documents"
              + ("" if figures["complete"] else f" (partial: the gate is decided on {GATE_QUESTIONS})"), ""]
-    lines += arms_table(figures["arms"]) + [""]
+    lines += [*arms_table(figures["arms"]), ""]
     named = {**figures["differences"], **{f"{arm} - no_demos": d for arm, d in figures["against_no_demos"].items()}}
     lines += differences_table(named)
     g = figures["gate"]
