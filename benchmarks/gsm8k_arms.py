@@ -19,7 +19,6 @@ the questions every arm has answered and marked undecided.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
 import sys
@@ -36,8 +35,7 @@ from knapsack_dspy.bench.scoring.arm_figures import (
     differences_table,
     read_arms,
 )
-from knapsack_dspy.bench.suites.chosen_questions import chosen_examples, load_split
-from knapsack_dspy.bench.suites.suite import RunSpec
+from knapsack_dspy.bench.scoring.question_range import questions_in_order
 from knapsack_dspy.errors import KnapsackDspyError
 
 ARMS = ("case_coverage", "dspy_knn", "dspy_labeled", "no_demos")
@@ -58,8 +56,7 @@ def arm_of(spec: Mapping) -> str:
 
 def planned_questions(spec: Mapping, data_dir=None) -> list[str]:
     """The ids of the run's first ``QUESTIONS`` questions in the order the runner asks them."""
-    run = dataclasses.replace(RunSpec.from_dict(spec), limit=None)
-    return [str(e.id) for e in chosen_examples(load_split(run, "eval", data_dir), run)][:QUESTIONS]
+    return questions_in_order(spec, data_dir)[:QUESTIONS]
 
 
 def ids_sha256(ids: Sequence[str]) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import dspy
 import pytest
 from dspy.utils import DummyLM
-from helpers import DATA, HashingEmbedder, WordCounter
+from helpers import DATA, HashingEmbedder, WordCounter, needs_gsm8k
 
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
@@ -123,7 +123,7 @@ def test_pool_and_tuning_parts_split_by_the_stated_hash_rule(gsm8k_data):
     assert TASKS["gsm8k"].compile_splits == ("pool", "tune")
 
 
-@pytest.mark.skipif(not (DATA / "gsm8k" / "train.jsonl.gz").exists(), reason="GSM8K data not found")
+@needs_gsm8k
 def test_the_shared_train_split_cuts_into_the_documented_parts():
     pool, tune = load_examples("gsm8k", "pool", data_dir=DATA), load_examples("gsm8k", "tune", data_dir=DATA)
     assert (len(pool), len(tune)) == (5278, 2195)  # docs/gsm8k.md, docqa/data/gsm8k.py

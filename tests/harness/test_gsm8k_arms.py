@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import DATA
+from helpers import DATA, needs_gsm8k
 
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.scoring.arm_figures import ArmError, read_arms
@@ -17,7 +17,6 @@ from knapsack_dspy.bench.scoring.arm_figures import ArmError, read_arms
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = {"dataset": "gsm8k", "pipeline": "cot", "pool_split": "pool", "eval_split": "tune", "order_seed": 39,
         "budget": 1536, "max_exemplars": 8, "limit": 100}
-needs_gsm8k = pytest.mark.skipif(not (DATA / "gsm8k" / "train.jsonl.gz").exists(), reason="GSM8K data not found")
 
 
 def _script():

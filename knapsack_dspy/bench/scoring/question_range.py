@@ -15,7 +15,8 @@ from knapsack_dspy.bench.suites.chosen_questions import chosen_examples, load_sp
 from knapsack_dspy.bench.suites.suite import RunSpec
 from knapsack_dspy.errors import KnapsackDspyError
 
-__all__ = ["QuestionRangeError", "order_key", "parse_question_range", "questions_at", "questions_of_rows"]
+__all__ = ["QuestionRangeError", "order_key", "parse_question_range", "questions_at", "questions_in_order",
+           "questions_of_rows"]
 
 
 class QuestionRangeError(KnapsackDspyError, ValueError):
@@ -40,16 +41,23 @@ def order_key(spec: Mapping) -> tuple:
             spec.get("order_seed"), tuple(spec.get("example_ids") or ()))
 
 
+def questions_in_order(spec: Mapping, data_dir=None) -> list[str]:
+    """The ids of the run ``spec``'s (a row's ``spec``) questions in the order the runner asks them, its
+    ``limit`` aside."""
+    run = dataclasses.replace(RunSpec.from_dict(spec), limit=None)
+    return [str(example.id) for example in chosen_examples(load_split(run, "eval", data_dir), run)]
+
+
 def questions_at(spec: Mapping, text: str, data_dir=None) -> set[str]:
     """The ids of the questions at positions ``text`` (``FROM:TO``) of the run ``spec`` (a row's ``spec``), in
     the order the runner asks them (its ``limit`` aside); a range past the last question is an error."""
     first, last = parse_question_range(text)
-    run = dataclasses.replace(RunSpec.from_dict(spec), limit=None)
-    examples = chosen_examples(load_split(run, "eval", data_dir), run)
-    if first > len(examples):
-        raise QuestionRangeError(f"{text}: the run takes {len(examples)} questions of {run.dataset} "
+    ids = questions_in_order(spec, data_dir)
+    if first > len(ids):
+        run = RunSpec.from_dict(spec)
+        raise QuestionRangeError(f"{text}: the run takes {len(ids)} questions of {run.dataset} "
                                  f"{run.eval_path or run.eval_split}")
-    return {str(example.id) for example in examples[first - 1:last]}
+    return set(ids[first - 1:last])
 
 
 def questions_of_rows(rows: Iterable, text: str, data_dir=None) -> set[str]:
