@@ -101,3 +101,53 @@ def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):
     assert "| new | 4 | 100.0 | 1100 |" in capsys.readouterr().out
     assert json.loads(out.read_text())["questions"] == 4
     assert gate.main([str(tmp_path / "missing")]) == 2
+
+
+def _default_script():
+    _script()  # benchmarks/tokens_default.py reads the gate's arm names
+    spec = importlib.util.spec_from_file_location("tokens_default", ROOT / "benchmarks" / "tokens_default.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _answers(right: list[bool], tokens: int, docs: int = 3) -> dict[str, dict]:
+    return {f"q{q}": {"em": float(ok), "tokens": tokens, "exemplars": 1, "within": True, "doc": f"d{q % docs}",
+                      "prefill": None, "decode": None, "lm": None} for q, ok in enumerate(right)}
+
+
+def test_the_default_is_the_fewest_token_arm_non_inferior_to_the_most_accurate():
+    from knapsack_dspy.bench.scoring.arm_figures import ArmError, fewest_tokens_non_inferior
+
+    n = 60
+    questions = [f"q{q}" for q in range(n)]
+    arms = {"dear": _answers([q % 2 == 0 for q in range(n)], 1700),  # 50 %
+            "cheap": _answers([q % 2 == 0 or q in (1, 3) for q in range(n)], 1100),  # 53.3 %: the most accurate
+            "cheaper_worse": _answers([q % 4 == 0 for q in range(n)], 1000),  # 25 %: inferior
+            "bare": _answers([False] * (n // 2), 800)}  # on half the questions only, all wrong
+    choice = fewest_tokens_non_inferior(arms, questions, margin=5.0)
+    assert choice["most_accurate"] == "cheap" and choice["chosen"] == "cheap"
+    assert choice["arms"]["dear"]["difference"] == pytest.approx(-100 * 2 / 60)
+    assert not choice["arms"]["cheaper_worse"]["non_inferior"] and not choice["arms"]["bare"]["non_inferior"]
+    assert choice["arms"]["bare"]["n"] == 30
+    # a cheaper arm that loses only a little is non-inferior at a wide margin, and then it is chosen
+    wide = fewest_tokens_non_inferior(arms, questions, margin=70.0)
+    assert wide["most_accurate"] == "cheap" and wide["chosen"] == "bare"
+    with pytest.raises(ArmError, match="every question"):
+        fewest_tokens_non_inferior({"bare": arms["bare"]}, questions)
+
+
+def test_the_default_command_reads_the_suite_rows(tmp_path, capsys):
+    script = _default_script()
+    rows = []
+    for q in range(12):
+        rows.append(_row("default", q, q % 2 == 0, 1700))
+        rows.append(_row("new", q, True, 1100))
+        rows.append(_row("comparator", q, False, 1000))
+    out = tmp_path / "choice.json"
+    assert script.main([str(_write(tmp_path / "rows", rows)), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Most accurate: new; fewest tokens of the non-inferior arms: new" in text and "(partial" in text
+    choice = json.loads(out.read_text())
+    assert choice["questions"] == 12 and not choice["complete"] and not choice["arms"]["comparator"]["non_inferior"]
+    assert script.main([str(tmp_path / "missing")]) == 2

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from knapsack_dspy.docqa.metrics.paired import paired_comparison
 from knapsack_dspy.errors import KnapsackDspyError
 
-__all__ = ["ArmError", "arm_figures", "arms_table", "difference", "differences_table", "read_arms"]
+__all__ = ["ArmError", "arm_figures", "arms_table", "difference", "differences_table", "fewest_tokens_non_inferior",
+           "read_arms"]
 
 
 class ArmError(KnapsackDspyError, ValueError):
@@ -76,6 +77,40 @@ def difference(arms: Mapping[str, Mapping[str, dict]], a: str, b: str, questions
     score_a = {q: 100.0 * arms[a][q]["em"] for q in shared}
     score_b = {q: 100.0 * arms[b][q]["em"] for q in shared}
     return paired_comparison(score_a, score_b, groups={q: arms[a][q]["doc"] for q in shared}).to_dict()
+
+
+def fewest_tokens_non_inferior(arms: Mapping[str, Mapping[str, dict]], questions: Sequence[str], *,
+                               margin: float = 5.0, order: Sequence[str] | None = None) -> dict:
+    """Which arm should be the default: the fewest-token arm that is non-inferior to the most accurate one.
+
+    The most accurate arm is the one right most often on ``questions`` (among the arms that answered all of them;
+    a tie goes to the first in ``order``, default the keys of ``arms``). An arm is non-inferior to it when the
+    lower 90 % bound by document of (arm − most accurate), paired on the questions both answered, is at least
+    −``margin`` points -- an arm that answered only some of ``questions`` (e.g. no demos on the first half) is
+    compared on those. Of the non-inferior arms the one with the fewest mean prompt tokens on the questions it
+    answered is chosen (a tie: the more accurate, then the first in ``order``). Returns ``{"most_accurate",
+    "chosen", "margin", "arms": {arm: {em, prompt_tokens, n, difference, lower_bound, non_inferior}}}``."""
+    order = list(order or arms)
+    full = [arm for arm in order if arms.get(arm) and all(q in arms[arm] for q in questions)]
+    if not full:
+        raise ArmError("no arm answered every question: nothing to call the most accurate")
+    scores = {arm: arm_figures(arms[arm], questions) for arm in full}
+    best = max(full, key=lambda arm: (scores[arm]["em"], -order.index(arm)))
+    out: dict = {"most_accurate": best, "margin": margin, "arms": {}}
+    for arm in order:
+        if not arms.get(arm):
+            continue
+        mine = [q for q in questions if q in arms[arm]]
+        figures = arm_figures(arms[arm], mine)
+        d = difference(arms, arm, best, mine)
+        low = 0.0 if arm == best else d["cluster_low"]
+        out["arms"][arm] = {"n": figures["n"], "em": figures["em"], "prompt_tokens": figures["prompt_tokens"],
+                            "difference": d["difference"], "lower_bound": low,
+                            "non_inferior": low is not None and low >= -margin}
+    fits = [arm for arm, f in out["arms"].items() if f["non_inferior"] and f["prompt_tokens"] is not None]
+    out["chosen"] = min(fits, key=lambda arm: (out["arms"][arm]["prompt_tokens"], -out["arms"][arm]["em"],
+                                               order.index(arm)))
+    return out
 
 
 def _num(value, fmt: str) -> str:
