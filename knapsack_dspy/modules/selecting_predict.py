@@ -36,6 +36,7 @@ from typing import Any
 import dspy
 from dspy.signatures.signature import ensure_signature
 
+from knapsack_dspy.llm.prompt_cache import cache_breakpoint
 from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
 from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars
@@ -168,8 +169,6 @@ class SelectingPredict(dspy.Predict):
         # the demos every prompt opens with: this predictor's own, then a static set / hybrid core
         shared = record.info.get("fixed_demos", 0) + record.info.get("shared_prefix", 0)
         lm = self.lm or dspy.settings.lm
-        from knapsack_dspy.llm.prompt_cache import cache_breakpoint
-
         breakpoint_settings = cache_breakpoint(getattr(lm, "model", None), shared)
         if breakpoint_settings:
             kwargs = {**kwargs, "config": {**breakpoint_settings, **dict(kwargs.get("config") or {})}}
