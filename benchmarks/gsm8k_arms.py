@@ -18,15 +18,14 @@ the questions every arm has answered and marked undecided.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
 from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.scoring.analysis_command import run_analysis
 from knapsack_dspy.bench.scoring.arm_figures import (
     ArmError,
     arm_figures,
@@ -36,7 +35,6 @@ from knapsack_dspy.bench.scoring.arm_figures import (
     read_arms,
 )
 from knapsack_dspy.bench.scoring.question_range import questions_in_order
-from knapsack_dspy.errors import KnapsackDspyError
 
 ARMS = ("case_coverage", "dspy_knn", "dspy_labeled", "no_demos")
 COMPARATOR = "dspy_knn"
@@ -107,25 +105,18 @@ def report(figures: Mapping) -> str:
     return "\n".join(lines)
 
 
+def _figures(args) -> dict:
+    rows = load_rows(args.results_dir)
+    arms = read_arms(rows, arm_of, ARMS)
+    spec = next((r.spec for r in rows if not r.spec.get("selection_only")), None)
+    return comparison_figures(arms, planned_questions(spec, args.data_dir) if spec is not None else None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results_dir", type=Path, help="the rows of benchmarks/gsm8k_cot.toml")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
-    parser.add_argument("--data-dir", type=Path, default=None, help="the data (default: $KDSPY_DATA_DIR)")
-    args = parser.parse_args(argv)
-    try:
-        rows = load_rows(args.results_dir)
-        arms = read_arms(rows, arm_of, ARMS)
-        spec = next((r.spec for r in rows if not r.spec.get("selection_only")), None)
-        planned = planned_questions(spec, args.data_dir) if spec is not None else None
-        figures = comparison_figures(arms, planned)
-    except KnapsackDspyError as exc:  # the rows, the arms, the data (ResultsFileError, ArmError, DataError)
-        print(f"gsm8k_arms: {exc}", file=sys.stderr)
-        return 2
-    print(report(figures))
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    return 0
+    # bad input -- the rows, the arms, the data (ResultsFileError, ArmError, DataError) -- exits 2 with one line
+    return run_analysis(argv, name="gsm8k_arms", description=__doc__, rows_help="the rows of benchmarks/gsm8k_cot.toml",
+                        figures=_figures, report=report, add_arguments=lambda parser: parser.add_argument(
+                            "--data-dir", type=Path, default=None, help="the data (default: $KDSPY_DATA_DIR)"))
 
 
 if __name__ == "__main__":

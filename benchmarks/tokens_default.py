@@ -12,13 +12,12 @@ non-inferior arms the one with the fewest mean prompt tokens is chosen. A partia
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.scoring.analysis_command import run_analysis
 from knapsack_dspy.bench.scoring.arm_figures import ArmError, fewest_tokens_non_inferior
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -56,19 +55,9 @@ def report(choice: Mapping) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results_dir", type=Path, help="the rows of benchmarks/tatqa_tokens.toml")
-    parser.add_argument("--json", type=Path, default=None, help="also write the choice as JSON")
-    args = parser.parse_args(argv)
-    try:
-        choice = default_choice(read_arms(load_rows(args.results_dir)))
-    except (ResultsFileError, ArmError) as exc:
-        print(f"tokens_default: {exc}", file=sys.stderr)
-        return 2
-    print(report(choice))
-    if args.json:
-        args.json.write_text(json.dumps(choice, indent=2))
-    return 0
+    return run_analysis(argv, name="tokens_default", description=__doc__,
+                        rows_help="the rows of benchmarks/tatqa_tokens.toml",
+                        figures=lambda args: default_choice(read_arms(load_rows(args.results_dir))), report=report)
 
 
 if __name__ == "__main__":

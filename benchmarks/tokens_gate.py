@@ -27,13 +27,11 @@ prompt tokens <= 70 % of default's. A partial run is reported on the questions e
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-from knapsack_dspy.bench.results.store import ResultsFileError, load_rows
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.scoring.analysis_command import run_analysis
 from knapsack_dspy.bench.scoring.arm_figures import (
     ArmError,
     arm_figures,
@@ -120,19 +118,9 @@ def report(figures: Mapping) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results_dir", type=Path, help="the rows of benchmarks/tatqa_tokens.toml")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
-    args = parser.parse_args(argv)
-    try:
-        figures = gate_figures(read_arms(load_rows(args.results_dir)))
-    except (ResultsFileError, ArmError) as exc:
-        print(f"tokens_gate: {exc}", file=sys.stderr)
-        return 2
-    print(report(figures))
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
-    return 0
+    return run_analysis(argv, name="tokens_gate", description=__doc__,
+                        rows_help="the rows of benchmarks/tatqa_tokens.toml",
+                        figures=lambda args: gate_figures(read_arms(load_rows(args.results_dir))), report=report)
 
 
 if __name__ == "__main__":
