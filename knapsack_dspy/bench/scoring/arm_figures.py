@@ -91,20 +91,16 @@ def fewest_tokens_non_inferior(arms: Mapping[str, Mapping[str, dict]], questions
     answered is chosen (a tie: the more accurate, then the first in ``order``). Returns ``{"most_accurate",
     "chosen", "margin", "arms": {arm: {em, prompt_tokens, n, difference, lower_bound, non_inferior}}}``."""
     order = list(order or arms)
-    full = [arm for arm in order if arms.get(arm) and all(q in arms[arm] for q in questions)]
+    figures = {arm: arm_figures(arms[arm], [q for q in questions if q in arms[arm]]) for arm in order if arms.get(arm)}
+    full = [arm for arm, f in figures.items() if f["n"] == len(questions)]
     if not full:
         raise ArmError("no arm answered every question: nothing to call the most accurate")
-    scores = {arm: arm_figures(arms[arm], questions) for arm in full}
-    best = max(full, key=lambda arm: (scores[arm]["em"], -order.index(arm)))
+    best = max(full, key=lambda arm: (figures[arm]["em"], -order.index(arm)))
     out: dict = {"most_accurate": best, "margin": margin, "arms": {}}
-    for arm in order:
-        if not arms.get(arm):
-            continue
-        mine = [q for q in questions if q in arms[arm]]
-        figures = arm_figures(arms[arm], mine)
-        d = difference(arms, arm, best, mine)
+    for arm, f in figures.items():
+        d = difference(arms, arm, best, [q for q in questions if q in arms[arm]])
         low = 0.0 if arm == best else d["cluster_low"]
-        out["arms"][arm] = {"n": figures["n"], "em": figures["em"], "prompt_tokens": figures["prompt_tokens"],
+        out["arms"][arm] = {"n": f["n"], "em": f["em"], "prompt_tokens": f["prompt_tokens"],
                             "difference": d["difference"], "lower_bound": low,
                             "non_inferior": low is not None and low >= -margin}
     fits = [arm for arm, f in out["arms"].items() if f["non_inferior"] and f["prompt_tokens"] is not None]
