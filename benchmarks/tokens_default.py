@@ -18,7 +18,7 @@ from pathlib import Path
 
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.scoring.analysis_command import run_analysis
-from knapsack_dspy.bench.scoring.arm_figures import ArmError, fewest_tokens_non_inferior
+from knapsack_dspy.bench.scoring.arm_figures import ArmError, fewest_tokens_non_inferior, figure_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tokens_gate import ARMS, GATE_QUESTIONS, LOWER_BOUND, read_arms  # the gate's own arm names
@@ -44,9 +44,8 @@ def report(choice: Mapping) -> str:
              f"| arm | n | EM | prompt tokens | − {choice['most_accurate']} | lower 90 % bound by document | "
              f"non-inferior (>= −{choice['margin']:g}) |", "|---|---|---|---|---|---|---|"]
     for arm, f in choice["arms"].items():
-        low = "–" if f["lower_bound"] is None else format(f["lower_bound"], "+.1f")
-        tokens = "–" if f["prompt_tokens"] is None else format(f["prompt_tokens"], ",.0f")
-        lines.append(f"| {arm} | {f['n']} | {f['em']:.1f} | {tokens} | {f['difference']:+.1f} | {low} | "
+        lines.append(f"| {arm} | {f['n']} | {f['em']:.1f} | {figure_text(f['prompt_tokens'], ',.0f')} | "
+                     f"{f['difference']:+.1f} | {figure_text(f['lower_bound'], '+.1f')} | "
                      f"{'yes' if f['non_inferior'] else 'no'} |")
     verdict = "the default" if choice["complete"] else "the default if the complete run agrees"
     lines += ["", f"Most accurate: {choice['most_accurate']}; fewest tokens of the non-inferior arms: "

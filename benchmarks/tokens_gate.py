@@ -38,6 +38,7 @@ from knapsack_dspy.bench.scoring.arm_figures import (
     arms_table,
     difference,
     differences_table,
+    figure_text,
 )
 from knapsack_dspy.bench.scoring.arm_figures import read_arms as read_named_arms
 
@@ -108,9 +109,8 @@ def report(figures: Mapping) -> str:
     named = {**figures["differences"], **{f"{arm} - no_demos": d for arm, d in figures["against_no_demos"].items()}}
     lines += differences_table(named)
     g = figures["gate"]
-    bound = "–" if g["lower_bound"] is None else format(g["lower_bound"], "+.1f")
     lines += ["", f"Gate: new - default {g['difference']:+.1f} points, lower 90 % bound by document "
-              f"{bound} (>= {LOWER_BOUND:g}: {g['bound_met']}), point estimate >= 0: "
+              f"{figure_text(g['lower_bound'], '+.1f')} (>= {LOWER_BOUND:g}: {g['bound_met']}), point estimate >= 0: "
               f"{g['point_met']}; prompt tokens {100 * g['token_share']:.1f} % of default's (<= "
               f"{100 * TOKEN_SHARE:.0f} %: {g['tokens_met']}) -> "
               + ("PASSED" if g["passed"] else "not passed" if figures["complete"] else "undecided (partial run)")]

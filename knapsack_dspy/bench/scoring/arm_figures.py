@@ -16,7 +16,7 @@ from knapsack_dspy.docqa.metrics.paired import paired_comparison
 from knapsack_dspy.errors import KnapsackDspyError
 
 __all__ = ["ArmError", "arm_figures", "arms_table", "difference", "differences_table", "fewest_tokens_non_inferior",
-           "read_arms"]
+           "figure_text", "read_arms"]
 
 
 class ArmError(KnapsackDspyError, ValueError):
@@ -91,15 +91,16 @@ def fewest_tokens_non_inferior(arms: Mapping[str, Mapping[str, dict]], questions
     answered is chosen (a tie: the more accurate, then the first in ``order``). Returns ``{"most_accurate",
     "chosen", "margin", "arms": {arm: {em, prompt_tokens, n, difference, lower_bound, non_inferior}}}``."""
     order = list(order or arms)
-    figures = {arm: arm_figures(arms[arm], [q for q in questions if q in arms[arm]]) for arm in order if arms.get(arm)}
+    answered = {arm: [q for q in questions if q in arms[arm]] for arm in order if arms.get(arm)}
+    figures = {arm: arm_figures(arms[arm], own) for arm, own in answered.items()}
     full = [arm for arm, f in figures.items() if f["n"] == len(questions)]
     if not full:
         raise ArmError("no arm answered every question: nothing to call the most accurate")
     best = max(full, key=lambda arm: (figures[arm]["em"], -order.index(arm)))
     out: dict = {"most_accurate": best, "margin": margin, "arms": {}}
-    for arm, f in figures.items():
-        d = difference(arms, arm, best, [q for q in questions if q in arms[arm]])
-        low = 0.0 if arm == best else d["cluster_low"]
+    for arm, f in figures.items():  # the most accurate arm against itself: 0, nothing to bootstrap
+        d = {"difference": 0.0, "cluster_low": 0.0} if arm == best else difference(arms, arm, best, answered[arm])
+        low = d["cluster_low"]
         out["arms"][arm] = {"n": f["n"], "em": f["em"], "prompt_tokens": f["prompt_tokens"],
                             "difference": d["difference"], "lower_bound": low,
                             "non_inferior": low is not None and low >= -margin}
@@ -109,7 +110,8 @@ def fewest_tokens_non_inferior(arms: Mapping[str, Mapping[str, dict]], questions
     return out
 
 
-def _num(value, fmt: str) -> str:
+def figure_text(value, fmt: str) -> str:
+    """``value`` formatted with ``fmt``; "–" for a figure the rows do not give (``None``)."""
     return "–" if value is None else format(value, fmt)
 
 
@@ -118,10 +120,10 @@ def arms_table(figures: Mapping[str, Mapping], score: str = "EM") -> list[str]:
     lines = [f"| arm | n | {score} | prompt tokens | exemplars | within budget | right / 1,000 tokens | prefill s | "
              "decode s | LM s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for arm, f in figures.items():
-        lines.append(f"| {arm} | {f['n']} | {f['em']:.1f} | {_num(f['prompt_tokens'], '.0f')} | "
-                     f"{_num(f['exemplars'], '.2f')} | {f['within_budget']:.1f} % | "
-                     f"{_num(f['right_per_1000_tokens'], '.2f')} | "
-                     f"{_num(f['prefill_s'], '.1f')} | {_num(f['decode_s'], '.1f')} | {_num(f['lm_s'], '.1f')} |")
+        lines.append(f"| {arm} | {f['n']} | {f['em']:.1f} | {figure_text(f['prompt_tokens'], '.0f')} | "
+                     f"{figure_text(f['exemplars'], '.2f')} | {f['within_budget']:.1f} % | "
+                     f"{figure_text(f['right_per_1000_tokens'], '.2f')} | {figure_text(f['prefill_s'], '.1f')} | "
+                     f"{figure_text(f['decode_s'], '.1f')} | {figure_text(f['lm_s'], '.1f')} |")
     return lines
 
 
@@ -130,7 +132,8 @@ def differences_table(named: Mapping[str, Mapping]) -> list[str]:
     lines = ["| difference (points) | n | estimate | 90 % by question | 90 % by document | wins / losses |",
              "|---|---|---|---|---|---|"]
     for name, d in named.items():
-        lines.append(f"| {name} | {d['n']} | {_num(d['difference'], '+.1f')} | [{_num(d['low'], '+.1f')}, "
-                     f"{_num(d['high'], '+.1f')}] | [{_num(d['cluster_low'], '+.1f')}, "
-                     f"{_num(d['cluster_high'], '+.1f')}] | {d['wins']} / {d['losses']} |")
+        lines.append(f"| {name} | {d['n']} | {figure_text(d['difference'], '+.1f')} | "
+                     f"[{figure_text(d['low'], '+.1f')}, {figure_text(d['high'], '+.1f')}] | "
+                     f"[{figure_text(d['cluster_low'], '+.1f')}, "
+                     f"{figure_text(d['cluster_high'], '+.1f')}] | {d['wins']} / {d['losses']} |")
     return lines
