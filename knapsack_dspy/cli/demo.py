@@ -31,8 +31,9 @@ DEMO_SETTINGS = {"dataset": "tatqa", "pool_split": "dev_pool", "eval_split": "de
 ANSWER_TYPE_ORDER = ("arithmetic", "span", "count", "multi-span")
 #: Why the defaults are what they are, as the demo says it (docs/results.md, "Tokens"; issue 38's rule)
 DEFAULT_EVIDENCE = ("why this default: the fewest prompt tokens whose accuracy is non-inferior to the most accurate "
-                    "setting measured (342 unseen TAT-QA questions, the embedded 1.5B: FILL-IN; docs/results.md, "
-                    "\"Tokens\")")
+                    "setting measured -- on 342 unseen TAT-QA questions with the embedded 1.5B, 53.5 % right with "
+                    "1,114 prompt tokens against 50.9 % with 1,733 for the default before it (KATE within budget, "
+                    "whole demos); docs/results.md, \"Tokens\"")
 
 
 def register(subparsers) -> None:

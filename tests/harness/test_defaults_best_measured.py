@@ -112,3 +112,30 @@ def test_every_committed_row_is_still_a_run_of_a_committed_suite():
             assert stored <= named, f"{out.name}: rows of runs no suite names: {sorted(stored - named)}"
             checked += 1
     assert checked >= 4  # the committed results directories with rows
+
+
+def _rows(selectors, right):
+    """Four questions on two documents, one run per selector; ``right[selector]``: the questions it got right."""
+    rows = []
+    for selector in selectors:
+        spec = {"dataset": "tatqa", "pipeline": "pot", "selector": selector, "budget": 2048, "max_exemplars": 4,
+                "model": "m"}
+        rows += [{"run": f"run-{selector}", "spec": spec, "example_id": f"q{i}", "doc_id": f"d{i // 2}",
+                  "answer": "a", "correct": i in right[selector], "em": float(i in right[selector]),
+                  "f1": float(i in right[selector]), "exemplar_ids": [], "prompt_tokens": 100,
+                  "within_budget": True, "error": None, "lm_calls": 1} for i in range(4)]
+    return rows
+
+
+def test_comparisons_refer_to_the_default_else_the_earlier_default_of_the_committed_reports():
+    from knapsack_dspy.bench.scoring.comparisons import EARLIER_DEFAULT, compare_selectors
+    from knapsack_dspy.bench.scoring.run_metrics import aggregate
+
+    right = {"priced_case_coverage": {0, 1, 2}, "kate_within_budget": {0}, "seer": {0, 1}}
+    for selectors, reference in ((["seer", "kate_within_budget", "priced_case_coverage"], "priced_case_coverage"),
+                                 (["seer", "kate_within_budget"], EARLIER_DEFAULT),
+                                 (["seer", "case_coverage"], "seer")):  # neither: the suite's first run
+        rows = _rows(selectors, {**right, "case_coverage": {1}})
+        compared = compare_selectors(rows, aggregate(rows, {}))
+        assert compared and {entry["run_a"] for entry in compared} == {f"run-{reference}"}
+        assert len(compared) == len(selectors) - 1
