@@ -31,9 +31,11 @@ def test_tatqa_program_pipelines_are_routed_by_default_and_nothing_else_is():
 
 
 def test_the_unrouted_key_is_the_key_recorded_before_the_default_changed():
-    unrouted = RunSpec(route="", selector="seer", attributes=("modality", "answer_type"))
+    whole = {"demo_table": "all", "demo_paragraphs": "all"}  # as the committed runs showed demos
+    unrouted = RunSpec(route="", selector="seer", attributes=("modality", "answer_type"), **whole)
     assert unrouted.key == "tatqa|pot|seer|b2048|m4|local/qwen2.5-coder-1.5b-instruct|b7234d21"  # committed
-    assert RunSpec(selector="seer", attributes=("modality", "answer_type")).key.endswith("|e5da3fad")  # routed
+    assert RunSpec(selector="seer", attributes=("modality", "answer_type"), **whole).key.endswith(
+        "|e5da3fad")  # routed
 
 
 def test_build_pipeline_routes_by_default_and_takes_none(tmp_path):
