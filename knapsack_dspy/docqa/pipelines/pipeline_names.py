@@ -3,7 +3,8 @@ loading a program)."""
 
 from __future__ import annotations
 
-__all__ = ["AUTO_DEMO_CUT", "AUTO_ROUTE", "DEMO_CUT_SETTINGS", "DOCUMENT_PIPELINES", "PROGRAM_PIPELINES", "ROUTINGS", "STATUTE_PIPELINES", "UNCUT", "is_program_spec"]
+__all__ = ["AUTO_DEMO_CUT", "AUTO_ROUTE", "DEMO_CUT_SETTINGS", "DOCUMENT_PIPELINES", "PROGRAM_PIPELINES", "ROUTINGS",
+           "STATUTE_PIPELINES", "UNCUT", "is_program_spec"]
 
 DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
 PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed

@@ -42,7 +42,8 @@ def default_demo_cut(pipeline: str) -> dict[str, str]:
 
 TATQA = register_task(Task(
     name="tatqa", files=DATASETS["tatqa"], score=score_answer, score_name="exact match",
-    default_route=default_route, default_demo_cut=default_demo_cut, compile_splits=("dev_pool", "dev_tune"), score_on_error={"f1": 0.0},
+    default_route=default_route, default_demo_cut=default_demo_cut, compile_splits=("dev_pool", "dev_tune"),
+    score_on_error={"f1": 0.0},
     file_scorer=score_tatqa_files,
     file_figures=(("exact_match", "exact match (%)"), ("f1", "F1 (%)"), ("scale_accuracy", "scale accuracy (%)")),
     description="TAT-QA: financial reports, table + text; exact match and F1 with the scale"))
