@@ -58,7 +58,8 @@ class Task:
     registry loads no DSPy) (``route`` already resolved: ``default_route(pipeline)`` unless a suite or the command
     names one); ``default_demo_cut(pipeline)``: what the pipeline's demos show unless told (``{"demo_table":
     "gold_rows", "demo_paragraphs": "gold"}``; ``{}``: the whole demo); ``score(example, prediction)`` the score
-    fields of one answer (never called for a question that was not answered); ``score_on_error``: the fields a failed scoring sets beside ``correct=False``;
+    fields of one answer (never called for a question that was not answered); ``score_on_error``: the fields a
+    failed scoring sets beside ``correct=False``;
     ``file_scorer(gold, predictions)`` / ``file_figures``: ``kdspy score``'s official file format and the figures
     it prints; ``compile_splits``: ``kdspy compile``'s (pool, validation) splits; ``program_fields``: the example
     field a plain DSPy program's field of another name reads (``ProgramQA``'s ``field_map``: GSM8K's
