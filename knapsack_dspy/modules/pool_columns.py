@@ -107,7 +107,7 @@ class PoolColumns:
     def from_records(cls, records: Sequence, costs: Sequence[float], attribute_names: Sequence[str]) -> PoolColumns:
         """An inline pool of ``records`` (``PoolRecord`` s, no shared costs) costing ``costs`` (their
         ``query_digest`` s kept)."""
-        differ = any(r.query_digest for r in records)
+        differ = any(r.query_digest and r.query_digest != r.inputs_digest for r in records)
         return cls(ids=[r.id for r in records], demos=[r.demo for r in records], costs=[float(c) for c in costs],
                    doc_ids=[r.doc_id for r in records], embed_texts=[r.embed_text for r in records],
                    programs=[r.program for r in records],
@@ -144,8 +144,8 @@ class PoolColumns:
     def __setstate__(self, state):
         if state.get("store") is not None:
             self.__dict__.update(PoolColumns.from_store(state["store"]).__dict__)
-        else:
-            self.__dict__.update(state)
+        else:  # a pool pickled before a column existed: the column's default
+            self.__dict__.update({"query_digests": [], **state})
 
 
 _INLINE = ("ids", "demos", "costs", "doc_ids", "embed_texts", "programs", "attributes", "groups", "group_costs",

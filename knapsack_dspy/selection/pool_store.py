@@ -8,7 +8,10 @@ program file's size does not grow with the pool's.
 A store directory ``<root>/<hash>/`` holds (all written once, never changed; a new pool is a new store):
 
 - ``records.jsonl`` — one JSON object per exemplar, in pool order: ``id``, ``demo`` (the predictor's fields),
-  ``doc_id``, ``embed_text``, ``program``, ``attributes``, ``group``; ``record_offsets.npy`` (``n + 1`` byte
+  ``doc_id``, ``embed_text``, ``program``, ``attributes``, ``group``, ``inputs_digest`` (its demo's inputs) and,
+  when they differ, ``query_digest`` (its inputs as a query gives them); ``inputs_digests.sorted.npy`` /
+  ``inputs_digests.order.npy``: every such digest sorted, and its record's row (a query that is an exemplar finds
+  it by binary search: ``PoolStore.ids_with_inputs``); ``record_offsets.npy`` (``n + 1`` byte
   offsets) lets a record be read alone, so a program loads without parsing the demos (a demo is read when
   selected);
 - ``ids.npy``, ``doc_ids.npy``, ``attribute.<name>.npy`` — the columns selection scans, as fixed-width

@@ -171,7 +171,45 @@ def test_the_query_inputs_survive_save_load_and_a_pool_update(embedder, tmp_path
     select.update_pool([extra], [loaded.demo_for("answer", extra)], ["q0"],
                        measure=lambda demos: [10.0] * len(demos), add_inputs=[loaded.inputs_for("answer", extra)])
     assert "q-new" not in loaded.answer.select_demos(context=extra.context, question=extra.question).info["ids"]
-    assert [i for i in own_demo_selected(loaded) if i != "q0"] == []
+    assert own_demo_selected(loaded) == []
+    loaded.save(str(path))
+    again = CutDemos()
+    KnapsackFewShot.load(again, path, embedder=embedder, token_counter=WordCounter())
+    assert "q-new" not in again.answer.select_demos(context=extra.context, question=extra.question).info["ids"]
+    assert own_demo_selected(again) == []
+
+
+class WholeDemos(CutDemos):
+    """The same hooks, but demos that show what their queries show."""
+
+    def demo_for(self, predictor_name, example):
+        return {"context": example.context, "question": example.question, "answer": example.answer}
+
+
+def test_demos_that_show_what_queries_show_save_no_query_inputs(embedder, tmp_path, monkeypatch):
+    """A program with the hook whose demos equal its queries' inputs keeps the saved program and the pool store as
+    they were without the hook (no column, the same store hash), also after adding such exemplars."""
+    from knapsack_dspy.selection import pool_store
+    from knapsack_dspy.teleprompt import predictor_pools
+
+    settings = dict(token_counter=WordCounter(), embedder=embedder, progress=False, budget=2000,
+                    selector="kate_within_budget", max_exemplars=3, attributes=())
+    program = KnapsackFewShot(**settings).compile(WholeDemos(), trainset=documents())
+    state = program.answer.selection.dump_state()
+    assert "query_digests" not in state["pool"] and own_demo_selected(program) == []
+    extra = dspy.Example(id="q-new", question="What is the tallest mountain?", context="Everest. High. Cold.",
+                         answer="Everest").with_inputs("context", "question")
+    program.answer.selection.update_pool([extra], [program.demo_for("answer", extra)],
+                                         measure=lambda demos: [10.0] * len(demos),
+                                         add_inputs=[program.inputs_for("answer", extra)])
+    assert "query_digests" not in program.answer.selection.dump_state()["pool"]
+
+    monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(pool_store, "INLINE_POOL_LIMIT", 4)
+    with_hook = KnapsackFewShot(**settings).compile(WholeDemos(), trainset=documents()).answer.selection.store
+    monkeypatch.setattr(predictor_pools, "InputsFor", type("Never", (), {}))
+    without = KnapsackFewShot(**settings).compile(WholeDemos(), trainset=documents()).answer.selection.store
+    assert with_hook.hash == without.hash
 
 
 def test_a_plain_program_saves_no_query_inputs(embedder):

@@ -75,6 +75,7 @@ STATUTE_SELECTION = SelectionConfig(selector="kate", max_exemplars=2, attributes
 _rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
 _rendered_demos_on_disk = DiskMemo("rendered_demos")  # the same across processes (a warm compile renders nothing)
 _query_inputs = BoundedMemo(50_000)  # DocumentQA.inputs_for results, keyed as the rendered demos
+_query_inputs_on_disk = DiskMemo("query_inputs")  # the same across processes (a warm compile retrieves nothing)
 _NO_SELECTION = {"ids": [], "within_budget": True}  # what a call without selected demos reports
 
 
@@ -425,15 +426,15 @@ class DocumentQA(_Pipeline):
             key, lambda: super(DocumentQA, self).render_demo(example, solver))))
 
     def inputs_for(self, predictor_name: str, example) -> dict | None:
-        """As ``_Pipeline.inputs_for``, remembered per process: a compile reads every pool example's inputs as a
-        query gives them (a demo cut to its evidence differs from them; ``SelectExemplars.same_inputs_ids``), and
-        a suite compiles the same pool once per selector."""
+        """As ``_Pipeline.inputs_for``, remembered per process and on disk as ``render_demo`` is: a compile reads
+        every pool example's inputs as a query gives them (a demo cut to its evidence differs from them;
+        ``SelectExemplars.same_inputs_ids``), and a suite compiles the same pool once per selector."""
         solver = self._solver_of(predictor_name)
         key = None if solver is None else self._memo_key(solver, example, ["query inputs"])
         if key is None:
             return super().inputs_for(predictor_name, example)
-        return copy.deepcopy(_query_inputs.get_or_compute(key, lambda: super(DocumentQA, self).inputs_for(
-            predictor_name, example)))
+        return copy.deepcopy(_query_inputs.get_or_compute(key, lambda: _query_inputs_on_disk.get_or_compute(
+            key, lambda: super(DocumentQA, self).inputs_for(predictor_name, example))))
 
     def _memo_key(self, solver, example, extra: list) -> str | None:
         """What a rendering of ``example`` for ``solver`` depends on, hashed (with ``extra``); ``None``: nothing to
