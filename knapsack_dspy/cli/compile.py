@@ -23,8 +23,8 @@ from knapsack_dspy.cli.main import UserError
 
 #: The selectors ``--selector`` names in its help (registering a selector does not import this module:
 #: ``tests/harness/test_cli_workflow.py`` checks the list against the registry).
-SELECTOR_NAMES = ("kate_within_budget", "case_coverage", "seer", "seer_gold", "kate", "diverse_kate", "random", "csp",
-                  "fixed", "static", "hybrid", "no_demos")
+SELECTOR_NAMES = ("priced_case_coverage", "kate_within_budget", "case_coverage", "seer", "seer_gold", "kate",
+                  "diverse_kate", "random", "csp", "fixed", "static", "hybrid", "no_demos")
 #: The options that set a ``SelectionConfig`` setting of the same name: their defaults are ``SelectionConfig``'s
 #: (``selection_default``); an option not given leaves the setting at that default. ``--setting`` sets any other.
 SELECTION_OPTIONS = ("budget", "exemplar_budget", "max_exemplars", "alpha", "beta", "attributes", "attribute_source",
@@ -59,6 +59,13 @@ def register(subparsers) -> None:
                    help="extract_compute: span questions extracted, the others answered by the program; none: one "
                         "solver; auto (default): extract_compute for TAT-QA's pot pipeline (the measured best), "
                         "none otherwise")
+    p.add_argument("--demo-table", default="auto", choices=["auto", "all", "gold_rows"],
+                   help="what a TAT-QA demo's table shows: gold_rows, the header rows and the rows its gold solution "
+                        "reads; all, the whole table; auto (default): gold_rows for TAT-QA's pot pipeline (the "
+                        "measured fewest-token setting), all otherwise")
+    p.add_argument("--demo-paragraphs", default="auto", choices=["auto", "all", "gold"],
+                   help="what a TAT-QA demo's text shows: gold, its evidence paragraphs; all, what its retrieval "
+                        "keeps; auto (default): gold for TAT-QA's pot pipeline, all otherwise")
     p.add_argument("--selector", default=selection_default("selector"),
                    help=f"{', '.join(SELECTOR_NAMES)} or one added with register_selector (default %(default)s)")
     p.add_argument("--mode", default=None,
@@ -180,7 +187,8 @@ def run(args) -> int:
         selection = _selection_config(args)
         student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selection=selection,
                                  top_n_paragraphs=args.top_n_paragraphs, model=args.lm,
-                                 route=None if args.route == "none" else args.route)
+                                 route=None if args.route == "none" else args.route,
+                                 demo_table=args.demo_table, demo_paragraphs=args.demo_paragraphs)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     metric = None

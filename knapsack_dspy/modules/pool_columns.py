@@ -3,7 +3,10 @@
 One exemplar per row, in columns: its pool id, its demo (in the predictor's fields), its token cost in that prompt,
 its document id, the text embedded for it, its worked solution (the selection-quality proxies read it), its pool
 attributes, and the shared-cost groups (``shared_fields``: ``groups[i]`` the group of exemplar ``i``, ``-1`` none;
-``group_costs[g]`` the shared value's tokens; both empty when nothing is shared).
+``group_costs[g]`` the shared value's tokens; both empty when nothing is shared). ``query_digests``: each
+exemplar's inputs as a *query* with its question gives them, digested (:func:`inputs_digest`), when they differ from
+its demo's (a demo cut to its evidence: ``DocumentQA.demo_cut``); empty: none differs. A query with its demo's
+inputs or with those is the exemplar itself and never selects it (``SelectExemplars.same_inputs_ids``).
 
 Two backings behind the one object: **inline** (lists, saved in the program's JSON) or a **pool store**
 (``selection.pool_store``: the columns memory-mapped, a demo read when it is selected; the saved state names the
@@ -39,6 +42,7 @@ class PoolColumns:
     attributes: Mapping[str, Sequence[str]] = field(default_factory=dict)
     groups: Sequence[int] = field(default_factory=list)
     group_costs: Sequence[float] = field(default_factory=list)
+    query_digests: Sequence[str] = field(default_factory=list)
     store: Any = None  # a selection.pool_store.PoolStore
 
     def __len__(self) -> int:
@@ -64,7 +68,8 @@ class PoolColumns:
                    programs=list(pool.get("programs") or [""] * len(pool["ids"])),
                    attributes={k: list(v) for k, v in pool["attributes"].items()},
                    groups=[int(g) for g in pool.get("groups") or []],
-                   group_costs=[float(c) for c in pool.get("group_costs") or []])
+                   group_costs=[float(c) for c in pool.get("group_costs") or []],
+                   query_digests=[str(d) for d in pool.get("query_digests") or []])
 
     def to_state(self) -> dict:
         """What a saved program holds of the pool: the columns (inline), or the store's hash and size."""
@@ -72,7 +77,15 @@ class PoolColumns:
             return {"pool_store": {"hash": self.store.hash, "size": len(self.store)}}
         return {"pool": {"ids": self.ids, "demos": self.demos, "costs": self.costs, "attributes": self.attributes,
                          "doc_ids": self.doc_ids, "embed_texts": self.embed_texts, "programs": self.programs,
-                         **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {})}}
+                         **({"groups": self.groups, "group_costs": self.group_costs} if self.groups else {}),
+                         **({"query_digests": self.query_digests} if self.query_digests else {})}}
+
+    def digests_of_rows(self, input_fields: Sequence[str]) -> list[tuple[str, int]]:
+        """Every ``(digest, row)`` that names an exemplar: its demo's ``input_fields``, and its query's inputs
+        (``query_digests``) when they differ. Inline pools only (a store keeps them in its records)."""
+        pairs = [(inputs_digest_of(demo, input_fields), k) for k, demo in enumerate(self.demos)]
+        pairs += [(query, k) for k, query in enumerate(self.query_digests) if query and query != pairs[k][0]]
+        return [(digest, k) for digest, k in pairs if digest]
 
     def records(self, input_fields: Sequence[str]):
         """Every exemplar as a pool store's ``PoolRecord`` (to write a store, or to build a changed pool from);
@@ -82,20 +95,25 @@ class PoolColumns:
         if self.store is not None:
             return pool_store.records_of(self.store)
         names = sorted(self.attributes)
+        own = [inputs_digest_of(demo, input_fields) for demo in self.demos]
+        queries = self.query_digests or own
         return [pool_store.PoolRecord(self.ids[k], dict(self.demos[k]), str(self.doc_ids[k]), self.embed_texts[k],
                                       self.programs[k], {name: str(self.attributes[name][k]) for name in names},
-                                      int(self.groups[k]) if len(self.groups) else -1,
-                                      inputs_digest_of(self.demos[k], input_fields))
+                                      int(self.groups[k]) if len(self.groups) else -1, own[k],
+                                      queries[k] if queries[k] != own[k] else "")
                 for k in range(len(self.ids))]
 
     @classmethod
     def from_records(cls, records: Sequence, costs: Sequence[float], attribute_names: Sequence[str]) -> PoolColumns:
-        """An inline pool of ``records`` (``PoolRecord`` s, no shared costs) costing ``costs``."""
+        """An inline pool of ``records`` (``PoolRecord`` s, no shared costs) costing ``costs`` (their
+        ``query_digest`` s kept)."""
+        differ = any(r.query_digest and r.query_digest != r.inputs_digest for r in records)
         return cls(ids=[r.id for r in records], demos=[r.demo for r in records], costs=[float(c) for c in costs],
                    doc_ids=[r.doc_id for r in records], embed_texts=[r.embed_text for r in records],
                    programs=[r.program for r in records],
                    attributes={name: [str((r.attributes or {}).get(name, "")) for r in records]
-                               for name in attribute_names})
+                               for name in attribute_names},
+                   query_digests=[r.query_digest or r.inputs_digest for r in records] if differ else [])
 
     # -- what the selectors read -----------------------------------------------------------------------
     def exemplar_pool(self, encode: Callable[[Sequence[str]], np.ndarray]) -> ExemplarPool:
@@ -126,11 +144,12 @@ class PoolColumns:
     def __setstate__(self, state):
         if state.get("store") is not None:
             self.__dict__.update(PoolColumns.from_store(state["store"]).__dict__)
-        else:
-            self.__dict__.update(state)
+        else:  # a pool pickled before a column existed: the column's default
+            self.__dict__.update({"query_digests": [], **state})
 
 
-_INLINE = ("ids", "demos", "costs", "doc_ids", "embed_texts", "programs", "attributes", "groups", "group_costs")
+_INLINE = ("ids", "demos", "costs", "doc_ids", "embed_texts", "programs", "attributes", "groups", "group_costs",
+           "query_digests")
 
 
 def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ...]:
@@ -151,3 +170,15 @@ def inputs_digest(key: tuple[str, ...]) -> str:
 def inputs_digest_of(demo: Mapping[str, Any], fields: Sequence[str]) -> str:
     """The digest of a demo's inputs, or "" when it lacks one of ``fields`` (then never matched)."""
     return inputs_digest(inputs_key(demo, fields)) if fields and all(name in demo for name in fields) else ""
+
+
+def query_digests_of(demos: Sequence[Mapping[str, Any]], query_inputs: Sequence[Mapping[str, Any] | None] | None,
+                     fields: Sequence[str]) -> list[str]:
+    """``PoolColumns.query_digests`` of ``demos`` whose queries' inputs are ``query_inputs`` (``None``: the demo's):
+    each one's digest over ``fields``, or ``[]`` when none differs from its demo's (nothing to keep)."""
+    if query_inputs is None:
+        return []
+    own = [inputs_digest_of(demo, fields) for demo in demos]
+    digests = [mine if query is None else inputs_digest_of(query, fields)
+               for mine, query in zip(own, query_inputs, strict=True)]
+    return digests if digests != own else []

@@ -36,7 +36,13 @@ from dspy.predict.parameter import Parameter
 
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.errors import KnapsackDspyError
-from knapsack_dspy.modules.pool_columns import PoolColumns, inputs_digest, inputs_digest_of, inputs_key
+from knapsack_dspy.modules.pool_columns import (
+    PoolColumns,
+    inputs_digest,
+    inputs_digest_of,
+    inputs_key,
+    query_digests_of,
+)
 from knapsack_dspy.modules.shared_fields import referring_demo
 from knapsack_dspy.selection.attribute_domains import KIND
 from knapsack_dspy.selection.config import SelectionConfig
@@ -157,7 +163,7 @@ class SelectExemplars(dspy.Module, Parameter):
             signature_fields: Sequence[str] = (), attributes: Mapping[str, Callable] | None = None,
             ids: Sequence[str] | None = None, groups: Sequence[int] | None = None,
             group_costs: Sequence[float] | None = None, prompt_format: str | None = None,
-            progress: bool = False) -> SelectExemplars:
+            query_inputs: Sequence[Mapping | None] | None = None, progress: bool = False) -> SelectExemplars:
         """Store the pool and learn what selection needs, with ``config`` (default: the current one).
         ``demos[i]`` is ``pool_examples[i]`` in the predictor's fields; ``costs[i]`` its token cost in that
         prompt; ``budget`` the resolved token budget. ``fit_inputs``: what the selector's ``fit`` needs besides
@@ -168,11 +174,16 @@ class SelectExemplars(dspy.Module, Parameter):
         ``group_costs``: demos sharing the config's ``shared_fields`` (``knapsack_dspy.modules.shared_fields``):
         ``costs`` are then what each adds without the shared value, ``group_costs`` the shared values' tokens.
         ``prompt_format``: what else the costs were measured with (the adapter; part of a pool store's hash).
-        A pool of more than ``pool_store.INLINE_POOL_LIMIT`` exemplars is written to a pool store (under
+        ``query_inputs[i]``: ``pool_examples[i]``'s inputs as a query with its question gives them, when they may
+        differ from its demo's (a demo cut to its evidence; ``None``: the demo's): a query with those inputs is
+        that exemplar and never selects it, with or without an ``id``. A pool of more than
+        ``pool_store.INLINE_POOL_LIMIT`` exemplars is written to a pool store (under
         ``pool_store.default_store_root()``) and the saved state references it by hash. ``progress``: progress
         bars while the pool is embedded."""
         if not (len(pool_examples) == len(demos) == len(costs)):
             raise ValueError("pool_examples, demos and costs must have the same length")
+        if query_inputs is not None and len(query_inputs) != len(demos):
+            raise ValueError(f"query_inputs has {len(query_inputs)} entries for {len(demos)} demos")
         if not pool_examples:
             raise ValueError("the exemplar pool is empty")
         config = config if config is not None else self.config
@@ -199,7 +210,8 @@ class SelectExemplars(dspy.Module, Parameter):
                 programs=[solution_of(ex, attribute_fns) for ex in pool_examples],
                 attributes=self._pool_attributes(pool_examples, attribute_fns, demos, progress),
                 groups=[int(g) for g in groups] if groups is not None else [],
-                group_costs=[float(c) for c in group_costs] if group_costs is not None else [])
+                group_costs=[float(c) for c in group_costs] if group_costs is not None else [],
+                query_digests=query_digests_of(demos, query_inputs, self.input_fields))
             self.resolved_budget = int(budget)
             self.token_model = token_model
             pool = self._pool(progress)
@@ -306,21 +318,22 @@ class SelectExemplars(dspy.Module, Parameter):
 
     def update_pool(self, add_examples: Sequence[Any] = (), add_demos: Sequence[Mapping] = (),
                     remove_ids: Sequence[str] = (), *, measure: Callable[[list[dict]], Sequence[float]],
-                    ids: Sequence[str] | None = None,
-                    attributes: Mapping[str, Callable] | None = None) -> dict[str, int]:
+                    ids: Sequence[str] | None = None, attributes: Mapping[str, Callable] | None = None,
+                    add_inputs: Sequence[Mapping | None] | None = None) -> dict[str, int]:
         """Add exemplars (``add_examples`` with their demos ``add_demos``, as ``fit`` takes them) and remove the
         pool ids ``remove_ids``, embedding and measuring (``measure(demos) -> costs``) only the added ones: a pool
         store is extended from the current one (``pool_store.extend_store``), an inline pool keeps its lists (its
         embeddings come again from the embedding cache). The attribute classifiers are kept (trained on the pool
-        as compiled). Returns ``{"embedded", "measured", "size"}``. A selector that learned a set at compile time
+        as compiled); ``add_inputs``: the added examples' inputs as a query gives them (``fit``'s ``query_inputs``).
+        Returns ``{"embedded", "measured", "size"}``. A selector that learned a set at compile time
         (``needs_fit``) or a pool with shared costs is compiled again instead (``ValueError``)."""
         if not self.is_fitted:
             raise NotCompiledError("update_pool needs a compiled selection (compile or load a program first)")
         if self.config.selector_class.needs_fit or len(self.groups):
             raise ValueError("update_pool: this selection learned from its pool at compile time (a fixed set or "
                              "shared costs): compile it again with the changed trainset")
-        if len(add_examples) != len(add_demos):
-            raise ValueError("add_examples and add_demos must have the same length")
+        if len(add_examples) != len(add_demos) or (add_inputs is not None and len(add_inputs) != len(add_demos)):
+            raise ValueError("add_examples, add_demos (and add_inputs) must have the same length")
         new_ids = ([str(i) for i in ids] if ids is not None
                    else [str(ex.get("id", f"added-{len(self.pool_ids) + k}")) for k, ex in enumerate(add_examples)])
         removed = {str(i) for i in remove_ids}
@@ -338,12 +351,14 @@ class SelectExemplars(dspy.Module, Parameter):
         fields = self.input_fields
         columns = self.pool_columns
         records = [r for r in columns.records(fields) if r.id not in removed]  # a store's: read in one pass
-        for pool_id, ex, demo in zip(new_ids, add_examples, add_demos, strict=True):
+        added_inputs = list(add_inputs) if add_inputs is not None else [None] * len(add_demos)
+        for pool_id, ex, demo, query in zip(new_ids, add_examples, add_demos, added_inputs, strict=True):
             values = {name: (fns[name](ex) if name in fns else ex.get(name)) for name in names}
             records.append(pool_store.PoolRecord(pool_id, dict(demo), str(ex.get("doc_id", "")), self.query_text(demo),
                                                  solution_of(ex, fns),
                                                  {k: "" if v is None else str(v) for k, v in values.items()}, -1,
-                                                 inputs_digest_of(demo, fields)))
+                                                 inputs_digest_of(demo, fields),
+                                                 _differing_digest(demo, query, fields)))
         if not records:
             raise ValueError("update_pool: the pool would be empty")
         with self._lock:
@@ -406,23 +421,25 @@ class SelectExemplars(dspy.Module, Parameter):
             return keys
 
     def same_inputs_ids(self, fields: Mapping[str, Any]) -> set[str]:
-        """Pool ids whose demo has the query's inputs (every input field of the predictor equal, up to case and
-        whitespace): the query itself when it is also in the pool. Never selected, whatever the hints say (a
-        ``dspy.Evaluate`` over trainset questions, a valset overlapping the trainset)."""
+        """Pool ids of the exemplars a query with these inputs is (every input field of the predictor equal, up to
+        case and whitespace, to its demo's inputs or to its inputs as a query gives them: ``PoolColumns.
+        query_digests``): the query itself when it is also in the pool. Never selected, whatever the hints say (a
+        ``dspy.Evaluate`` over trainset questions, a valset overlapping the trainset, ``kdspy serve``)."""
         names = [name for name in self.input_fields if name in fields]
         if not names or len(names) < len(self.input_fields):
             return set()
-        if self.store is not None:  # a digest of the inputs, looked up in the store (no pass over the pool)
-            return set(self.store.ids_with_inputs(inputs_digest(inputs_key(fields, names))))
+        digest = inputs_digest(inputs_key(fields, names))
+        if self.store is not None:  # looked up in the store (no pass over the pool)
+            return set(self.store.ids_with_inputs(digest))
         with self._lock:
             index = self.__dict__.get("_input_index")
             if index is None:
                 index = {}
-                for pool_id, demo in zip(self.pool_ids, self.demos, strict=True):
-                    if all(name in demo for name in self.input_fields):
-                        index.setdefault(inputs_key(demo, self.input_fields), set()).add(pool_id)
+                ids = self.pool_ids
+                for key, row in self.pool_columns.digests_of_rows(self.input_fields):
+                    index.setdefault(key, set()).add(ids[row])
                 self._input_index = index
-        return set(index.get(inputs_key(fields, names), ()))
+        return set(index.get(digest, ()))
 
     def pool(self) -> ExemplarPool:
         """The exemplar pool (embedding it on first use)."""
@@ -642,6 +659,15 @@ def query_text(fields: Mapping[str, Any], embed_fields: Sequence[str]) -> str:
             continue
         parts.append(" ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
     return "\n".join(parts)
+
+
+def _differing_digest(demo: Mapping, query: Mapping | None, fields: Sequence[str]) -> str:
+    """The digest of an added exemplar's query inputs when they differ from its demo's (``PoolRecord.query_digest``),
+    else ``""``."""
+    if query is None:
+        return ""
+    digest = inputs_digest_of(query, fields)
+    return digest if digest != inputs_digest_of(demo, fields) else ""
 
 
 def _function_name(function) -> str | None:

@@ -92,6 +92,9 @@ def validate_state(state: Any) -> None:
     costs = pool["costs"]
     if any(not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 for c in costs):
         fail("pool.costs must be finite non-negative numbers")
+    digests = pool.get("query_digests") or []
+    if digests and (len(digests) != n or not all(isinstance(d, str) for d in digests)):
+        fail(f"pool.query_digests must be {n} strings, one per id")
     groups, group_costs = pool.get("groups") or [], pool.get("group_costs") or []
     if groups and len(groups) != n:
         fail(f"pool.groups has {len(groups)} entries for {n} ids")

@@ -204,8 +204,9 @@ def check_setting(name: str, value):
 class SelectionConfig:
     """The selection settings of one predictor.
 
-    selector: a registered selector name (``SELECTORS``: seer, seer_gold, kate, diverse_kate, random, csp,
-        fixed, static, hybrid, or one added with ``register_selector``).
+    selector: a registered selector name (``SELECTORS``: priced_case_coverage -- the default, ``DEFAULT_SELECTOR``:
+        case coverage with a price on prompt tokens --, case_coverage, kate_within_budget, seer, seer_gold, kate,
+        diverse_kate, random, csp, fixed, static, hybrid, no_demos, or one added with ``register_selector``).
     max_exemplars: M, the most exemplars per prompt.
     budget: total prompt tokens; ``None``: the target model's context window (4,096 when unknown).
     reserve_output_tokens: tokens kept free for the answer.

@@ -8,7 +8,10 @@ program file's size does not grow with the pool's.
 A store directory ``<root>/<hash>/`` holds (all written once, never changed; a new pool is a new store):
 
 - ``records.jsonl`` — one JSON object per exemplar, in pool order: ``id``, ``demo`` (the predictor's fields),
-  ``doc_id``, ``embed_text``, ``program``, ``attributes``, ``group``; ``record_offsets.npy`` (``n + 1`` byte
+  ``doc_id``, ``embed_text``, ``program``, ``attributes``, ``group``, ``inputs_digest`` (its demo's inputs) and,
+  when they differ, ``query_digest`` (its inputs as a query gives them); ``inputs_digests.sorted.npy`` /
+  ``inputs_digests.order.npy``: every such digest sorted, and its record's row (a query that is an exemplar finds
+  it by binary search: ``PoolStore.ids_with_inputs``); ``record_offsets.npy`` (``n + 1`` byte
   offsets) lets a record be read alone, so a program loads without parsing the demos (a demo is read when
   selected);
 - ``ids.npy``, ``doc_ids.npy``, ``attribute.<name>.npy`` — the columns selection scans, as fixed-width
@@ -118,11 +121,13 @@ class PoolRecord:
     attributes: Mapping[str, str] | None = None
     group: int = -1
     inputs_digest: str = ""  # a digest of the demo's inputs (a query with the same inputs never selects it)
+    query_digest: str = ""  # ... and of its inputs as a query gives them, when they differ ("": they do not)
 
     def as_json(self) -> dict:
         return {"id": self.id, "demo": self.demo, "doc_id": self.doc_id, "embed_text": self.embed_text,
                 "program": self.program, "attributes": dict(self.attributes or {}), "group": int(self.group),
-                "inputs_digest": self.inputs_digest}
+                "inputs_digest": self.inputs_digest, **({"query_digest": self.query_digest} if self.query_digest
+                                                        else {})}
 
 
 def _record_line(record: PoolRecord) -> bytes:
@@ -226,8 +231,8 @@ class PoolStore:
         return self.manifest["prompt_format"]
 
     def ids_with_inputs(self, digest: str) -> list[str]:
-        """The ids of the exemplars whose ``inputs_digest`` is ``digest`` (a binary search: no pass over the
-        pool)."""
+        """The ids of the exemplars whose ``inputs_digest`` or ``query_digest`` is ``digest`` (a binary search: no
+        pass over the pool)."""
         if not self.manifest.get("inputs_digests"):
             return []
         keys = self._array("inputs_digests.sorted.npy")
@@ -235,7 +240,7 @@ class PoolStore:
         if lo == hi:
             return []
         rows = self._array("inputs_digests.order.npy")[lo:hi]
-        return [str(self.ids[int(r)]) for r in rows]
+        return list(dict.fromkeys(str(self.ids[int(r)]) for r in rows))
 
     def column(self, field: str) -> Sequence:
         """A record field of every exemplar, read lazily (``demo``, ``embed_text``, ``program``)."""
@@ -369,12 +374,16 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
             np.save(tmp / f"attribute.{name}.npy",
                     np.asarray([str((r.attributes or {}).get(name, "")) for r in records], dtype=str))
         np.save(tmp / "groups.npy", np.asarray([r.group for r in records], dtype=np.int64))
-        digests = np.asarray([r.inputs_digest for r in records], dtype=str)
+        # every digest that names a record (its demo's inputs, and its query's when they differ) -> its row
+        extra = [k for k, r in enumerate(records) if r.query_digest and r.query_digest != r.inputs_digest]
+        digests = np.asarray([r.inputs_digest for r in records] + [records[k].query_digest for k in extra],
+                             dtype=str)
+        rows = np.concatenate([np.arange(n, dtype=np.int64), np.asarray(extra, dtype=np.int64)])
         has_digests = bool(n and (digests != "").any())
         if has_digests:
             order = np.argsort(digests, kind="stable")
             np.save(tmp / "inputs_digests.sorted.npy", digests[order])
-            np.save(tmp / "inputs_digests.order.npy", order.astype(np.int64))
+            np.save(tmp / "inputs_digests.order.npy", rows[order])
         np.save(tmp / "group_costs.npy", np.asarray(group_costs, dtype=np.float64))
         np.save(tmp / "embeddings.npy", embeddings)
         np.save(tmp / "costs.npy", costs)
@@ -492,7 +501,8 @@ def extend_store(root: str | os.PathLike, base: PoolStore | None, records: Seque
 def records_of(store: PoolStore) -> list[PoolRecord]:
     """Every record of ``store`` as :class:`PoolRecord` s (to build a changed pool from)."""
     return [PoolRecord(r["id"], r["demo"], r.get("doc_id", ""), r.get("embed_text", ""), r.get("program", ""),
-                       r.get("attributes") or {}, int(r.get("group", -1)), r.get("inputs_digest", ""))
+                       r.get("attributes") or {}, int(r.get("group", -1)), r.get("inputs_digest", ""),
+                       r.get("query_digest", ""))
             for r in store.iter_records()]
 
 

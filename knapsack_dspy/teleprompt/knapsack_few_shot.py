@@ -424,7 +424,8 @@ class KnapsackFewShot(Teleprompter):
                        signature_fields=list(signature.fields), input_fields=list(signature.input_fields),
                        attributes=functions, ids=pool.ids,
                        groups=groups or None, group_costs=group_costs or None,
-                       prompt_format=cost_model.adapter_key, progress=self.progress)
+                       prompt_format=cost_model.adapter_key, query_inputs=pool.query_inputs,
+                       progress=self.progress)
             snapshots.append(select.dump_state())
             kinds.append(select.kinds)  # where the fitted pool's kinds came from (not in the state)
             entry = {"config": point}

@@ -13,7 +13,10 @@ Three sources, in this order of precedence:
    demo); an example missing one is skipped.
 
 A validation query's inputs to a predictor come from the hook ``inputs_for(predictor_name, example)`` when the
-student has it, else from the example's fields of the signature's inputs.
+student has it, else from the example's fields of the signature's inputs. With that hook a trainset pool also
+keeps each pool example's inputs as a query would give them (``PredictorPool.query_inputs``): a demo may show
+less than its query (cut to its evidence), and a query with those inputs is that exemplar, never selected for
+itself (``SelectExemplars.same_inputs_ids``).
 """
 
 from __future__ import annotations
@@ -46,11 +49,13 @@ class PredictorPool:
     demos: list[dict] = field(default_factory=list)  # the same, in the predictor's fields
     ids: list[str] = field(default_factory=list)
     skipped: int = 0  # trainset examples that gave this predictor no demo
+    query_inputs: list[dict | None] = field(default_factory=list)  # each one's inputs as a query (None: its demo's)
 
-    def add(self, example, demo: Mapping, pool_id: str) -> None:
+    def add(self, example, demo: Mapping, pool_id: str, query_inputs: Mapping | None = None) -> None:
         self.examples.append(example)
         self.demos.append(dict(demo))
         self.ids.append(pool_id)
+        self.query_inputs.append(None if query_inputs is None else dict(query_inputs))
 
 
 def _get(example, key, default=None):
@@ -90,9 +95,10 @@ def _check_unique_ids(trainset: Sequence) -> None:
 def pools_from_trainset(program: dspy.Module, predictors: Mapping[str, dspy.Predict], trainset: Sequence,
                         progress: bool = False) -> dict[str, PredictorPool]:
     """Every named predictor's pool from the trainset: the student's ``demo_for`` hook, else the example
-    restricted to the signature (module docstring)."""
+    restricted to the signature, with the ``inputs_for`` hook's query inputs (module docstring)."""
     _check_unique_ids(trainset)
     hook = program.demo_for if isinstance(program, DemoFor) else None
+    inputs_hook = program.inputs_for if isinstance(program, InputsFor) else None
     pools = {}
     for name, predictor in predictors.items():
         signature = predictor.signature
@@ -104,12 +110,14 @@ def pools_from_trainset(program: dspy.Module, predictors: Mapping[str, dspy.Pred
             if hook is not None:
                 demo = hook(name, example)
                 if demo is not None:
-                    pool.add(example, _restrict(_as_mapping(demo), signature), _example_id(example, i))
+                    pool.add(example, _restrict(_as_mapping(demo), signature), _example_id(example, i),
+                             inputs_hook(name, example) if inputs_hook is not None else None)
                 else:
                     pool.skipped += 1
                 continue
             if supplied and all(_get(example, f) is not None for f in required):
-                pool.add(example, {f: example[f] for f in required}, _example_id(example, i))
+                pool.add(example, {f: example[f] for f in required}, _example_id(example, i),
+                         inputs_hook(name, example) if inputs_hook is not None else None)
             else:
                 pool.skipped += 1
         pools[name] = pool

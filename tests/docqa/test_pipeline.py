@@ -104,7 +104,8 @@ def test_a_saved_program_holds_the_selection_settings_once(tmp_path, data, embed
     path = save_program(program, tmp_path / "prog.json")
     saved = json.loads(path.read_text())
     assert saved["spec"] == {"version": 3, "kind": "document", "pipeline": "pot", "top_n_paragraphs": 3,
-                             "model": None}
+                             "model": None, "demo_table": "gold_rows", "demo_table_rows": 4,
+                             "demo_paragraphs": "gold"}  # TAT-QA's default demo cut, saved with the program
     assert "select" not in saved  # the writer alone selects (a repair continues its conversation)
     selection = saved["solve.write"]["selection"]
     assert selection["config"]["max_exemplars"] == 3

@@ -30,7 +30,8 @@ def program():
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:150]
     student = build_pipeline("tatqa", "pot", route=None, selector="kate", max_exemplars=4, embedder=HashingEmbedder(),
-                             token_counter=WordCounter(), attributes=())
+                             token_counter=WordCounter(), attributes=(), demo_table="all",
+                             demo_paragraphs="all")  # whole tables, which demos of one document share
     return KnapsackFewShot(budget=6000, token_counter=student.token_counter, progress=False).compile(
         student, trainset=pool)
 
@@ -65,7 +66,8 @@ def test_sharing_can_be_turned_off():
 
     pool = list(load_examples("tatqa", split="dev_pool", data_dir=DATA))[:60]
     student = build_pipeline("tatqa", "pot", route=None, selector="kate", max_exemplars=4, embedder=HashingEmbedder(),
-                             token_counter=WordCounter(), attributes=(), shared_fields=())
+                             token_counter=WordCounter(), attributes=(), shared_fields=(), demo_table="all",
+                             demo_paragraphs="all")
     compiled = KnapsackFewShot(budget=6000, token_counter=student.token_counter, progress=False).compile(
         student, trainset=pool)
     assert compiled.select.groups == [] and compiled.select.config.shared_fields == ()

@@ -34,7 +34,7 @@ def _pipeline(**cut):
 
 @pytest.fixture(scope="module")
 def trimmed():
-    return _pipeline(demo_table="gold_rows")
+    return _pipeline(demo_table="gold_rows", demo_paragraphs="all")
 
 
 def _labels(rows):
@@ -56,11 +56,14 @@ def test_an_arithmetic_demo_keeps_its_headers_the_rows_read_and_their_section(by
     assert "in millions" in demo["table"]  # the unit line of the header rows stays
 
 
-def test_a_query_shows_its_whole_document_and_the_default_demo_is_unchanged(by_id, trimmed):
+def test_a_query_shows_its_whole_document_and_whole_demos_are_one_setting_away(by_id, trimmed):
     example = by_id[APPLIANCES]
     query = trimmed.prompt_inputs(example)
     assert "Automotive" in query["table"] and "Appliances" in query["table"]
-    full = _pipeline()
+    assert _pipeline().demo_cut == {"demo_table": "gold_rows", "demo_table_rows": 4,
+                                    "demo_paragraphs": "gold"}  # TAT-QA's default (issue 38)
+    assert "Automotive" not in _pipeline().render_demo(example)["table"]
+    full = _pipeline(demo_table="all", demo_paragraphs="all")
     assert full.demo_cut == {}
     assert "Automotive" in full.render_demo(example)["table"]
     assert full._demo_retrieved(example)["table"] == example.table
@@ -74,7 +77,7 @@ def test_a_text_answer_shows_no_table_and_gold_paragraphs_only(by_id):
     assert shown["table"] == [] and shown["paragraphs"] == [example.paragraphs[1]]
     assert gold.render_demo(example)["table"] == ""
     # gold paragraphs alone: the table as a query's, the text the evidence (indices into the whole document)
-    paragraphs_only = _pipeline(demo_paragraphs="gold")._demo_retrieved(example)
+    paragraphs_only = _pipeline(demo_table="all", demo_paragraphs="gold")._demo_retrieved(example)
     assert paragraphs_only["table"] == example.table and paragraphs_only["paragraphs"] == [example.paragraphs[1]]
 
 
@@ -92,7 +95,8 @@ def test_a_small_table_within_the_bound_is_shown_whole(by_id, trimmed):
     example = by_id[OTHER_CHANGE]
     assert derivation_rows(example) == [3]
     assert trimmed._demo_retrieved(example)["table"] == example.table
-    tight = _pipeline(demo_table="gold_rows", demo_table_rows=1)._demo_retrieved(example)["table"]
+    tight = _pipeline(demo_table="gold_rows", demo_table_rows=1, demo_paragraphs="all")._demo_retrieved(example)[
+        "table"]
     assert _labels(tight) == ["", "", "Other"]
 
 
@@ -130,11 +134,12 @@ def test_the_settings_are_checked_saved_and_named_by_suites():
     program = _pipeline(demo_table="gold_rows", demo_table_rows=6)
     assert program.spec.dump_state()["demo_table"] == "gold_rows"
     assert program.spec.dump_state()["demo_table_rows"] == 6
-    assert "demo_table" not in _pipeline().spec.dump_state()
+    assert "demo_table" not in _pipeline(demo_table="all", demo_paragraphs="all").spec.dump_state()
     base = {"dataset": "tatqa", "pipeline": "pot", "selector": "kate_within_budget", "selection_only": True}
-    default, cut = (suite_from_dict(dict(base, **extra), "s.toml").runs[0]
-                    for extra in ({}, {"demo_table": "gold_rows", "demo_paragraphs": "gold"}))
-    assert suite_from_dict(dict(base, demo_table="all"), "s.toml").runs[0].key == default.key
-    assert cut.key != default.key and (cut.demo_table, cut.demo_paragraphs) == ("gold_rows", "gold")
+    whole, default, cut = (suite_from_dict(dict(base, **extra), "s.toml").runs[0]
+                           for extra in ({"demo_table": "all", "demo_paragraphs": "all"}, {},
+                                         {"demo_table": "gold_rows", "demo_paragraphs": "gold"}))
+    assert default.key == cut.key and (default.demo_table, default.demo_paragraphs) == ("gold_rows", "gold")
+    assert whole.key != default.key and (whole.demo_table, whole.demo_paragraphs) == ("all", "all")
     with pytest.raises(SuiteError, match="demo_table"):
         suite_from_dict(dict(base, demo_table="rows"), "s.toml")

@@ -80,7 +80,7 @@ def test_a_bad_setting_in_a_suite_is_one_line_naming_it():
     assert lines[0] == "s.toml: 4 problems:"
     assert any(line.strip().startswith("knn_k: input should be a valid integer") for line in lines)
     assert any(line.strip().startswith("exclude_same_doc: input should be a valid boolean") for line in lines)
-    assert any("selector 'kate_within_budget' has no parameter 'nope'" in line for line in lines)  # the default
+    assert any("selector 'priced_case_coverage' has no parameter 'nope'" in line for line in lines)  # the default
     assert any(line.strip().startswith("embed_fields: embed_fields must name at least one field") for line in lines)
 
 

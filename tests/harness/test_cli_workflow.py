@@ -107,6 +107,9 @@ def test_demo_answers_a_mix_of_question_types(env, capsys):
         assert ("RIGHT: answer" in block) == one
     assert re.search(r"\d of 3 answered right", out)
     assert f"| {SelectionConfig().selector} |" in out  # the report, of the default selector
+    # it says which default it ran and why
+    assert f"selector {SelectionConfig().selector}, demos cut to the rows and paragraphs" in out
+    assert "why this default: the fewest prompt tokens whose accuracy is non-inferior" in out
 
 
 def _bench_cmd(suite, out):

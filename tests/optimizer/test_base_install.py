@@ -62,7 +62,8 @@ def test_the_base_install_runs_the_any_dspy_program_example(tmp_path):
                           timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
-    assert lines["ANSWER"] == "Santiago 3 True"
+    answer, chosen, within = lines["ANSWER"].split()
+    assert answer == "Santiago" and 1 <= int(chosen) <= 3 and within == "True"  # the default: up to M, each worth it
     assert lines["LOADED"] == "ChainOfThought"
     assert "docqa" not in lines["MODULES"] and "bench" not in lines["MODULES"]
 

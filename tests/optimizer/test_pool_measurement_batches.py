@@ -135,7 +135,9 @@ def test_demo_templates_format_the_real_tatqa_pool_as_the_adapter_does():
     adapter's, byte for byte; DSPy's JSONAdapter and XMLAdapter, which escape values, keep formatting."""
     examples = list(load_examples("tatqa", split="dev_pool"))
     for pipeline in ("pot", "cot"):
-        student = build_pipeline("tatqa", pipeline, route=None, model="openai/gpt-4o-mini")
+        # whole demos: the share formatted by the template (below) is measured on them (cut demos: TODO issue 38)
+        student = build_pipeline("tatqa", pipeline, route=None, model="openai/gpt-4o-mini", demo_table="all",
+                                 demo_paragraphs="all")
         name = student.demo_predictor_name
         demos = [dict(student.demo_for(name, ex)) for ex in examples]
         signature = predictor_at(student, name).signature

@@ -34,8 +34,9 @@ def test_the_readme_example_runs_with_a_stand_in_lm(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(knapsack_few_shot, "TextEmbedder", HashingEmbedder)
     monkeypatch.chdir(tmp_path)
     previous = dspy.settings.lm
+    names = {}
     try:
-        exec(compile(readme_example(), "README.md", "exec"), {})
+        exec(compile(readme_example(), "README.md", "exec"), names)
     finally:
         dspy.configure(lm=previous)
     out = capsys.readouterr().out
@@ -43,7 +44,9 @@ def test_the_readme_example_runs_with_a_stand_in_lm(tmp_path, monkeypatch, capsy
     line = out.strip().splitlines()[-1]
     assert line.split()[0] == "Santiago" and line.endswith("True")
     prompt = lm.history[-1]["messages"]
-    assert sum(m["role"] == "assistant" for m in prompt) == 3  # three selected demos
+    chosen = names["log"][0].info["ids"]  # the default prices a demo's tokens: up to max_exemplars=3 of them
+    assert 1 <= len(chosen) <= 3 and sum(m["role"] == "assistant" for m in prompt) == len(chosen)
+    assert str(chosen) in line
     assert (tmp_path / "qa.json").exists()
 
 
@@ -58,6 +61,6 @@ def test_the_readme_example_runs_offline_with_the_embedded_model(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     line = out.stdout.strip().splitlines()[-1]
     ids = re.search(r"\[(.*?)\]", line).group(1)
-    assert line.split()[0] and ids.count("'") == 6  # an answer and three exemplar ids
+    assert line.split()[0] and ids.count("'") in (2, 4, 6)  # an answer and one to three exemplar ids
     assert line.endswith("True")  # the prompt fitted the budget
     assert (tmp_path / "qa.json").exists()

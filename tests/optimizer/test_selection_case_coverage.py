@@ -167,3 +167,30 @@ def test_without_kinds_it_falls_back_to_the_nearest_first_and_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("error", CaseCoverageFallback)
         CaseCoverageSelector(max_exemplars=2).fit(make_pool(["a", "b"] * 5)[0])  # kinds: no warning
+
+
+def test_the_priced_selector_is_case_coverage_at_the_default_price_and_the_package_default():
+    from knapsack_dspy.selection.selectors.priced_case_coverage import DEFAULT_TOKEN_PRICE
+
+    templates = ["add"] * 8 + ["divide"] * 8 + ["subtract"] * 8
+    pool, centres = make_pool(templates, costs=[60 + 25 * (i % 7) for i in range(len(templates))])
+    priced = SelectionConfig(max_exemplars=4, attributes=())  # the default selector
+    named = SelectionConfig(selector="case_coverage", max_exemplars=4, attributes=(),
+                            selector_params={"token_price": DEFAULT_TOKEN_PRICE})
+    free = SelectionConfig(selector="case_coverage", max_exemplars=4, attributes=())
+    assert priced.selector == "priced_case_coverage" and priced.build_selector().token_price == DEFAULT_TOKEN_PRICE
+    selectors = [config.build_selector().fit(pool) for config in (priced, named, free)]
+    differs = 0
+    for template in ("add", "divide", "subtract"):
+        for capacity in (150.0, 400.0, 1000.0):
+            request = request_near(centres, template, capacity=capacity)
+            chosen = [selector.select(pool, request).indices for selector in selectors]
+            assert chosen[0] == chosen[1]  # the same value, the same exact knapsack
+            differs += chosen[0] != chosen[2]
+            assert sum(pool.costs[list(chosen[0])]) <= sum(pool.costs[list(chosen[2])])  # never more tokens
+    assert differs  # the price changes some selections: the test can tell the two apart
+    # its parameters are case coverage's, the price among them
+    lower = SelectionConfig(selector_params={"token_price": 0.001}).build_selector()
+    assert lower.token_price == 0.001
+    with pytest.raises(SelectionConfigError, match="token_price must be a number >= 0"):
+        SelectionConfig(selector="priced_case_coverage", selector_params={"token_price": -0.5})

@@ -12,7 +12,7 @@ from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
 def test_defaults():
     config = SelectionConfig()
-    assert config.selector == "kate_within_budget"  # the best measured (docs/core.md, "Which selector")
+    assert config.selector == "priced_case_coverage"  # the measured default (docs/core.md, "Which selector")
     assert (config.max_exemplars, config.budget, config.val_size) == (4, None, 40)
     assert (config.alpha, config.beta, config.attributes, config.knn_k) == (0.75, 0.0, (), 200)  # names none
     assert config.resolved_attribute_source == "none"  # no attribute to predict

@@ -102,7 +102,7 @@ def test_make_selector_rejects_parameters_the_selector_does_not_declare():
 
 
 @pytest.mark.parametrize("mode, selector, expected", [
-    (None, None, "kate_within_budget"), (None, "kate", "kate"), ("per_query", None, "kate_within_budget"),
+    (None, None, "priced_case_coverage"), (None, "kate", "kate"), ("per_query", None, "priced_case_coverage"),
     ("per_query", "csp", "csp"),
     ("static", None, "static"), ("static", "fixed", "fixed"), ("hybrid", None, "hybrid"),
 ])

@@ -1,7 +1,8 @@
 """Paired comparisons of the runs of one setting on the questions they share (``comparisons.json``).
 
 Within each setting (``run_metrics.setting_of``), every run is compared with the reference — the default
-selector (``DEFAULT_SELECTOR``) if it ran, else the suite's first run — on EM and F1 (``metrics.paired``): the
+selector (``DEFAULT_SELECTOR``) if it ran, else the one before it (``EARLIER_DEFAULT``: the committed suites'
+reference), else the suite's first run — on EM and F1 (``metrics.paired``): the
 difference in points with the per-question paired-bootstrap interval, the interval bootstrapped by document
 (questions of one document resampled together: each row's ``doc_id``), wins / losses and the exact McNemar p. When
 the questions' gold answer types are known, the same comparison per answer type (``by_answer_type``).
@@ -18,9 +19,11 @@ from knapsack_dspy.bench.scoring.run_metrics import LEVEL, setting_of
 from knapsack_dspy.docqa.metrics.paired import paired_comparison
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR
 
-__all__ = ["SCORES", "compare_selectors"]
+__all__ = ["EARLIER_DEFAULT", "SCORES", "compare_selectors"]
 
 SCORES = (ResultRow.em.name, ResultRow.f1.name)
+#: the default selector until issue 38 (KATE within budget): the reference of every committed comparison
+EARLIER_DEFAULT = "kate_within_budget"
 _POINTS = ("mean_a", "mean_b", "difference", "low", "high", "cluster_low", "cluster_high")  # fractions -> points
 
 
@@ -56,8 +59,9 @@ def compare_selectors(rows: Iterable[Mapping], metrics: dict[str, dict],
     for setting, items in sorted(by_setting.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if len(items) < 2:
             continue
-        # the reference: the default selector when it ran, else the suite's first (the runs' order)
-        ref = next((m for m in items if m["spec"].get("selector") == DEFAULT_SELECTOR), items[0])
+        # the reference: the default selector when it ran, else the earlier default, else the suite's first
+        ref = next((m for name in (DEFAULT_SELECTOR, EARLIER_DEFAULT) for m in items
+                    if m["spec"].get("selector") == name), items[0])
         items = sorted(items, key=lambda m: m.get("label", ""))
         for other in items:
             if other is ref:

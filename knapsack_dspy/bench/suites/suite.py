@@ -31,7 +31,8 @@ exemplars in one order over the pool (prompt-prefix reuse) and ``latency_budget`
 time of a prompt (``SelectionConfig``; docs/throughput.md); ``exemplar_budget`` bounds the exemplars' own tokens
 beside ``budget`` (SEER's L; ``SelectionConfig.exemplar_budget``); ``statute_tokens`` bounds a SARA prompt's
 statute text (``StatuteQA``; docs/retrieval.md); ``demo_table = "gold_rows"`` (with ``demo_table_rows``) and
-``demo_paragraphs = "gold"`` cut what a TAT-QA demo shows to what its gold solution reads (``DocumentQA``);
+``demo_paragraphs = "gold"`` cut what a TAT-QA demo shows to what its gold solution reads (``DocumentQA``;
+``"auto"``, the default, is the task's: cut for TAT-QA's pot pipeline, whole elsewhere; ``"all"`` whole demos);
 ``pipeline = "cot:question -> answer"`` (or ``"predict:<signature>"``, ``"<module>:<attribute>"``) answers with a
 plain DSPy program (``docqa/pipelines/program_qa.py``), for any task.
 """
@@ -51,7 +52,14 @@ from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES, is_dspy_ba
 from knapsack_dspy.bench.suites.schema import group_model, group_problems, run_problems
 from knapsack_dspy.bench.suites.selection_settings import config_values, with_selection_settings
 from knapsack_dspy.docqa.pipelines.pipeline import DEFAULT_DEMO_TABLE_ROWS, DEMO_PARAGRAPHS, DEMO_TABLES
-from knapsack_dspy.docqa.pipelines.pipeline_names import AUTO_ROUTE, ROUTINGS, is_program_spec
+from knapsack_dspy.docqa.pipelines.pipeline_names import (
+    AUTO_DEMO_CUT,
+    AUTO_ROUTE,
+    DEMO_CUT_SETTINGS,
+    ROUTINGS,
+    UNCUT,
+    is_program_spec,
+)
 from knapsack_dspy.docqa.pipelines.program_qa import ProgramSpecError, make_program
 from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES
 from knapsack_dspy.docqa.tasks import TASKS
@@ -59,7 +67,7 @@ from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.file_limits import FileLimitError, read_file_text
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.selection.config import SelectionConfig, SelectionConfigError
-from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, SELECTORS
+from knapsack_dspy.selection.selectors.registry import SELECTORS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,6 +77,9 @@ else:  # pragma: no cover
 GRID_KEYS = ("dataset", "pipeline", "selector", "budget", "max_exemplars", "model", "retrieval")
 MAX_SUITE_BYTES = 1_000_000  # a suite is a few hundred bytes of TOML
 TRANSPORT_KEYS = ("timeout", "num_retries")  # how the LM is asked, not what: no part of a run's identity
+#: The selector a DSPy baseline's run names in its ``SelectionConfig`` (the optimizer selects the demos; the config
+#: carries the budget and the token accounting): one that needs no fit
+BASELINE_CONFIG_SELECTOR = "kate_within_budget"
 
 
 class SuiteError(KnapsackDspyError, ValueError):
@@ -111,22 +122,29 @@ class RunSpec:
     statute_tokens: int | None = None  # SARA: the most statute tokens in a query or a demo (StatuteQA), cut by level
     # what a TAT-QA demo shows (DocumentQA; the query's document is never cut): "gold_rows" cuts its table to the
     # header rows, the rows its gold solution reads and their context up to demo_table_rows body rows;
-    # demo_paragraphs = "gold": its evidence paragraphs only
-    demo_table: str = "all"
+    # demo_paragraphs = "gold": its evidence paragraphs only; "all": the whole demo; "auto" (the default): the task's
+    # default, resolved when the run is made (TAT-QA's pot: gold_rows and gold; else all)
+    demo_table: str = AUTO_DEMO_CUT
     demo_table_rows: int = DEFAULT_DEMO_TABLE_ROWS
-    demo_paragraphs: str = "all"
+    demo_paragraphs: str = AUTO_DEMO_CUT
 
     def __post_init__(self):
+        task = TASKS.get(self.dataset)  # an unknown dataset is reported by the suite's checks
         if self.route == AUTO_ROUTE:
-            task = TASKS.get(self.dataset)  # an unknown dataset is reported by the suite's checks
             object.__setattr__(self, "route", (task.default_route(self.pipeline) if task else None) or "")
+        if AUTO_DEMO_CUT in (self.demo_table, self.demo_paragraphs):
+            given = {"demo_table": self.demo_table, "demo_paragraphs": self.demo_paragraphs}
+            cut = (task.demo_cut_for(self.pipeline, **given) if task
+                   else {name: UNCUT if value == AUTO_DEMO_CUT else value for name, value in given.items()})
+            for name, value in cut.items():
+                object.__setattr__(self, name, value)
 
     def selection_config(self) -> SelectionConfig:
-        """The run's selection settings as one ``SelectionConfig`` (a DSPy baseline's run keeps the default
-        selector, which it does not use)."""
+        """The run's selection settings as one ``SelectionConfig`` (a DSPy baseline's run names
+        ``BASELINE_CONFIG_SELECTOR``, which it does not use)."""
         values = config_values(self)
         if is_dspy_baseline(self.selector):
-            values["selector"] = DEFAULT_SELECTOR
+            values["selector"] = BASELINE_CONFIG_SELECTOR
         return SelectionConfig(**values)
 
     @classmethod
@@ -136,6 +154,8 @@ class RunSpec:
         values = {k: tuple(v) if k in _TUPLE_FIELDS and isinstance(v, list) else v
                   for k, v in spec.items() if k in _FIELD_TYPES}
         values.setdefault("route", _KEY_DEFAULTS["route"])  # recorded before routes existed: one solver
+        for name in DEMO_CUT_SETTINGS:  # recorded before demos were cut: whole demos
+            values.setdefault(name, _KEY_DEFAULTS[name])
         return cls(**values)
 
     @property
@@ -164,8 +184,9 @@ _FIRST_KEY_SETTINGS = ("pool_split", "eval_split", "pool_path", "eval_path", "se
                        "attribute_source", "top_n_paragraphs", "reserve_output_tokens", "api_base", "max_tokens",
                        "val_size")
 #: Settings whose default changed after runs were recorded: the key leaves them out at the value those runs had
-#: (``route``: "" until the routed pipeline became the default), not at today's default.
-_KEY_DEFAULTS = {**_FIELD_DEFAULTS, "route": ""}
+#: (``route``: "" until the routed pipeline became the default; ``demo_table`` / ``demo_paragraphs``: "all" until
+#: TAT-QA's program pipeline cut its demos by default), not at today's default.
+_KEY_DEFAULTS = {**_FIELD_DEFAULTS, "route": "", "demo_table": UNCUT, "demo_paragraphs": UNCUT}
 _GROUP = group_model(RunSpec, GRID_KEYS)
 _TUPLE_FIELDS = tuple(f.name for f in fields(RunSpec) if str(f.type).startswith("tuple"))
 _FLOAT_FIELDS = tuple(f.name for f in fields(RunSpec) if str(f.type).startswith("float"))
@@ -236,7 +257,7 @@ def _selection_problems(run: RunSpec) -> list[tuple[str, str]]:
     """(key, reason) of the run's selection settings as ``SelectionConfig`` checks them (the setting it names)."""
     if run.selector not in SELECTORS and not is_dspy_baseline(run.selector):
         return []
-    selector = DEFAULT_SELECTOR if is_dspy_baseline(run.selector) else run.selector
+    selector = BASELINE_CONFIG_SELECTOR if is_dspy_baseline(run.selector) else run.selector
     settings = {name: value for name, value in config_values(run).items() if name != "selector"}
     found = []
     for name, value in settings.items():  # one setting at a time: every bad one is reported
@@ -312,9 +333,10 @@ def _order_seed_problem(run: RunSpec) -> str | None:
 
 def _demo_cut_problem(run: RunSpec) -> str | None:
     if run.demo_table not in DEMO_TABLES:
-        return f"unknown demo_table {run.demo_table!r}; choose from {', '.join(DEMO_TABLES)}"
+        return f"unknown demo_table {run.demo_table!r}; choose from {', '.join((AUTO_DEMO_CUT, *DEMO_TABLES))}"
     if run.demo_paragraphs not in DEMO_PARAGRAPHS:
-        return f"unknown demo_paragraphs {run.demo_paragraphs!r}; choose from {', '.join(DEMO_PARAGRAPHS)}"
+        return (f"unknown demo_paragraphs {run.demo_paragraphs!r}; choose from "
+                f"{', '.join((AUTO_DEMO_CUT, *DEMO_PARAGRAPHS))}")
     if run.demo_table_rows < 0:
         return f"demo_table_rows must be an integer >= 0, got {run.demo_table_rows!r}"
     if run.dataset == "sara" and (run.demo_table, run.demo_paragraphs) != ("all", "all"):

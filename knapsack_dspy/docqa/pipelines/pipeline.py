@@ -74,6 +74,8 @@ PIPELINE_EMBED_FIELDS = ("question",)
 STATUTE_SELECTION = SelectionConfig(selector="kate", max_exemplars=2, attributes=())
 _rendered_demos = BoundedMemo(50_000)  # DocumentQA.render_demo results, keyed on the pipeline and the example
 _rendered_demos_on_disk = DiskMemo("rendered_demos")  # the same across processes (a warm compile renders nothing)
+_query_inputs = BoundedMemo(50_000)  # DocumentQA.inputs_for results, keyed as the rendered demos
+_query_inputs_on_disk = DiskMemo("query_inputs")  # the same across processes (a warm compile retrieves nothing)
 _NO_SELECTION = {"ids": [], "within_budget": True}  # what a call without selected demos reports
 
 
@@ -417,19 +419,37 @@ class DocumentQA(_Pipeline):
         depends on the solver (``pipeline``, or the extractor), the retrieval settings and the embedder, not on
         the selector."""
         solver = solver or self.solve
-        model_id = getattr(self.embedder, "model_id", None)
-        if model_id is None:  # an embedder that does not say which model it is: nothing to key on
-            return super().render_demo(example, solver)
-        kind = type(solver).__qualname__ if solver is not self.solve else self.spec.spec["pipeline"]
-        try:
-            key = hashlib.sha256(json.dumps(
-                [type(self).__qualname__, kind, self.retrieve.top_n_paragraphs,
-                 self.retrieve.max_table_rows, model_id, dict(example), *([self.demo_cut] if self.demo_cut else [])],
-                sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
-        except (TypeError, ValueError):
+        key = self._memo_key(solver, example, [self.demo_cut] if self.demo_cut else [])
+        if key is None:
             return super().render_demo(example, solver)
         return copy.deepcopy(_rendered_demos.get_or_compute(key, lambda: _rendered_demos_on_disk.get_or_compute(
             key, lambda: super(DocumentQA, self).render_demo(example, solver))))
+
+    def inputs_for(self, predictor_name: str, example) -> dict | None:
+        """As ``_Pipeline.inputs_for``, remembered per process and on disk as ``render_demo`` is: a compile reads
+        every pool example's inputs as a query gives them (a demo cut to its evidence differs from them;
+        ``SelectExemplars.same_inputs_ids``), and a suite compiles the same pool once per selector."""
+        solver = self._solver_of(predictor_name)
+        key = None if solver is None else self._memo_key(solver, example, ["query inputs"])
+        if key is None:
+            return super().inputs_for(predictor_name, example)
+        return copy.deepcopy(_query_inputs.get_or_compute(key, lambda: _query_inputs_on_disk.get_or_compute(
+            key, lambda: super(DocumentQA, self).inputs_for(predictor_name, example))))
+
+    def _memo_key(self, solver, example, extra: list) -> str | None:
+        """What a rendering of ``example`` for ``solver`` depends on, hashed (with ``extra``); ``None``: nothing to
+        key on (an embedder that does not say which model it is, an example that is not JSON)."""
+        model_id = getattr(self.embedder, "model_id", None)
+        if model_id is None:
+            return None
+        kind = type(solver).__qualname__ if solver is not self.solve else self.spec.spec["pipeline"]
+        try:
+            return hashlib.sha256(json.dumps(
+                [type(self).__qualname__, kind, self.retrieve.top_n_paragraphs,
+                 self.retrieve.max_table_rows, model_id, dict(example), *extra],
+                sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+        except (TypeError, ValueError):
+            return None
 
     def _texts_to_embed(self, example) -> list[str]:
         return [*super()._texts_to_embed(example),

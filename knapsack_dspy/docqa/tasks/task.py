@@ -19,9 +19,12 @@ from typing import Any
 from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
 from knapsack_dspy.docqa.data.loader import DatasetSpec, register_dataset
 from knapsack_dspy.docqa.pipelines.pipeline_names import (
+    AUTO_DEMO_CUT,
     AUTO_ROUTE,
+    DEMO_CUT_SETTINGS,
     DOCUMENT_PIPELINES,
     PROGRAM_PIPELINES,
+    UNCUT,
     is_program_spec,
 )
 from knapsack_dspy.errors import KnapsackDspyError
@@ -42,6 +45,10 @@ def _no_route(pipeline: str) -> str | None:
     return None
 
 
+def _no_demo_cut(pipeline: str) -> Mapping[str, str]:
+    return {}
+
+
 @dataclass(frozen=True)
 class Task:
     """One data set as the harness uses it (see the module docstring).
@@ -49,8 +56,10 @@ class Task:
     ``build(pipeline, route=..., top_n_paragraphs=..., retrieval=..., **options)`` returns the program answering
     the task's questions (a function, or ``"module:function"``, imported when a program is built: reading the
     registry loads no DSPy) (``route`` already resolved: ``default_route(pipeline)`` unless a suite or the command
-    names one); ``score(example, prediction)`` the score fields of one answer (never called for a question that
-    was not answered); ``score_on_error``: the fields a failed scoring sets beside ``correct=False``;
+    names one); ``default_demo_cut(pipeline)``: what the pipeline's demos show unless told (``{"demo_table":
+    "gold_rows", "demo_paragraphs": "gold"}``; ``{}``: the whole demo); ``score(example, prediction)`` the score
+    fields of one answer (never called for a question that was not answered); ``score_on_error``: the fields a
+    failed scoring sets beside ``correct=False``;
     ``file_scorer(gold, predictions)`` / ``file_figures``: ``kdspy score``'s official file format and the figures
     it prints; ``compile_splits``: ``kdspy compile``'s (pool, validation) splits; ``program_fields``: the example
     field a plain DSPy program's field of another name reads (``ProgramQA``'s ``field_map``: GSM8K's
@@ -63,6 +72,7 @@ class Task:
     pipelines: tuple[str, ...] = DOCUMENT_PIPELINES
     build: Callable[..., Any] | str = DOCUMENT_PROGRAM
     default_route: Callable[[str], str | None] = _no_route
+    default_demo_cut: Callable[[str], Mapping[str, str]] = _no_demo_cut
     routable: bool = True
     takes_statute_budget: bool = False
     attributes: tuple[str, ...] = DOCUMENT_ATTRIBUTES
@@ -100,6 +110,16 @@ class Task:
         """The route a program takes: ``AUTO_ROUTE`` -> ``default_route(pipeline)``; ``""`` / ``None``: none."""
         return self.default_route(pipeline) if route == AUTO_ROUTE else (route or None)
 
+    def demo_cut_for(self, pipeline: str, **settings: str) -> dict[str, str]:
+        """Each demo-cut setting (``demo_table``, ``demo_paragraphs``) as a program of ``pipeline`` takes it:
+        ``AUTO_DEMO_CUT`` (or not given) -> ``default_demo_cut(pipeline)``'s value, ``"all"`` when it names none."""
+        unknown = sorted(set(settings) - set(DEMO_CUT_SETTINGS))
+        if unknown:
+            raise ValueError(f"not a demo-cut setting: {', '.join(unknown)}; they are {', '.join(DEMO_CUT_SETTINGS)}")
+        default = self.default_demo_cut(pipeline)
+        return {name: default.get(name, UNCUT) if settings.get(name, AUTO_DEMO_CUT) == AUTO_DEMO_CUT
+                else settings[name] for name in DEMO_CUT_SETTINGS}
+
     def routes(self, pipeline: str) -> bool:
         """Whether a route (extraction or a program, by answer type) may be named for ``pipeline``."""
         return self.routable and pipeline in PROGRAM_PIPELINES
@@ -135,10 +155,13 @@ def task_names() -> Iterator[str]:
 
 
 def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: str | None = None,
-                   top_n_paragraphs: int | None = 3, route: str | None = AUTO_ROUTE, **options):
+                   top_n_paragraphs: int | None = 3, route: str | None = AUTO_ROUTE, demo_table: str = AUTO_DEMO_CUT,
+                   demo_paragraphs: str = AUTO_DEMO_CUT, **options):
     """The program answering ``dataset``'s questions with ``pipeline`` (its task's ``build``): ``DocumentQA``
     for table + text data (``top_n_paragraphs``; ``route``: ``"auto"`` is the task's default route -- TAT-QA's
-    program pipeline routed by answer type --, ``None`` / ``""`` one solver), ``StatuteQA`` for SARA
+    program pipeline routed by answer type --, ``None`` / ``""`` one solver; ``demo_table`` / ``demo_paragraphs``:
+    ``"auto"`` is the task's default demo cut -- TAT-QA's program pipeline shows the rows and paragraphs a demo's
+    gold solution reads --, ``"all"`` the whole demo), ``StatuteQA`` for SARA
     (``retrieval``: its statute strategy). A ``pipeline`` naming a plain DSPy program (``"cot:question -> answer"``,
     ``"my.module:attribute"``: ``program_qa.make_program``) is that program for any task (``ProgramQA``; route,
     retrieval and paragraphs do not apply). Other keywords go to the program (``selection=``, selection settings,
@@ -146,6 +169,8 @@ def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: 
     task = task_named(dataset)
     if "selection" not in options and "attributes" not in options:
         options["attributes"] = task.attributes
+    cut = task.demo_cut_for(pipeline, demo_table=demo_table, demo_paragraphs=demo_paragraphs)
+    options.update({name: value for name, value in cut.items() if value != UNCUT})  # "all": the program's own
     if is_program_spec(pipeline):  # a plain DSPy program, "cot:question -> answer" (docqa/pipelines/program_qa.py)
         return task.program(pipeline, build=PLAIN_PROGRAM, **options)
     return task.program(pipeline, route=task.route_for(pipeline, route), top_n_paragraphs=top_n_paragraphs,

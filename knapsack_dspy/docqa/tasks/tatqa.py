@@ -9,7 +9,7 @@ from knapsack_dspy.docqa.data.loader import DATASETS
 from knapsack_dspy.docqa.metrics.tatqa import score_tatqa_answer, score_tatqa_files
 from knapsack_dspy.docqa.tasks.task import Task, register_task
 
-__all__ = ["TATQA", "score_answer"]
+__all__ = ["TATQA", "default_demo_cut", "default_route", "score_answer"]
 
 
 def score_answer(example, prediction) -> dict[str, Any]:
@@ -32,9 +32,18 @@ def default_route(pipeline: str) -> str | None:
     return "extract_compute" if pipeline == "pot" else None
 
 
+def default_demo_cut(pipeline: str) -> dict[str, str]:
+    """The measured fewest-token setting non-inferior to the most accurate (docs/results.md, "Tokens"; issue 38):
+    a demo of TAT-QA's program pipeline shows its table's header rows and the rows its gold solution reads
+    (``demo_table="gold_rows"``) and its evidence paragraphs only (``demo_paragraphs="gold"``); the whole demo
+    elsewhere."""
+    return {"demo_table": "gold_rows", "demo_paragraphs": "gold"} if pipeline == "pot" else {}
+
+
 TATQA = register_task(Task(
     name="tatqa", files=DATASETS["tatqa"], score=score_answer, score_name="exact match",
-    default_route=default_route, compile_splits=("dev_pool", "dev_tune"), score_on_error={"f1": 0.0},
+    default_route=default_route, default_demo_cut=default_demo_cut, compile_splits=("dev_pool", "dev_tune"),
+    score_on_error={"f1": 0.0},
     file_scorer=score_tatqa_files,
     file_figures=(("exact_match", "exact match (%)"), ("f1", "F1 (%)"), ("scale_accuracy", "scale accuracy (%)")),
     description="TAT-QA: financial reports, table + text; exact match and F1 with the scale"))

@@ -122,7 +122,7 @@ class CaseCoverageSelector(ExemplarSelector):
         self.fallback_ = not known.any()
         self.classifier_ = None
         if self.fallback_:
-            warnings.warn(f"case_coverage: no pool exemplar has a {self.kind!r} label: selecting by "
+            warnings.warn(f"{self.name}: no pool exemplar has a {self.kind!r} label: selecting by "
                           "similarity alone (the nearest first, under the budget)", CaseCoverageFallback,
                           stacklevel=2)
         else:
@@ -146,7 +146,7 @@ class CaseCoverageSelector(ExemplarSelector):
     def kind_probabilities(self, embedding: np.ndarray) -> dict[str, float]:
         """``P(kind | query)`` for every kind of the pool (empty in the fallback)."""
         if not hasattr(self, "fallback_"):
-            raise NotFittedError("case_coverage needs fit (KnapsackFewShot.compile) before select")
+            raise NotFittedError(f"{self.name} needs fit (KnapsackFewShot.compile) before select")
         if self.classifier_ is None:
             return {}
         probabilities = self.classifier_.predict_proba(np.asarray(embedding)[None, :])[0]

@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_SELECTOR", "MODE_SELECTORS", "SELECTORS", "declaration_probl
            "register_selector", "selector_class", "selector_for_mode"]
 
 #: The package's own selectors: name -> "module:Class", imported when first asked for (importing the optimizer
-#: loads the selectors a program uses, not all twelve; ``tests/optimizer/test_selector_registry.py`` checks every
+#: loads the selectors a program uses, not all thirteen; ``tests/optimizer/test_selector_registry.py`` checks every
 #: entry).
 BUILT_IN = {
     "random": "knapsack_dspy.selection.selectors.random_selector:RandomSelector",
@@ -40,6 +40,7 @@ BUILT_IN = {
     "hybrid": "knapsack_dspy.selection.selectors.static_knapsack:HybridKnapsackSelector",
     "no_demos": "knapsack_dspy.selection.selectors.no_demos:NoDemosSelector",
     "case_coverage": "knapsack_dspy.selection.selectors.case_coverage:CaseCoverageSelector",
+    "priced_case_coverage": "knapsack_dspy.selection.selectors.priced_case_coverage:PricedCaseCoverageSelector",
 }
 #: name -> a registered class, or the "module:Class" of a built-in one not imported yet
 _REGISTRY: dict[str, type[ExemplarSelector] | str] = dict(BUILT_IN)
@@ -73,11 +74,12 @@ class _Selectors(Mapping):
 
 
 SELECTORS = _Selectors()
-#: The selector a config gets unless it names one: the best measured (docs/core.md, "Which selector": on 40 held-out
-#: TAT-QA questions, KATE within budget 60.0 % right, SEER 45.0, difference 90 % interval [-25, -7.5] points),
-#: until the selection-objective work measures better (docs/results.md, "The knapsack against its greedy").
-DEFAULT_SELECTOR = "kate_within_budget"
-#: The selector a ``--mode`` chooses when none is named (per_query: SEER's knapsack per query).
+#: The selector a config gets unless it names one: the fewest-token setting non-inferior to the most accurate one
+#: (issue 38's rule, docs/selection_objective.md, "The default follows the evidence"; measured in docs/results.md,
+#: "Tokens"): case coverage with a price on prompt tokens. Until then it was KATE within budget (docs/core.md,
+#: "Which selector"), the reference the committed comparisons keep (``bench/scoring/comparisons.py``).
+DEFAULT_SELECTOR = "priced_case_coverage"
+#: The selector a ``--mode`` chooses when none is named (per_query: the default selector, a knapsack per query).
 MODE_SELECTORS = {"per_query": DEFAULT_SELECTOR, "static": "static", "hybrid": "hybrid"}
 
 
@@ -144,7 +146,7 @@ def make_selector(name: str, **params) -> ExemplarSelector:
 
 def selector_for_mode(mode: str | None, selector: str | None = None) -> str:
     """The selector a (``mode``, ``selector``) pair names, as ``kdspy compile --mode`` and
-    ``KnapsackFewShot(mode=...)`` take them: without a mode, ``selector`` (default ``"seer"``); without a
+    ``KnapsackFewShot(mode=...)`` take them: without a mode, ``selector`` (default ``DEFAULT_SELECTOR``); without a
     selector, the mode's own (``MODE_SELECTORS``); with both, the selector must select in that mode."""
     if mode is None:
         return DEFAULT_SELECTOR if selector is None else selector
