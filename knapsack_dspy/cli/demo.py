@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knapsack_dspy.cli.common import add_data_options, resolve_data_dir, setup_caches
+from knapsack_dspy.docqa.pipelines.pipeline_names import UNCUT
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:  # the package loads inside run() (fast --help)
@@ -73,7 +74,7 @@ def run(args) -> int:
                             "demo")
     run = suite.runs[0]
     cut = "cut to the rows and paragraphs their gold solution reads" if (run.demo_table, run.demo_paragraphs) != (
-        "all", "all") else "whole"
+        UNCUT, UNCUT) else "whole"
     print(f"knapsack-dspy demo: TAT-QA, routed pipeline (extraction for spans, a program otherwise), selector "
           f"{selector}, demos {cut}, budget {DEMO_SETTINGS['budget']} tokens, at most "
           f"{DEMO_SETTINGS['max_exemplars']} exemplars, model {args.lm}")

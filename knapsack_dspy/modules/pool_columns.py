@@ -5,8 +5,9 @@ its document id, the text embedded for it, its worked solution (the selection-qu
 attributes, and the shared-cost groups (``shared_fields``: ``groups[i]`` the group of exemplar ``i``, ``-1`` none;
 ``group_costs[g]`` the shared value's tokens; both empty when nothing is shared). ``query_digests``: each
 exemplar's inputs as a *query* with its question gives them, digested (:func:`inputs_digest`), when they differ from
-its demo's (a demo cut to its evidence: ``DocumentQA.demo_cut``); empty: none differs. A query with its demo's
-inputs or with those is the exemplar itself and never selects it (``SelectExemplars.same_inputs_ids``).
+its demo's (a demo cut to its evidence: ``DocumentQA.demo_cut``), ``""`` where they do not; empty: none differs. A
+query with its demo's inputs or with those is the exemplar itself and never selects it
+(``SelectExemplars.same_inputs_ids``).
 
 Two backings behind the one object: **inline** (lists, saved in the program's JSON) or a **pool store**
 (``selection.pool_store``: the columns memory-mapped, a demo read when it is selected; the saved state names the
@@ -84,7 +85,7 @@ class PoolColumns:
         """Every ``(digest, row)`` that names an exemplar: its demo's ``input_fields``, and its query's inputs
         (``query_digests``) when they differ. Inline pools only (a store keeps them in its records)."""
         pairs = [(inputs_digest_of(demo, input_fields), k) for k, demo in enumerate(self.demos)]
-        pairs += [(query, k) for k, query in enumerate(self.query_digests) if query and query != pairs[k][0]]
+        pairs += [(query, k) for k, query in enumerate(self.query_digests) if query]
         return [(digest, k) for digest, k in pairs if digest]
 
     def records(self, input_fields: Sequence[str]):
@@ -95,25 +96,24 @@ class PoolColumns:
         if self.store is not None:
             return pool_store.records_of(self.store)
         names = sorted(self.attributes)
-        own = [inputs_digest_of(demo, input_fields) for demo in self.demos]
-        queries = self.query_digests or own
         return [pool_store.PoolRecord(self.ids[k], dict(self.demos[k]), str(self.doc_ids[k]), self.embed_texts[k],
                                       self.programs[k], {name: str(self.attributes[name][k]) for name in names},
-                                      int(self.groups[k]) if len(self.groups) else -1, own[k],
-                                      queries[k] if queries[k] != own[k] else "")
+                                      int(self.groups[k]) if len(self.groups) else -1,
+                                      inputs_digest_of(self.demos[k], input_fields),
+                                      self.query_digests[k] if self.query_digests else "")
                 for k in range(len(self.ids))]
 
     @classmethod
     def from_records(cls, records: Sequence, costs: Sequence[float], attribute_names: Sequence[str]) -> PoolColumns:
         """An inline pool of ``records`` (``PoolRecord`` s, no shared costs) costing ``costs`` (their
         ``query_digest`` s kept)."""
-        differ = any(r.query_digest and r.query_digest != r.inputs_digest for r in records)
+        queries = [r.query_digest for r in records]
         return cls(ids=[r.id for r in records], demos=[r.demo for r in records], costs=[float(c) for c in costs],
                    doc_ids=[r.doc_id for r in records], embed_texts=[r.embed_text for r in records],
                    programs=[r.program for r in records],
                    attributes={name: [str((r.attributes or {}).get(name, "")) for r in records]
                                for name in attribute_names},
-                   query_digests=[r.query_digest or r.inputs_digest for r in records] if differ else [])
+                   query_digests=queries if any(queries) else [])
 
     # -- what the selectors read -----------------------------------------------------------------------
     def exemplar_pool(self, encode: Callable[[Sequence[str]], np.ndarray]) -> ExemplarPool:
@@ -172,13 +172,20 @@ def inputs_digest_of(demo: Mapping[str, Any], fields: Sequence[str]) -> str:
     return inputs_digest(inputs_key(demo, fields)) if fields and all(name in demo for name in fields) else ""
 
 
+def query_digest_of(demo: Mapping[str, Any], query: Mapping[str, Any] | None, fields: Sequence[str]) -> str:
+    """The digest of an exemplar's inputs as a query gives them (``query``) when they differ from its demo's,
+    else ``""`` (``PoolRecord.query_digest``, an entry of ``PoolColumns.query_digests``)."""
+    if query is None:
+        return ""
+    digest = inputs_digest_of(query, fields)
+    return digest if digest != inputs_digest_of(demo, fields) else ""
+
+
 def query_digests_of(demos: Sequence[Mapping[str, Any]], query_inputs: Sequence[Mapping[str, Any] | None] | None,
                      fields: Sequence[str]) -> list[str]:
     """``PoolColumns.query_digests`` of ``demos`` whose queries' inputs are ``query_inputs`` (``None``: the demo's):
-    each one's digest over ``fields``, or ``[]`` when none differs from its demo's (nothing to keep)."""
+    :func:`query_digest_of` each, or ``[]`` when none differs (nothing to keep)."""
     if query_inputs is None:
         return []
-    own = [inputs_digest_of(demo, fields) for demo in demos]
-    digests = [mine if query is None else inputs_digest_of(query, fields)
-               for mine, query in zip(own, query_inputs, strict=True)]
-    return digests if digests != own else []
+    digests = [query_digest_of(demo, query, fields) for demo, query in zip(demos, query_inputs, strict=True)]
+    return digests if any(digests) else []

@@ -41,6 +41,7 @@ from knapsack_dspy.modules.pool_columns import (
     inputs_digest,
     inputs_digest_of,
     inputs_key,
+    query_digest_of,
     query_digests_of,
 )
 from knapsack_dspy.modules.shared_fields import referring_demo
@@ -358,7 +359,7 @@ class SelectExemplars(dspy.Module, Parameter):
                                                  solution_of(ex, fns),
                                                  {k: "" if v is None else str(v) for k, v in values.items()}, -1,
                                                  inputs_digest_of(demo, fields),
-                                                 _differing_digest(demo, query, fields)))
+                                                 query_digest_of(demo, query, fields)))
         if not records:
             raise ValueError("update_pool: the pool would be empty")
         with self._lock:
@@ -659,15 +660,6 @@ def query_text(fields: Mapping[str, Any], embed_fields: Sequence[str]) -> str:
             continue
         parts.append(" ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
     return "\n".join(parts)
-
-
-def _differing_digest(demo: Mapping, query: Mapping | None, fields: Sequence[str]) -> str:
-    """The digest of an added exemplar's query inputs when they differ from its demo's (``PoolRecord.query_digest``),
-    else ``""``."""
-    if query is None:
-        return ""
-    digest = inputs_digest_of(query, fields)
-    return digest if digest != inputs_digest_of(demo, fields) else ""
 
 
 def _function_name(function) -> str | None:

@@ -375,7 +375,7 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
                     np.asarray([str((r.attributes or {}).get(name, "")) for r in records], dtype=str))
         np.save(tmp / "groups.npy", np.asarray([r.group for r in records], dtype=np.int64))
         # every digest that names a record (its demo's inputs, and its query's when they differ) -> its row
-        extra = [k for k, r in enumerate(records) if r.query_digest and r.query_digest != r.inputs_digest]
+        extra = [k for k, r in enumerate(records) if r.query_digest]
         digests = np.asarray([r.inputs_digest for r in records] + [records[k].query_digest for k in extra],
                              dtype=str)
         rows = np.concatenate([np.arange(n, dtype=np.int64), np.asarray(extra, dtype=np.int64)])

@@ -98,7 +98,7 @@ def pools_from_trainset(program: dspy.Module, predictors: Mapping[str, dspy.Pred
     restricted to the signature, with the ``inputs_for`` hook's query inputs (module docstring)."""
     _check_unique_ids(trainset)
     hook = program.demo_for if isinstance(program, DemoFor) else None
-    inputs_hook = program.inputs_for if isinstance(program, InputsFor) else None
+    inputs_hook = program.inputs_for if isinstance(program, InputsFor) else (lambda name, example: None)
     pools = {}
     for name, predictor in predictors.items():
         signature = predictor.signature
@@ -111,13 +111,13 @@ def pools_from_trainset(program: dspy.Module, predictors: Mapping[str, dspy.Pred
                 demo = hook(name, example)
                 if demo is not None:
                     pool.add(example, _restrict(_as_mapping(demo), signature), _example_id(example, i),
-                             inputs_hook(name, example) if inputs_hook is not None else None)
+                             inputs_hook(name, example))
                 else:
                     pool.skipped += 1
                 continue
             if supplied and all(_get(example, f) is not None for f in required):
                 pool.add(example, {f: example[f] for f in required}, _example_id(example, i),
-                         inputs_hook(name, example) if inputs_hook is not None else None)
+                         inputs_hook(name, example))
             else:
                 pool.skipped += 1
         pools[name] = pool
