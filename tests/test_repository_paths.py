@@ -3,9 +3,9 @@ results, gzipped rows included -- names files relative to the checkout, the data
 or the user's home (``~/...``), never by an absolute path that exists on one machine only.
 
 The rule (:data:`MACHINE_PATH`): an absolute path whose first folder is one of :data:`MACHINE_ROOTS` -- a project
-folder at the root (``/work/...``), a temporary or scratch folder (``/tmp/...``, ``/var/tmp/...``,
-``/var/folders/...``, ``/private/...``, ``/scratch/...``), a home (``/root/...``, ``/home/<user>/...``,
-``/Users/<user>/...``, ``C:\\Users\\...``) or a mount (``/mnt/...``, ``/media/...``) -- followed by a name. It
+folder at the root (``work``), a temporary or scratch folder (``tmp``, ``var/tmp``, ``var/folders``, ``private``,
+``scratch``), a home (``root``, ``home``, ``Users``, and a Windows drive's ``Users``) or a mount (``mnt``,
+``media``) -- followed by a name (the cases below are written in pieces, so this file holds none). It
 starts a path: the character before it is not part of a word, a relative path, a variable or a URL (``./tmp/x``,
 ``results/tmp/x``, ``$HOME/work/x``, ``${TMPDIR}/x``, ``https://host/home/x`` are not absolute paths of a machine).
 System paths the same everywhere are allowed: ``/usr/bin/chromium``, ``/dev/null``, ``/proc/<pid>/fd/``,
