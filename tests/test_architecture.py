@@ -20,7 +20,6 @@ LAYERS = {
     "knapsack_dspy.file_limits": 0, "knapsack_dspy.messages": 0,
     "knapsack_dspy._commit": 0, "knapsack_dspy.disk_memo": 0,
     "knapsack_dspy.saved_format": 0, "knapsack_dspy.text_holes": 0, "knapsack_dspy.errors": 0,
-    "knapsack_dspy._moved_modules": 0,
     "knapsack_dspy.selection": 1, "knapsack_dspy.llm": 1, "knapsack_dspy.embeddings": 1,
     "knapsack_dspy.modules": 2,
     "knapsack_dspy.teleprompt": 3,

@@ -17,7 +17,8 @@ def add_lm_options(parser: argparse.ArgumentParser, default: str | None = DEFAUL
     group = parser.add_argument_group("language model")
     group.add_argument("--lm", default=default, metavar="MODEL",
                        help=f"LiteLLM model string: {DEFAULT_LOCAL_MODEL} (embedded, offline; default), "
-                            "local/qwen2.5-coder-0.5b-instruct, openai/gpt-4o-mini, anthropic/..., "
+                            "local/qwen2.5-coder-0.5b-instruct, local/PATH.gguf (any GGUF file), "
+                            "openai/gpt-4o-mini, anthropic/..., "
                             "ollama_chat/qwen2.5, hosted_vllm/NAME, or openai/NAME with --api-base")
     group.add_argument("--api-base", metavar="URL", help="server address for OpenAI-compatible / vLLM / Ollama models")
     group.add_argument("--max-tokens", type=int, default=384, help="completion token limit per call (default 384)")

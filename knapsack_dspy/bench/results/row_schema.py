@@ -167,7 +167,8 @@ class ResultRow(Mapping):
     error = RowField("str | None", "what went wrong (None: nothing)")
     error_kind = RowField("str | None", f"the error's kind: {', '.join(ERROR_KINDS)} (``bench.results.row_outcomes``); "
                                         f"{UNRECORDED!r} for a version-1 row whose LM call failed")
-    traceback = RowField("str", "the last frames of a failed LM call or pipeline")
+    traceback = RowField("str", "the last frames of a failed LM call or pipeline (files named from their "
+                                "site-packages or knapsack_dspy folder on: paths.portable_traceback)")
     attempts = RowField("int | None", "program attempts (a repair turn makes 2; samples with self-consistency)")
     route = RowField("any", "routed pipelines: the route the question took (extract / compute)")
     routed_answer_type = RowField("any", "routed pipelines: the answer type the router predicted")
