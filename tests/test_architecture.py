@@ -20,12 +20,13 @@ LAYERS = {
     "knapsack_dspy.file_limits": 0, "knapsack_dspy.messages": 0,
     "knapsack_dspy._commit": 0, "knapsack_dspy.disk_memo": 0,
     "knapsack_dspy.saved_format": 0, "knapsack_dspy.text_holes": 0, "knapsack_dspy.errors": 0,
-    "knapsack_dspy._moved_modules": 0,
+    "knapsack_dspy._moved_modules": 0, "knapsack_dspy.plugins": 0,
     "knapsack_dspy.selection": 1, "knapsack_dspy.llm": 1, "knapsack_dspy.embeddings": 1,
     "knapsack_dspy.modules": 2,
     "knapsack_dspy.teleprompt": 3,
     # the document-QA application wing
     "knapsack_dspy.docqa": 4, "knapsack_dspy.docqa.number_text": 4, "knapsack_dspy.docqa.table_layout": 4,
+    "knapsack_dspy.docqa.task_discovery": 4,
     "knapsack_dspy.docqa.retrieval": 5,
     "knapsack_dspy.docqa.sandbox": 6,
     "knapsack_dspy.docqa.data": 7,
@@ -165,6 +166,8 @@ DEFERRED_IMPORTS = {
         "knapsack_dspy.modules.select_exemplars_state"},
     "knapsack_dspy.modules.selecting_predict": {"knapsack_dspy.llm.prompt_cache"},
     "knapsack_dspy.selection.config": {"knapsack_dspy.selection.latency"},
+    # installed plug-ins are read when a selector name is not found or the names are listed
+    "knapsack_dspy.selection.selectors.registry": {"knapsack_dspy.plugins"},
     "knapsack_dspy.teleprompt.knapsack_few_shot": {
         "knapsack_dspy.messages", "knapsack_dspy.llm.call_counter", "knapsack_dspy.teleprompt.selection_proxies",
         "knapsack_dspy.llm.model_check"},

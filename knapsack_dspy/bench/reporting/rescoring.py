@@ -28,7 +28,7 @@ from knapsack_dspy.bench.results.row_schema import ResultRow, as_row
 from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, ResultsStore, rows_file
 from knapsack_dspy.bench.scoring.example_scores import score_prediction, selection_quality
 from knapsack_dspy.docqa.pipelines.pipeline import load_program
-from knapsack_dspy.docqa.pipelines.pipeline_names import PROGRAM_PIPELINES
+from knapsack_dspy.docqa.pipelines.recorded_outputs import recorded_prediction
 from knapsack_dspy.errors import KnapsackDspyError
 
 R = ResultRow
@@ -46,10 +46,7 @@ class RescoreError(KnapsackDspyError, ValueError):
 
 
 def _prediction(row: ResultRow) -> SimpleNamespace:
-    pipeline = row.spec.get("pipeline")
-    program = row.output if pipeline in PROGRAM_PIPELINES else None
-    language = "python" if pipeline == "python_pot" else "finqa"  # "pot" on FinQA writes the DSL
-    return SimpleNamespace(answer=row.answer, scale=row.scale, program=program, language=language)
+    return recorded_prediction(row.spec.get("pipeline"), row.answer, row.scale, row.output)
 
 
 def rescore_row(row: Mapping, example) -> ResultRow:

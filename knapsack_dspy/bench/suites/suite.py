@@ -56,6 +56,7 @@ from knapsack_dspy.docqa.pipelines.pipeline_names import (
     AUTO_DEMO_CUT,
     AUTO_ROUTE,
     DEMO_CUT_SETTINGS,
+    ROUTED_PIPELINES,
     ROUTINGS,
     UNCUT,
     is_program_spec,
@@ -292,8 +293,9 @@ def _route_problem(run: RunSpec) -> str | None:
     if (run.route or None) not in ROUTINGS:
         return f"unknown route {run.route!r}; routes: {', '.join(r for r in ROUTINGS if r)} (or none)"
     task = TASKS.get(run.dataset)
-    if run.route and task is not None and (not task.routable or run.pipeline not in ("pot", "finqa_pot")):
-        return f"route {run.route!r} routes between extraction and a program: pipeline 'pot' or 'finqa_pot'"
+    if run.route and task is not None and not task.routes(run.pipeline):
+        return (f"route {run.route!r} routes between extraction and a program: pipeline "
+                f"{' or '.join(map(repr, ROUTED_PIPELINES))}")
     return None
 
 
@@ -339,8 +341,9 @@ def _demo_cut_problem(run: RunSpec) -> str | None:
                 f"{', '.join((AUTO_DEMO_CUT, *DEMO_PARAGRAPHS))}")
     if run.demo_table_rows < 0:
         return f"demo_table_rows must be an integer >= 0, got {run.demo_table_rows!r}"
-    if run.dataset == "sara" and (run.demo_table, run.demo_paragraphs) != ("all", "all"):
-        return "demo_table / demo_paragraphs cut table + text demos; SARA's have none"
+    task = TASKS.get(run.dataset)
+    if task is not None and not task.cuts_demos and (run.demo_table, run.demo_paragraphs) != (UNCUT, UNCUT):
+        return f"demo_table / demo_paragraphs cut table + text demos; {run.dataset}'s have none"
     return None
 
 

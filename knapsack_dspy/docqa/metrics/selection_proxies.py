@@ -11,13 +11,36 @@ Over a validation set: ``within_budget`` share, means of those, and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from knapsack_dspy.docqa.metrics.selection_quality import score_query
 
+#: the attributes whose match the bench records for a query's exemplars (``attribute_match``)
 ATTRIBUTES = ("modality", "answer_type")
+
+
+@dataclass
+class PoolView:
+    """What the selection-quality scores read about a pool (as ``SelectExemplars`` holds it): for a program that
+    selects its demos otherwise (DSPy's optimizers in the bench)."""
+
+    pool_ids: list[str]
+    programs: list[str]
+    pool_attributes: dict[str, list[str]] = field(default_factory=dict)
+
+
+def pool_view(pool: Sequence, attributes: Sequence[str]) -> PoolView:
+    """The pool's ids, gold programs (or derivations) and the values of ``attributes`` and :data:`ATTRIBUTES`."""
+    view = PoolView([str(ex.get("id", i)) for i, ex in enumerate(pool)],
+                    [str(ex.get("program") or ex.get("derivation") or "") for ex in pool])
+    for attr in {*attributes, *ATTRIBUTES}:
+        values = [ex.get(attr) for ex in pool]
+        if any(v not in (None, "") for v in values):
+            view.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
+    return view
 
 
 def query_selection_scores(select, example, exemplar_ids: Sequence[str],
