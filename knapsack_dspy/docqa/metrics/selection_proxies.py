@@ -45,7 +45,8 @@ def pool_view(pool: Sequence, attributes: Sequence[str]) -> PoolView:
 
 def query_selection_scores(select, example, exemplar_ids: Sequence[str],
                            attributes: Sequence[str] = ATTRIBUTES) -> dict[str, Any]:
-    """``gold_case_hit``, ``program_score`` (best) and ``attribute_match.<attr>`` for one query's choice."""
+    """``gold_case_hit``, ``program_score`` (best) and ``attribute_match`` (attribute -> the share of the exemplars
+    with the query's gold value; the attributes the query has a value of) for one query's choice."""
     index = {pid: i for i, pid in enumerate(select.pool_ids)}
     attrs = [a for a in attributes if example.get(a)]
     exemplars = []
@@ -65,8 +66,8 @@ def query_selection_scores(select, example, exemplar_ids: Sequence[str],
     if scores.gold_case_hit is not None:
         out["gold_case_hit"] = bool(scores.gold_case_hit)
         out["program_score"] = scores.best_program_score
-    for attr, value in scores.attribute_match.items():
-        out[f"attribute_match.{attr}"] = value
+    if scores.attribute_match:
+        out["attribute_match"] = dict(scores.attribute_match)
     return out
 
 
@@ -79,7 +80,7 @@ def selection_proxies(rows: Sequence[tuple], select, attributes: Sequence[str] =
            "mean_exemplars": float(np.mean([len(info["ids"]) for _, info in rows]))}
     quality = []
     for attr in attributes:
-        vals = [q[f"attribute_match.{attr}"] for q in per_query if f"attribute_match.{attr}" in q]
+        vals = [q["attribute_match"][attr] for q in per_query if attr in q.get("attribute_match", {})]
         if vals:
             out[f"attribute_match.{attr}"] = float(np.mean(vals))
             quality.append(out[f"attribute_match.{attr}"])
