@@ -312,6 +312,49 @@ def test_no_selector_name_is_tested_outside_the_selection_package(package):
     assert found == []
 
 
+def _task_pipeline_and_route_names() -> set[str]:
+    """Every registered task's name, its pipelines' and the routes'."""
+    from knapsack_dspy.docqa.pipelines.pipeline_names import COMPUTE_ROUTE, EXTRACT_ROUTE, ROUTINGS
+    from knapsack_dspy.docqa.tasks import TASKS
+
+    return ({*TASKS, *(p for task in TASKS.values() for p in task.pipelines), EXTRACT_ROUTE, COMPUTE_ROUTE,
+             *(r for r in ROUTINGS if r)})
+
+
+def _name_dispatch(tree, names: set[str]) -> list[tuple[int, list[str]]]:
+    """(line, names) of each comparison, ``match`` case or dict key that tests one of ``names``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            tested = set().union(*(_string_constants(c) for c in [node.left, *node.comparators]))
+        elif isinstance(node, ast.MatchValue):
+            tested = _string_constants(node.value)
+        elif isinstance(node, ast.Dict):
+            tested = set().union(set(), *(_string_constants(k) for k in node.keys if k is not None))
+        else:
+            continue
+        if tested & names:
+            found.append((node.lineno, sorted(tested & names)))
+    return found
+
+
+@pytest.mark.parametrize("package", ["bench", "cli", "serve"])
+def test_the_harness_dispatches_on_no_task_pipeline_or_route_name(package):
+    """What differs between data sets, pipelines or routes is the task's to say (``Task``) or the application's
+    (``docqa``): the harness compares no such name (a default value, as ``--dataset tatqa``, is no comparison)."""
+    names = _task_pipeline_and_route_names()
+    found = [f"{path.relative_to(ROOT)}:{line}: {hit}" for path in sorted((PACKAGE / package).rglob("*.py"))
+             for line, hit in _name_dispatch(ast.parse(path.read_text(encoding="utf-8")), names)]
+    assert found == []
+
+
+def test_the_name_dispatch_check_finds_a_comparison_a_case_and_a_table():
+    code = ('if run.dataset == "sara": pass\nif p not in ("pot", "finqa_pot"): pass\n'
+            'match route:\n    case "extract": pass\nTABLE = {"compute": 1}\nok = {"dataset": "tatqa"}\n'
+            'fine = name == "other"\n')
+    assert sorted(line for line, _ in _name_dispatch(ast.parse(code), _task_pipeline_and_route_names())) == [1, 2, 4, 5]
+
+
 def test_the_public_names_load_lazily_from_the_top():
     code = ("import sys, knapsack_dspy as k\n"
             "before = sorted(m for m in ('dspy', 'litellm') if m in sys.modules)\n"
