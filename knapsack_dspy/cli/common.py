@@ -143,10 +143,10 @@ class SettingDefault(ShownWhenAsked):
 
 
 def registered_tasks() -> str:
-    """The registered tasks' names (the built-in ones and the installed plug-ins')."""
+    """The registered tasks' names, sorted (the built-in ones and the installed plug-ins')."""
     from knapsack_dspy.docqa.tasks import TASKS
 
-    return ", ".join(TASKS)
+    return ", ".join(sorted(TASKS))
 
 
 def registered_selectors() -> str:

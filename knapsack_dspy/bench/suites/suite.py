@@ -222,7 +222,7 @@ def expand(group: dict, source: str) -> list[RunSpec]:
 
 def _dataset_problem(run: RunSpec) -> str | None:
     if run.dataset not in TASKS:
-        return f"unknown dataset {run.dataset!r}; datasets: {', '.join(TASKS)}"
+        return f"unknown dataset {run.dataset!r}; datasets: {', '.join(sorted(TASKS))}"
     return None
 
 
@@ -313,7 +313,7 @@ def _retries_problem(run: RunSpec) -> str | None:
 
 def _pool_dataset_problem(run: RunSpec) -> str | None:
     if run.pool_dataset and run.pool_dataset not in TASKS:
-        return f"unknown dataset {run.pool_dataset!r}; datasets: {', '.join(TASKS)}"
+        return f"unknown dataset {run.pool_dataset!r}; datasets: {', '.join(sorted(TASKS))}"
     return None
 
 
@@ -322,7 +322,7 @@ def _statute_tokens_problem(run: RunSpec) -> str | None:
         return None
     task = TASKS.get(run.dataset)
     if task is not None and not task.takes_statute_budget:
-        takers = ", ".join(name for name, t in TASKS.items() if t.takes_statute_budget)
+        takers = ", ".join(sorted(name for name, t in TASKS.items() if t.takes_statute_budget))
         return f"a statute budget is for the statute tasks ({takers}), not {run.dataset!r}"
     return None if run.statute_tokens >= 1 else f"must be a positive number of tokens, got {run.statute_tokens!r}"
 

@@ -152,7 +152,7 @@ def _whole_split_file(dataset: str, split: str, data_dir) -> Path:
 
 def _spec(dataset: str) -> DatasetSpec:
     if not isinstance(dataset, str) or dataset not in DATASETS:
-        raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+        raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(sorted(DATASETS))}")
     return DATASETS[dataset]
 
 

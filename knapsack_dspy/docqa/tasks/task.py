@@ -189,7 +189,7 @@ def task_named(name: str) -> Task:
     try:
         return TASKS[name]
     except (KeyError, TypeError):
-        raise UnknownTaskError(f"unknown dataset {name!r}; datasets: {', '.join(TASKS)}") from None
+        raise UnknownTaskError(f"unknown dataset {name!r}; datasets: {', '.join(sorted(TASKS))}") from None
 
 
 def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: str | None = None,
