@@ -125,10 +125,9 @@ def load_program_and_lm(args):
     return program, build_lm(args)
 
 
-class SettingDefault:
-    """An option's default standing for a setting's own, which lives where the setting is declared: read only when
-    shown (``%(default)s`` in a help string; so parsing a command line loads nothing), and left out of what the
-    command builds (:func:`given`), so the setting keeps its home's default."""
+class ShownWhenAsked:
+    """A value a help string shows (``%(name)s``, an attribute of the option's action) read only when the help is
+    formatted: so building the parser loads nothing."""
 
     def __init__(self, read: Callable[[], Any]):
         self._read = read
@@ -136,6 +135,26 @@ class SettingDefault:
     def __str__(self) -> str:
         value = self._read()
         return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+class SettingDefault(ShownWhenAsked):
+    """An option's default standing for a setting's own, which lives where the setting is declared: read only when
+    shown (``%(default)s`` in a help string; so parsing a command line loads nothing), and left out of what the
+    command builds (:func:`given`), so the setting keeps its home's default."""
+
+
+def registered_tasks() -> str:
+    """The registered tasks' names, sorted (the built-in ones and the installed plug-ins')."""
+    from knapsack_dspy.docqa.tasks import TASKS
+
+    return ", ".join(sorted(TASKS))
+
+
+def registered_selectors() -> str:
+    """The registered selectors' names (the built-in ones and the installed plug-ins')."""
+    from knapsack_dspy.selection.selectors.registry import SELECTORS
+
+    return ", ".join(SELECTORS)
 
 
 def base_selection_config():
