@@ -22,9 +22,7 @@ quiet machine, pass B without reuse being the slower half).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
@@ -50,8 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=10, help="the first N dev_tune questions")
     parser.add_argument("--mode", default="seer", choices=("seer", "hybrid", "static"))
     parser.add_argument("--max-tokens", type=int, default=384, help="as the bench's RunSpec.max_tokens")
-    parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "kdspy-prefix-reuse"),
-                        help="where compiled programs are kept (default: kdspy-prefix-reuse in the temporary folder)")
+    parser.add_argument("--out", default="/tmp/kdspy-prefix-reuse", help="where compiled programs are kept")
     parser.add_argument("--json", help="write every question's replies and the comparison here")
     args = parser.parse_args(argv)
     program, evalset = compiled(spec_for(args.mode), args.out)
