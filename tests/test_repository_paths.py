@@ -33,17 +33,6 @@ MACHINE_PATH = re.compile(
     r"(?<![\w.~$}/\\])/(?:" + "|".join(map(re.escape, MACHINE_ROOTS)) + r")/(?=[\w.$-])"
     r"|\b[A-Za-z]:[\\/]+Users[\\/]")
 
-#: Files another piece of work is rewriting (issue 48: the README rewrite, and benchmarks/ scripts of finished
-#: issues moving to experiments/), each with the number of machine paths it holds now. Empty it when that work
-#: is merged: an entry whose count no longer holds fails below, so it cannot go stale.
-PENDING_ELSEWHERE = {
-    "README.md": 2,
-    "benchmarks/pool_scale.py": 1,
-    "benchmarks/prefix_reuse.py": 2,
-    "benchmarks/replay_cached.py": 2,
-    "benchmarks/retrieval_recall.py": 1,
-    "benchmarks/tokenizer_identity.py": 1,
-}
 
 
 #: what every match contains: a plain search for them skips most of the ~100 MB of text (rows) in a moment
@@ -86,19 +75,15 @@ def _tracked_files() -> list[str]:
 
 
 def test_no_tracked_text_file_names_a_path_of_one_machine():
-    found, counts = [], {}
+    found = []
     for name in _tracked_files():
         path = ROOT / name
         text = _text(path) if path.is_file() else None
         if text is None:
             continue
         hits = machine_paths(text)
-        if name in PENDING_ELSEWHERE:
-            counts[name] = len(hits)
-            continue
         found += [f"{name}:{hit}" for hit in hits]
     assert found == []
-    assert counts == PENDING_ELSEWHERE  # a pending file that changed: update or remove its entry
 
 
 def _p(*parts: str) -> str:
