@@ -698,6 +698,8 @@ def _attempt(problem: _Problem, active: Sequence[AttributeConstraint]) -> _Attem
     keep = _prune(p, active, cutoff)
     sub_constraints = [AttributeConstraint(c.members[keep], c.min_count, c.max_count, c.name, c.min_fraction,
                                            c.max_fraction) for c in active]
+    if not keep.size:  # no item can be in a selection better than the greedy's (all of worth <= 0): it is optimal
+        return _Attempt(None if greedy is None else np.asarray(greedy, dtype=int), keep)
     held = "greedy"  # what the selection in hand (``greedy``) is, should a limit end the search
     if p.max_items <= exact_search.MAX_ITEMS:  # small M: the exact search, milp only if it stops early
         found = exact_search.exact_search(

@@ -66,3 +66,13 @@ def test_the_solution_is_the_reference_optimum_after_the_documented_relaxation(i
     assert all(c.is_satisfied(selected) for c in constraints[:kept])
     marginal = marginal_values(values, options)
     assert [marginal[i] for i in selected] == sorted((marginal[i] for i in selected), reverse=True)
+
+
+@pytest.mark.parametrize("max_items", [exact_search.MAX_ITEMS, exact_search.MAX_ITEMS + 1, 30])
+@pytest.mark.parametrize("options", [{}, {"kinds": [0, -1, 0], "kind_values": [0.1]}])
+def test_candidates_all_worth_nothing_give_the_empty_selection_whatever_m(max_items, options):
+    """Nothing of positive worth fits: pruning against the (empty) greedy leaves no candidate. ``milp`` (M above the
+    exact search's) used to be handed zero variables and raise; the empty greedy is optimal whatever M."""
+    sol = solve_knapsack([-0.5, -0.2, -0.3], [1.0, 1.0, 2.0], 10.0, max_items, **options)
+    assert (sol.selected, sol.objective, sol.status, sol.outcome, sol.candidates) == ((), 0.0, "optimal", "optimal", 0)
+    assert sol.reason.startswith("empty selection: every candidate's value is <= 0")
