@@ -7,7 +7,7 @@ Run on an idle machine (not while an LM evaluation runs); every ratio comes from
 Quick check that it runs (seconds to minutes; numbers meaningless on a busy machine):
 
     python benchmarks/pool_scale.py --sizes 1000,5000 --queries 20 --ann-min 2000 --cost-demos 20 \\
-        --embed-texts 64 --counter openai/gpt-4o-mini --out /tmp/pool_scale
+        --embed-texts 64 --counter openai/gpt-4o-mini --out pool_scale_quick
 
 **Synthetic pools** are generated from the real TAT-QA pool (``dev_pool``, 1,164 questions; embedded with the
 pipeline's embedder, over its ``embed_fields``) by this rule: exemplar ``j`` of a pool of ``N`` picks two real

@@ -16,7 +16,7 @@ folding the fixed prefix back into the similarity-ordered selection). Question o
 
     python benchmarks/prefix_reuse.py [--limit 504] [--modes seer,hybrid,static] [--route extract_compute]
                                       [--demo-orders fixed,similarity] [--latency-budgets 12,14]
-                                      [--out /tmp/kdspy-prefix-reuse] [--json reuse.json]
+                                      [--out DIR] [--json reuse.json]
 
 ``--latency-budgets`` adds, per mode, its default demo order under each latency budget (seconds, priced with the
 1.5B's measured rates): how many demos survive, and the new tokens and LM seconds per question they predict.
@@ -33,6 +33,7 @@ import itertools
 import json
 import math
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -125,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="the first N dev_tune questions (default all 504)")
     parser.add_argument("--modes", default="seer,hybrid,static", help="comma-separated: seer, hybrid, static")
     parser.add_argument("--route", default="", help='"extract_compute": the routed pipeline (default: one solver)')
-    parser.add_argument("--out", default="/tmp/kdspy-prefix-reuse", help="where compiled programs are kept")
+    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "kdspy-prefix-reuse"),
+                        help="where compiled programs are kept (default: kdspy-prefix-reuse in the temporary folder)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--json", help="write the rows to this JSON file")
     parser.add_argument("--latency-budgets", default="",

@@ -9,8 +9,8 @@ of LM time. Use it to
 measure a change that happens after the LM (answer parsing, the sandbox, the scale rule) on a run that cost
 LM hours, exactly as a new run would score it: the rows' ``prompt_sha256`` say the prompts are the same.
 
-    python benchmarks/replay_cached.py benchmarks/answer_quality.toml --limit 100 --out /tmp/replay
-    python benchmarks/compare_runs.py /tmp/replay benchmarks/results/answer_quality_1p5b --pairs seer:seer
+    python benchmarks/replay_cached.py benchmarks/answer_quality.toml --limit 100 --out replay
+    python benchmarks/compare_runs.py replay benchmarks/results/answer_quality_1p5b --pairs seer:seer
 
 Arguments are ``kdspy bench``'s (``--num-retries 0`` is added: a refused call is not worth retrying). Write to a
 new ``--out``, not to the recorded run's directory.

@@ -1,7 +1,7 @@
 """Evidence recall of the retrievers, plus SARA citation extraction and statute lengths.
 
     python benchmarks/retrieval_recall.py                       # TAT-QA dev_tune + FinQA fixture + SARA train
-    python benchmarks/retrieval_recall.py --split dev --out /tmp/recall.json
+    python benchmarks/retrieval_recall.py --split dev --out recall.json
 
 For every question with gold text evidence, paragraphs are ranked three ways and recall@n is the share
 of gold paragraphs among the first n (n = 1, 2, 3, 5, all), averaged over questions:

@@ -8,15 +8,17 @@
 #
 # Each round n = STEP, 2*STEP, ... answers the first n questions of every suite (capped at its MAX), so that
 # a partial run compares the selectors on the same questions. The export goes to $PINNED_ROOT/COMMIT
-# (default /work/pinned); the venv is $PYTHON (default: this checkout's .venv); the data is $KDSPY_DATA_DIR
-# (default: this checkout's ../shared/data -- the export's own default would point next to the export).
+# (default: pinned/ beside this checkout), and bench runs there with each SUITE as given (a path inside the
+# checkout, so suite.json records it relative, no path of this machine); the venv is $PYTHON (default: this
+# checkout's .venv); the data is $KDSPY_DATA_DIR (default: this checkout's ../shared/data -- the export's own
+# default would point next to the export).
 # Rows record the commit (git archive stamps knapsack_dspy/_commit.py).
 set -euo pipefail
 commit=$1; out=$(realpath -m "$2"); step=$3; shift 3
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-$here/.venv/bin/python}
 export KDSPY_DATA_DIR=${KDSPY_DATA_DIR:-$(cd "$here/.." && pwd)/shared/data}
-pinned=${PINNED_ROOT:-/work/pinned}/$commit
+pinned=${PINNED_ROOT:-$(cd "$here/.." && pwd)/pinned}/$commit
 if [ ! -d "$pinned" ]; then
   mkdir -p "$pinned"
   git -C "$here" archive "$commit" | tar -x -C "$pinned"
@@ -29,7 +31,7 @@ for ((n = step; n <= max; n += step)); do
     limit=$(( n < cap ? n : cap ))
     [ "$limit" -lt "$n" ] && [ "$((n - step))" -ge "$cap" ] && continue   # this suite finished earlier
     echo "== round $n: $suite --limit $limit ($(date -u +%H:%M:%S))"
-    (cd "$pinned" && PYTHONPATH="$pinned" "$python" -m knapsack_dspy.cli.main bench "$pinned/$suite" \
+    (cd "$pinned" && PYTHONPATH="$pinned" "$python" -m knapsack_dspy.cli.main bench "$suite" \
         --limit "$limit" --out "$out" --quiet)
   done
 done

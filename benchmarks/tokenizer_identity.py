@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
+import tempfile
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
 from knapsack_dspy.llm.gguf_tokenizer import read_tokenizer_metadata, tokenizer_fingerprint
@@ -44,7 +46,8 @@ def corpus(limit: int | None, out_dir: str) -> list[list[dict]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=None, help="the first N pool exemplars (default all)")
-    parser.add_argument("--out", default="/tmp/kdspy-prefix-reuse", help="where the compiled program is kept")
+    parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "kdspy-prefix-reuse"),
+                        help="where the compiled program is kept (default: kdspy-prefix-reuse in the temporary folder)")
     parser.add_argument("--json", help="write the findings to this JSON file")
     args = parser.parse_args(argv)
     paths = {m: ensure_local_weights(m) for m in MODELS}

@@ -16,7 +16,6 @@ nor LiteLLM (~3 ms). Runtime defaults (OpenMP waits, tokenizer threads) are set 
 
 import importlib
 
-from knapsack_dspy._moved_modules import install as _install_moved_modules
 from knapsack_dspy.llm.provider_hook import register_local_provider_when_litellm_loads
 
 __version__ = "0.1.0"
@@ -52,7 +51,6 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 register_local_provider_when_litellm_loads()
-_install_moved_modules()  # the application's old module names (knapsack_dspy.metrics, ...): _moved_modules
 
 
 def __getattr__(name: str):

@@ -22,7 +22,7 @@ still does. The tree (``docs/errors.md``)::
     └── UserError                        a command line that cannot be carried out
 
     KnapsackDspyWarning (a UserWarning)
-    ├── ZeroShotWarning, CaseCoverageFallback, FaissMissingWarning, DataWarning
+    ├── ZeroShotWarning, CaseCoverageFallback, FaissMissingWarning, DataWarning, PluginWarning
 
 Outside the tree on purpose: control flow inside a module (``_NotEquivalent``, ``_Rendered``, ...), a program's
 own failure in the sandbox (``ProgramFailure``, ``TableLookupError``: reported in the result, never raised to a

@@ -43,8 +43,9 @@ ROUTER_STATE_VERSION = 1
 
 #: The results rows this code writes. 1: rows without ``schema_version`` (written before the row schema; the
 #: later ones may hold ``exemplar_tokens`` and ``token_count``); 2: ``schema_version``, ``completions``;
-#: ``error_kind`` in every row with an error.
-RESULT_ROW_SCHEMA_VERSION = 2
+#: ``error_kind`` in every row with an error; 3: one ``attribute_match`` field (attribute -> share) in place of one
+#: field per attribute (``attribute_match.modality``, ``attribute_match.answer_type``).
+RESULT_ROW_SCHEMA_VERSION = 3
 
 #: What a recorded prompt fingerprint was rendered by (bumped whenever rendering changes what a prompt holds for
 #: the same program and example: table layout, demo rendering, instructions, adapter).

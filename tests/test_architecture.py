@@ -20,12 +20,13 @@ LAYERS = {
     "knapsack_dspy.file_limits": 0, "knapsack_dspy.messages": 0,
     "knapsack_dspy._commit": 0, "knapsack_dspy.disk_memo": 0,
     "knapsack_dspy.saved_format": 0, "knapsack_dspy.text_holes": 0, "knapsack_dspy.errors": 0,
-    "knapsack_dspy._moved_modules": 0,
+    "knapsack_dspy.plugins": 0,
     "knapsack_dspy.selection": 1, "knapsack_dspy.llm": 1, "knapsack_dspy.embeddings": 1,
     "knapsack_dspy.modules": 2,
     "knapsack_dspy.teleprompt": 3,
     # the document-QA application wing
     "knapsack_dspy.docqa": 4, "knapsack_dspy.docqa.number_text": 4, "knapsack_dspy.docqa.table_layout": 4,
+    "knapsack_dspy.docqa.task_discovery": 4,
     "knapsack_dspy.docqa.retrieval": 5,
     "knapsack_dspy.docqa.sandbox": 6,
     "knapsack_dspy.docqa.data": 7,
@@ -165,9 +166,11 @@ DEFERRED_IMPORTS = {
         "knapsack_dspy.modules.select_exemplars_state"},
     "knapsack_dspy.modules.selecting_predict": {"knapsack_dspy.llm.prompt_cache"},
     "knapsack_dspy.selection.config": {"knapsack_dspy.selection.latency"},
+    # installed plug-ins are read when a selector name is not found or the names are listed
+    "knapsack_dspy.selection.selectors.registry": {"knapsack_dspy.plugins"},
     "knapsack_dspy.teleprompt.knapsack_few_shot": {
-        "knapsack_dspy.messages", "knapsack_dspy.llm.call_counter", "knapsack_dspy.teleprompt.selection_proxies",
-        "knapsack_dspy.llm.model_check"},
+        "knapsack_dspy.messages", "knapsack_dspy.llm.call_counter", "knapsack_dspy.llm.model_check"},
+    "knapsack_dspy.teleprompt.settings_search": {"knapsack_dspy.teleprompt.selection_proxies"},
 }
 
 
@@ -215,9 +218,11 @@ def test_the_optimizer_imports_alone():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     loaded = out.stdout.split()
     assert [m for m in loaded if wing_of(m) != "optimizer"] == []
-    # at most 40 (39 today): built-in selectors, local-model token counting, pool stores, attribute classifiers, the
-    # LM attribute predictor, latency rates, saved-state reading and model checks load when first used
-    assert len(loaded) <= 40, loaded
+    # at most 47 (47 today: compiling a predictor is measure / sample / search / report, a module each, with the
+    # pool's specification, the compile target and the teleprompter's errors): built-in selectors, local-model token
+    # counting, pool stores, attribute classifiers, the LM attribute predictor, latency rates, saved-state reading
+    # and model checks load when first used
+    assert len(loaded) <= 47, loaded
 
 
 #: names of the application's data sets and attributes: the optimizer's code (outside its docstrings and comments,
@@ -307,6 +312,49 @@ def test_no_selector_name_is_tested_outside_the_selection_package(package):
                 if compared & names:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {sorted(compared & names)}")
     assert found == []
+
+
+def _task_pipeline_and_route_names() -> set[str]:
+    """Every registered task's name, its pipelines' and the routes'."""
+    from knapsack_dspy.docqa.pipelines.pipeline_names import COMPUTE_ROUTE, EXTRACT_ROUTE, ROUTINGS
+    from knapsack_dspy.docqa.tasks import TASKS
+
+    return ({*TASKS, *(p for task in TASKS.values() for p in task.pipelines), EXTRACT_ROUTE, COMPUTE_ROUTE,
+             *(r for r in ROUTINGS if r)})
+
+
+def _name_dispatch(tree, names: set[str]) -> list[tuple[int, list[str]]]:
+    """(line, names) of each comparison, ``match`` case or dict key that tests one of ``names``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            tested = set().union(*(_string_constants(c) for c in [node.left, *node.comparators]))
+        elif isinstance(node, ast.MatchValue):
+            tested = _string_constants(node.value)
+        elif isinstance(node, ast.Dict):
+            tested = set().union(set(), *(_string_constants(k) for k in node.keys if k is not None))
+        else:
+            continue
+        if tested & names:
+            found.append((node.lineno, sorted(tested & names)))
+    return found
+
+
+@pytest.mark.parametrize("package", ["bench", "cli", "serve"])
+def test_the_harness_dispatches_on_no_task_pipeline_or_route_name(package):
+    """What differs between data sets, pipelines or routes is the task's to say (``Task``) or the application's
+    (``docqa``): the harness compares no such name (a default value, as ``--dataset tatqa``, is no comparison)."""
+    names = _task_pipeline_and_route_names()
+    found = [f"{path.relative_to(ROOT)}:{line}: {hit}" for path in sorted((PACKAGE / package).rglob("*.py"))
+             for line, hit in _name_dispatch(ast.parse(path.read_text(encoding="utf-8")), names)]
+    assert found == []
+
+
+def test_the_name_dispatch_check_finds_a_comparison_a_case_and_a_table():
+    code = ('if run.dataset == "sara": pass\nif p not in ("pot", "finqa_pot"): pass\n'
+            'match route:\n    case "extract": pass\nTABLE = {"compute": 1}\nok = {"dataset": "tatqa"}\n'
+            'fine = name == "other"\n')
+    assert sorted(line for line, _ in _name_dispatch(ast.parse(code), _task_pipeline_and_route_names())) == [1, 2, 4, 5]
 
 
 def test_the_public_names_load_lazily_from_the_top():

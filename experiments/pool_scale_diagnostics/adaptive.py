@@ -10,7 +10,7 @@ import pool_scale as ps
 
 from knapsack_dspy.selection import ann_index as ai
 
-job = pickle.load(open("/work/research/ps_job.pkl", "rb"))
+job = pickle.load(open("../research/ps_job.pkl", "rb"))
 store, index, ann_pool, common = ps._pools(job)
 emb = store.embeddings
 cent = index.centroids.astype(np.float32)
@@ -27,4 +27,4 @@ t = time.time()
 truths_q = ai.pool_neighbours(emb, Q, np.zeros((len(Q), 0), dtype=np.int64), 200)
 truths_c = ai.pool_neighbours(emb, cq, owners, 200, store.doc_ids)
 print("truths", time.time() - t, flush=True)
-np.savez("/work/research/adaptive_truths.npz", truths_q=truths_q, truths_c=truths_c, cq=cq, kinds=kinds, owners=owners)
+np.savez("../research/adaptive_truths.npz", truths_q=truths_q, truths_c=truths_c, cq=cq, kinds=kinds, owners=owners)

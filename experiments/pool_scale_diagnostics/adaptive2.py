@@ -9,9 +9,9 @@ import pool_scale as ps
 
 from knapsack_dspy.selection import ann_index as ai
 
-job = pickle.load(open("/work/research/ps_job.pkl", "rb"))
+job = pickle.load(open("../research/ps_job.pkl", "rb"))
 store, index, ann_pool, common = ps._pools(job)
-d = np.load("/work/research/adaptive_truths.npz")
+d = np.load("../research/adaptive_truths.npz")
 cent = index.centroids.astype(np.float32)
 order, offsets = index._cells_arrays()
 assign = ai.cell_assignment(order, offsets)

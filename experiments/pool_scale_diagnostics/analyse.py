@@ -13,7 +13,7 @@ from knapsack_dspy.selection.exemplar_pool import ExemplarPool
 from knapsack_dspy.selection.selectors.base import candidates
 from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
-job = pickle.load(open("/work/research/ps_job.pkl", "rb"))
+job = pickle.load(open("../research/ps_job.pkl", "rb"))
 store, index, ann_pool, common = ps._pools(job)
 exact_pool = ExemplarPool(**common)
 seer = KnapsackSelector()
@@ -71,4 +71,4 @@ for src, v in res.items():
         int((v[:, 2] < v[:, 3]).sum()),
         f"top sim median {np.median(v[:, 4]):.3f}",
     )
-pickle.dump(res, open("/tmp/res.pkl", "wb"))
+pickle.dump(res, open("../research/res.pkl", "wb"))

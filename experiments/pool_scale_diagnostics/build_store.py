@@ -24,7 +24,7 @@ args = argparse.Namespace(
 real = ps.real_pool(args)
 ps.measured_costs(real, args.counter, 5, 0)
 emb, source = ps.synthetic(real, 1_000_000, args.noise, args.seed)
-store, secs = ps.build_store(real, Path("/work/research/ps_store"), emb, source, args)
+store, secs = ps.build_store(real, Path("../research/ps_store"), emb, source, args)
 print("built", store.path, secs)
 job = {
     "store": str(store.path),
@@ -37,4 +37,4 @@ job = {
     "embeddings": np.asarray(real["query_embeddings"]),
     "sources": ["tatqa" if i < 404 else "finqa" for i in range(len(real["queries"]))],
 }
-pickle.dump(job, open("/work/research/ps_job.pkl", "wb"))
+pickle.dump(job, open("../research/ps_job.pkl", "wb"))

@@ -12,7 +12,7 @@ import pool_scale as ps
 
 from knapsack_dspy.selection.selectors.base import candidates
 
-job = pickle.load(open("/work/research/ps_job.pkl", "rb"))
+job = pickle.load(open("../research/ps_job.pkl", "rb"))
 store, index, ann_pool, common = ps._pools(job)
 reqs = list(ps._requests(job, len(store)))[:300]
 for _e, r in reqs[:50]:
@@ -27,5 +27,5 @@ def run():
 t = time.perf_counter()
 run()
 print("per query ms", 1e3 * (time.perf_counter() - t) / len(reqs))
-cProfile.run("run()", "/tmp/cand.out")
-pstats.Stats("/tmp/cand.out").sort_stats("tottime").print_stats(15)
+cProfile.run("run()", "../research/cand.out")
+pstats.Stats("../research/cand.out").sort_stats("tottime").print_stats(15)

@@ -14,7 +14,7 @@ from knapsack_dspy.selection.selectors import seer as seer_module
 from knapsack_dspy.selection.selectors.base import CandidateValues, candidates, eligible_among
 from knapsack_dspy.selection.selectors.seer import KnapsackSelector
 
-job = pickle.load(open("/work/research/ps_job.pkl", "rb"))
+job = pickle.load(open("../research/ps_job.pkl", "rb"))
 store, index, ann_pool, common = ps._pools(job)
 exact_pool = ExemplarPool(**common)
 seer = KnapsackSelector()
@@ -83,7 +83,7 @@ for q, (embedding, request) in enumerate(reqs[:limit]):
     rows.append(row)
     if q % 100 == 99:
         print(q + 1, flush=True)
-pickle.dump({"rows": rows, "detail": detail}, open("/work/research/objective_tail.pkl", "wb"))
+pickle.dump({"rows": rows, "detail": detail}, open("../research/objective_tail.pkl", "wb"))
 src = np.asarray(job["sources"][:limit])
 for name in variants:
     r = np.asarray([row[name][0] for row in rows])

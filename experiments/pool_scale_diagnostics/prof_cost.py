@@ -30,5 +30,5 @@ model.demo_cost(demos[0])
 copies = [
     {**d, "question": f"{d['question']} (copy {k // len(demos)})"} for k, d in zip(range(10000), itertools.cycle(demos))
 ]
-cProfile.run("model.demo_costs(copies)", "/tmp/pc.out")
-pstats.Stats("/tmp/pc.out").sort_stats("tottime").print_stats(18)
+cProfile.run("model.demo_costs(copies)", "../research/pc.out")
+pstats.Stats("../research/pc.out").sort_stats("tottime").print_stats(18)

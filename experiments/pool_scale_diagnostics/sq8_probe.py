@@ -7,7 +7,7 @@ import numpy as np
 from knapsack_dspy.selection import ann_index, pool_store
 
 faiss = ann_index.faiss_module()
-path = glob.glob("/work/research/ps_store/*")[0]
+path = glob.glob("../research/ps_store/*")[0]
 store = pool_store.open_store(path)
 flat = store.index()
 emb = np.asarray(store.embeddings)
@@ -59,7 +59,7 @@ for name, index in (("flat", flat.index), ("sq8", idx)):
             tb = b[np.argsort(-v)[:200]]
             rec.append(len(set(ta) & set(tb)) / 200)
         print("sq8+rerank vs flat top200 agreement", np.mean(rec), np.min(rec))
-faiss.write_index(idx, "/tmp/sq8.faiss")
+faiss.write_index(idx, "../research/sq8.faiss")
 import os
 
-print("file MB", os.path.getsize("/tmp/sq8.faiss") / 1e6)
+print("file MB", os.path.getsize("../research/sq8.faiss") / 1e6)

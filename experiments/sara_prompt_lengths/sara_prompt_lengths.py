@@ -1,7 +1,7 @@
 """How long SARA prompts are, per statute retrieval strategy, with chain of thought and 0 / 2 exemplars.
 
     python experiments/sara_prompt_lengths/sara_prompt_lengths.py                                  # as shipped and with the budget
-    python experiments/sara_prompt_lengths/sara_prompt_lengths.py --statute-tokens none,1024,1536 --out /tmp/lengths.json
+    python experiments/sara_prompt_lengths/sara_prompt_lengths.py --statute-tokens none,1024,1536 --out lengths.json
 
 No LM call: every prompt is counted with the target model's tokenizer (``--model``, default the 1.5B, counted by
 the 0.5B, which shares it), as the bench counts them (``StatuteQA.select_for``: ``base_tokens`` is the prompt

@@ -7,8 +7,8 @@ answer's own time) and per question: the wall time between answers, the process'
 ``lm_seconds``, and the overhead (wall time - LM seconds).
 
     kdspy compile --dataset tatqa --pipeline pot --selector seer --budget 2048 -M 4 \\
-        --lm local/qwen2.5-coder-1.5b-instruct -o /tmp/kdspy-ask.json
-    python experiments/throughput/ask_latency.py --program /tmp/kdspy-ask.json [--questions 3] [--json ask.json]
+        --lm local/qwen2.5-coder-1.5b-instruct -o kdspy-ask.json
+    python experiments/throughput/ask_latency.py --program kdspy-ask.json [--questions 3] [--json ask.json]
 
 LM time: the questions' LM calls (1.5B: ~0.5-1 min each on 2 idle cores) plus loading the model once.
 """

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  # isort: skip  (environment defaults first)
 from knapsack_dspy.bench.execution.question_order import cache_friendly_order
@@ -48,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=10, help="the first N dev_tune questions")
     parser.add_argument("--mode", default="seer", choices=("seer", "hybrid", "static"))
     parser.add_argument("--max-tokens", type=int, default=384, help="as the bench's RunSpec.max_tokens")
-    parser.add_argument("--out", default="/tmp/kdspy-prefix-reuse", help="where compiled programs are kept")
+    parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "kdspy-prefix-reuse"),
+                        help="where compiled programs are kept")
     parser.add_argument("--json", help="write every question's replies and the comparison here")
     args = parser.parse_args(argv)
     program, evalset = compiled(spec_for(args.mode), args.out)

@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=lambda p: str(Path(p).resolve()),
                         default=str(HERE / "results" / "throughput"))
     parser.add_argument("--baseline-dir", type=lambda p: str(Path(p).resolve()),
-                        default=f"/tmp/kdspy-baseline-{BASELINE_COMMIT}")
+                        default=str(Path(tempfile.gettempdir()) / f"kdspy-baseline-{BASELINE_COMMIT}"))
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--route", default=DEFAULT_ROUTE, choices=(DEFAULT_ROUTE, ""),
                         help="after's pipeline: extract_compute (default, the shipping one) or '' (one PoT solver)")

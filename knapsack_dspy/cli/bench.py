@@ -7,11 +7,13 @@ from pathlib import Path
 
 from knapsack_dspy.cli.common import (
     SettingDefault,
+    ShownWhenAsked,
     add_data_options,
     add_mlflow_options,
     given,
     mlflow_session,
     parse_list,
+    registered_tasks,
     resolve_data_dir,
     setup_caches,
 )
@@ -93,8 +95,9 @@ def register(subparsers) -> None:
                    help="LM retries on transient failures, for every run (default: the suite's "
                         "'num_retries', else 3; local/ models: 0)")
     flags = p.add_argument_group("a suite by flags (when no SUITE file is given)")
-    flags.add_argument("--dataset", default="tatqa",
-                       help="tatqa (default), finqa, finqa_cases, sara or a registered task (docqa.tasks)")
+    dataset = flags.add_argument("--dataset", default="tatqa",
+                                 help="a registered task: %(registered)s (default %(default)s)")
+    dataset.registered = ShownWhenAsked(registered_tasks)  # the tasks found, read when help is shown
     flags.add_argument("--pipelines", default="pot", help="comma-separated: pot, cot, few_shot, zero_shot")
     flags.add_argument("--selectors", default="seer,kate,random",
                        help="comma-separated: seer, seer_gold, kate, diverse_kate, random, fixed, csp, static, hybrid")

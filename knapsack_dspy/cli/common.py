@@ -17,7 +17,8 @@ def add_lm_options(parser: argparse.ArgumentParser, default: str | None = DEFAUL
     group = parser.add_argument_group("language model")
     group.add_argument("--lm", default=default, metavar="MODEL",
                        help=f"LiteLLM model string: {DEFAULT_LOCAL_MODEL} (embedded, offline; default), "
-                            "local/qwen2.5-coder-0.5b-instruct, openai/gpt-4o-mini, anthropic/..., "
+                            "local/qwen2.5-coder-0.5b-instruct, local/PATH.gguf (any GGUF file), "
+                            "openai/gpt-4o-mini, anthropic/..., "
                             "ollama_chat/qwen2.5, hosted_vllm/NAME, or openai/NAME with --api-base")
     group.add_argument("--api-base", metavar="URL", help="server address for OpenAI-compatible / vLLM / Ollama models")
     group.add_argument("--max-tokens", type=int, default=384, help="completion token limit per call (default 384)")
@@ -124,10 +125,9 @@ def load_program_and_lm(args):
     return program, build_lm(args)
 
 
-class SettingDefault:
-    """An option's default standing for a setting's own, which lives where the setting is declared: read only when
-    shown (``%(default)s`` in a help string; so parsing a command line loads nothing), and left out of what the
-    command builds (:func:`given`), so the setting keeps its home's default."""
+class ShownWhenAsked:
+    """A value a help string shows (``%(name)s``, an attribute of the option's action) read only when the help is
+    formatted: so building the parser loads nothing."""
 
     def __init__(self, read: Callable[[], Any]):
         self._read = read
@@ -135,6 +135,26 @@ class SettingDefault:
     def __str__(self) -> str:
         value = self._read()
         return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+class SettingDefault(ShownWhenAsked):
+    """An option's default standing for a setting's own, which lives where the setting is declared: read only when
+    shown (``%(default)s`` in a help string; so parsing a command line loads nothing), and left out of what the
+    command builds (:func:`given`), so the setting keeps its home's default."""
+
+
+def registered_tasks() -> str:
+    """The registered tasks' names, sorted (the built-in ones and the installed plug-ins')."""
+    from knapsack_dspy.docqa.tasks import TASKS
+
+    return ", ".join(sorted(TASKS))
+
+
+def registered_selectors() -> str:
+    """The registered selectors' names (the built-in ones and the installed plug-ins')."""
+    from knapsack_dspy.selection.selectors.registry import SELECTORS
+
+    return ", ".join(SELECTORS)
 
 
 def base_selection_config():

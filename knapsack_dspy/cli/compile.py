@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from knapsack_dspy.cli.common import (
+    ShownWhenAsked,
     add_data_options,
     add_lm_options,
     add_mlflow_options,
@@ -15,16 +16,14 @@ from knapsack_dspy.cli.common import (
     mlflow_session,
     parse_list,
     parse_settings,
+    registered_selectors,
+    registered_tasks,
     resolve_data_dir,
     selection_default,
     setup_caches,
 )
 from knapsack_dspy.cli.main import UserError
 
-#: The selectors ``--selector`` names in its help (registering a selector does not import this module:
-#: ``tests/harness/test_cli_workflow.py`` checks the list against the registry).
-SELECTOR_NAMES = ("priced_case_coverage", "kate_within_budget", "case_coverage", "seer", "seer_gold", "kate",
-                  "diverse_kate", "random", "csp", "fixed", "static", "hybrid", "no_demos")
 #: The options that set a ``SelectionConfig`` setting of the same name: their defaults are ``SelectionConfig``'s
 #: (``selection_default``); an option not given leaves the setting at that default. ``--setting`` sets any other.
 SELECTION_OPTIONS = ("budget", "exemplar_budget", "max_exemplars", "alpha", "beta", "attributes", "attribute_source",
@@ -51,8 +50,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("compile", help="compile a program (knapsack exemplar selection) to JSON",
                               description=__doc__, epilog=EPILOG,
                               formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", default="tatqa",
-                   help="tatqa (default), finqa, finqa_cases, sara or a registered task (docqa.tasks)")
+    dataset = p.add_argument("--dataset", default="tatqa",
+                             help="a registered task: %(registered)s (default %(default)s)")
+    dataset.registered = ShownWhenAsked(registered_tasks)  # the tasks found, read when help is shown
     p.add_argument("--pipeline", default="pot", help="pot (program of thought, default: Python; the FinQA DSL is "
                    "finqa_pot), python_pot, cot, few_shot, zero_shot")
     p.add_argument("--route", default="auto", choices=["auto", "extract_compute", "none"],
@@ -66,8 +66,10 @@ def register(subparsers) -> None:
     p.add_argument("--demo-paragraphs", default="auto", choices=["auto", "all", "gold"],
                    help="what a TAT-QA demo's text shows: gold, its evidence paragraphs; all, what its retrieval "
                         "keeps; auto (default): gold for TAT-QA's pot pipeline, all otherwise")
-    p.add_argument("--selector", default=selection_default("selector"),
-                   help=f"{', '.join(SELECTOR_NAMES)} or one added with register_selector (default %(default)s)")
+    selector = p.add_argument("--selector", default=selection_default("selector"),
+                              help="%(registered)s, or one added with register_selector or an installed package's "
+                                   "knapsack_dspy.selectors entry point (default %(default)s)")
+    selector.registered = ShownWhenAsked(registered_selectors)  # the registry's names, read when help is shown
     p.add_argument("--mode", default=None,
                    help="per_query: a knapsack per question (SEER); static: one set chosen at compile time; "
                         "hybrid: a static core plus per-query slots (chooses the selector unless --selector "

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from knapsack_dspy.cli.common import add_data_options, resolve_data_dir, setup_caches
 from knapsack_dspy.docqa.pipelines.pipeline_names import UNCUT
+from knapsack_dspy.docqa.pipelines.recorded_outputs import output_is_program
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 
 if TYPE_CHECKING:  # the package loads inside run() (fast --help)
@@ -65,8 +66,8 @@ def run(args) -> int:
     setup_caches(args)
     data_dir = resolve_data_dir(args)
     out = Path(args.out or paths.cache_dir() / "demo")
-    tune = load_examples("tatqa", split="dev_tune", data_dir=data_dir)
-    pool = load_examples("tatqa", split="dev_pool", data_dir=data_dir)
+    tune = load_examples(DEMO_SETTINGS["dataset"], split=DEMO_SETTINGS["eval_split"], data_dir=data_dir)
+    pool = load_examples(DEMO_SETTINGS["dataset"], split=DEMO_SETTINGS["pool_split"], data_dir=data_dir)
     questions = {ex.id: ex.question for ex in [*tune, *pool]}
     selector = SelectionConfig().selector
     suite = suite_from_dict({"name": "demo", **DEMO_SETTINGS, "selector": selector, "model": args.lm,
@@ -107,7 +108,7 @@ def describe_row(number: int, row: ResultRow, questions: dict) -> str:
         lines.append(f"      - {questions.get(exemplar, exemplar)}")
     if row.route:
         lines.append(f"    route: {row.route}")
-    if row.output and row.route != "extract":
+    if row.output and output_is_program(row.route):
         lines += ["    program:", *(f"      {line}" for line in str(row.output).strip().splitlines())]
     scale = f" ({row.scale})" if row.scale else ""
     gold_scale = f" ({row.gold_scale})" if row.gold_scale else ""

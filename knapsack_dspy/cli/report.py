@@ -10,7 +10,7 @@ from knapsack_dspy.cli.main import UserError
 
 EPILOG = """examples:
   kdspy report benchmarks/results/embedded_seer_kate_random
-  kdspy report results/adhoc -o /tmp/adhoc.html --prompts            # every answered row's prompt, checked
+  kdspy report results/adhoc -o adhoc.html --prompts                 # every answered row's prompt, checked
   kdspy report results/adhoc --prompts 5c2817e5-db8b-...,b4aec8a2-...  # those questions' prompts
 
 Rewrites RESULTS_DIR/metrics.json, comparisons.json, report.md and the plots with the current code (the rows in

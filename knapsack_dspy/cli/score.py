@@ -52,7 +52,7 @@ def _task(dataset: str):
     """The task whose official file scorer ``kdspy score`` runs (``UserError`` naming those that have one)."""
     from knapsack_dspy.docqa.tasks import TASKS
 
-    scorable = [name for name, task in TASKS.items() if task.file_scorer is not None]
+    scorable = sorted(name for name, task in TASKS.items() if task.file_scorer is not None)
     if dataset not in scorable:
         raise UserError(f"unknown dataset {dataset!r} (expected one of {', '.join(scorable)})")
     return TASKS[dataset]

@@ -11,7 +11,8 @@ takes ~2 s to import).
 - ``configure_cache`` (``cache``); ``UsageLedger`` (``usage``); ``real_call_count`` / ``counting_calls``
   (``call_counter``)
 - ``register_local_provider`` (``local_provider``; ``provider_hook`` registers it when LiteLLM is imported),
-  ``ensure_local_weights`` (``local_weights``), ``LOCAL_MODELS`` (``local_models``), ``DEFAULT_LOCAL_MODEL``
+  ``ensure_local_weights`` (``local_weights``), ``LOCAL_MODELS`` / ``register_local_model`` (``local_models``; a
+  GGUF file of one's own: ``local/<path>.gguf``, ``local_model_files``), ``DEFAULT_LOCAL_MODEL``
   (``default_model``: the model asked when none is named),
   ``get_local_server`` (``local_server``)
 """
@@ -29,6 +30,7 @@ _WHERE = {
     "check_lm_config": "lm_check", "check_model_offline": "model_check",
     "make_lm": "lm_factory",
     "DEFAULT_LOCAL_MODEL": "default_model", "LOCAL_MODELS": "local_models", "is_local_model": "local_models",
+    "register_local_model": "local_models",
     "register_local_provider": "local_provider",
     "LocalWeightsError": "local_weights", "ensure_local_weights": "local_weights",
     "TokenCounter": "token_counter", "context_window_of": "token_counter", "get_token_counter": "token_counter",

@@ -17,11 +17,12 @@ import hashlib
 import json
 import os
 import struct
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from knapsack_dspy.errors import KnapsackDspyError
 
-__all__ = ["GGUFError", "read_tokenizer_metadata", "tokenizer_fingerprint"]
+__all__ = ["GGUFError", "metadata_fingerprint", "read_metadata", "read_tokenizer_metadata", "tokenizer_fingerprint"]
 
 # value types: uint8, int8, uint16, int16, uint32, int32, float32, bool, string, array, uint64, int64, float64
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
@@ -70,6 +71,11 @@ def _value(handle: BinaryIO, kind: int, keep: bool) -> Any:
 def read_tokenizer_metadata(path: str | os.PathLike) -> dict[str, Any]:
     """The ``tokenizer.*`` metadata entries of a GGUF file (vocabulary, merges, token types, special ids, chat
     template, ...). Reads only the header."""
+    return read_metadata(path, lambda key: key.startswith(TOKENIZER_KEYS_PREFIX))
+
+
+def read_metadata(path: str | os.PathLike, wanted: Callable[[str], bool]) -> dict[str, Any]:
+    """The metadata entries of a GGUF file whose key ``wanted`` accepts. Reads only the header."""
     try:
         with open(path, "rb") as handle:
             if handle.read(4) != b"GGUF":
@@ -82,7 +88,7 @@ def read_tokenizer_metadata(path: str | os.PathLike) -> dict[str, Any]:
             out: dict[str, Any] = {}
             for _ in range(entries):
                 key = _string(handle)
-                keep = key.startswith(TOKENIZER_KEYS_PREFIX)
+                keep = wanted(key)
                 value = _value(handle, _read(handle, "<I"), keep)
                 if keep:
                     out[key] = value
@@ -96,7 +102,13 @@ def read_tokenizer_metadata(path: str | os.PathLike) -> dict[str, Any]:
 def tokenizer_fingerprint(path: str | os.PathLike, *, with_chat_template: bool = False) -> str:
     """sha256 of the file's ``tokenizer.ggml.*`` metadata (canonical JSON; with ``tokenizer.chat_template`` too
     when asked): equal fingerprints, identical tokenizers."""
-    metadata = {key: value for key, value in read_tokenizer_metadata(path).items()
-                if with_chat_template or key.startswith(TOKENIZER_KEYS_PREFIX + "ggml.")}
+    return metadata_fingerprint(read_tokenizer_metadata(path), with_chat_template=with_chat_template)
+
+
+def metadata_fingerprint(metadata: dict[str, Any], *, with_chat_template: bool = False) -> str:
+    """:func:`tokenizer_fingerprint` of metadata already read (other keys than ``tokenizer.*`` are left out)."""
+    metadata = {key: value for key, value in metadata.items()
+                if key.startswith(TOKENIZER_KEYS_PREFIX + "ggml.")
+                or (with_chat_template and key.startswith(TOKENIZER_KEYS_PREFIX))}
     canonical = json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=repr)
     return hashlib.sha256(canonical.encode("utf-8", "surrogateescape")).hexdigest()

@@ -247,9 +247,10 @@ _servers_lock = threading.Lock()
 
 
 def get_local_server(model: str, cache_dir: str | os.PathLike | None = None, *, start: bool = True) -> LocalServer:
-    """The process-wide server of ``local/<name>`` (joining its weights and loading it on first use)."""
+    """The process-wide server of ``local/<name>`` or ``local/<path>.gguf`` (joining its weights and loading it on
+    first use; one per file, however its path is written)."""
     spec = local_model_spec(model)
-    key = (spec.name, str(paths.cache_dir(cache_dir)))
+    key = (spec.path or spec.name, str(paths.cache_dir(cache_dir)))
     with _servers_lock:
         server = _servers.get(key)
         if server is None:

@@ -38,7 +38,7 @@ class LocalTokenCounter(TokenCounter):
 
     def __init__(self, model: str, cache_dir: Any = None, cache_size: int = DEFAULT_CACHE_SIZE,
                  count_store: TokenCountStore | None = None):
-        local_model_spec(model)  # unknown name -> LLMConfigError
+        self._spec = local_model_spec(model)  # unknown name, or a model file that is not usable -> LLMConfigError
         super().__init__(model, local_context_window(model), cache_size)
         self._cache_dir = cache_dir
         self._count_store = count_store  # None: <cache>/token_counts/<model>.sqlite3, opened on first use
@@ -68,10 +68,13 @@ class LocalTokenCounter(TokenCounter):
 
     def counts_on_disk(self) -> TokenCountStore:
         """Counts persist across processes (a count is a pure function of the verified weights' tokenizer and
-        the messages), so a re-run compiles without asking the model server again (``count_store``)."""
+        the messages), so a re-run compiles without asking the model server again (``count_store``). A model file's
+        are kept under its tokenizer's fingerprint (chat template included), not its path: a path names different
+        files in different folders."""
         if self._count_store is None:
             root = paths.cache_dir(self._cache_dir) / "token_counts"
-            self._count_store = TokenCountStore(root / f"{self.model.replace('/', '_')}.sqlite3")
+            name = f"gguf_{self._spec.tokenizer[:16]}" if self._spec.path else self.model.replace("/", "_")
+            self._count_store = TokenCountStore(root / f"{name}.sqlite3")
         return self._count_store
 
     def _count_messages(self, messages: list[dict]) -> int:

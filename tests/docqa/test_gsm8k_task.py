@@ -231,7 +231,7 @@ def test_the_readme_tutorial_runs_as_written_with_a_stand_in_lm(gsm8k_data, monk
     finally:
         dspy.configure(lm=previous)
     program, devset, trainset = namespace["program"], namespace["devset"], namespace["trainset"]
-    assert len(devset) == 10 and len(trainset) == len(load_examples("gsm8k", "pool"))
+    assert len(devset) == 3 and len(trainset) == len(load_examples("gsm8k", "pool"))
     assert all(e.reasoning and "<<" not in e.reasoning for e in trainset)  # worked solutions, readable
     # the kinds came from the pool itself, not the similarity-only fallback
     assert program.compile_report["predictors"]["predict"]["kinds"].startswith("derived")
@@ -240,6 +240,6 @@ def test_the_readme_tutorial_runs_as_written_with_a_stand_in_lm(gsm8k_data, monk
     for call in calls:
         demos = sum(m["role"] == "assistant" for m in call["messages"])
         assert 1 <= demos <= 8
-    # the printed score is DSPy's metric over the ten questions, answered "5"
+    # the printed score is DSPy's metric over the devset's questions, answered "5"
     expected = 100 * sum(gsm8k_metric(e, dspy.Prediction(answer="5")) for e in devset) / len(devset)
     assert abs(float(capsys.readouterr().out.strip().splitlines()[-1]) - expected) < 0.01

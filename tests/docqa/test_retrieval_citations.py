@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
+from helpers import DATA
 
 from knapsack_dspy.docqa.retrieval.citations import Citation, extract_citations
 from knapsack_dspy.docqa.retrieval.statute_corpus import StatuteCorpus
 from knapsack_dspy.docqa.retrieval.statute_references import find_references
 
-DATA_DIR = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
+DATA_DIR = DATA  # KDSPY_DATA_DIR, else ../shared/data beside the checkout (tests/helpers.py)
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 
 import pytest
-from helpers import HashingEmbedder, WordCounter
+from helpers import DATA, HashingEmbedder, WordCounter
 
 from knapsack_dspy.bench.execution.runner import run_suite
 from knapsack_dspy.bench.results.store import load_rows
@@ -29,7 +28,7 @@ from knapsack_dspy.docqa.retrieval.statute_strategies import (
 from knapsack_dspy.docqa.tasks import build_pipeline
 from knapsack_dspy.teleprompt.knapsack_few_shot import KnapsackFewShot
 
-DATA_DIR = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
+DATA_DIR = DATA  # KDSPY_DATA_DIR, else ../shared/data beside the checkout (tests/helpers.py)
 STATUTE_DIR = DATA_DIR / "sara" / "statutes"
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
+from helpers import DATA
 
 from knapsack_dspy.docqa.retrieval.statute_corpus import StatuteCorpus
 from knapsack_dspy.docqa.retrieval.statute_tree import (
@@ -16,7 +15,7 @@ from knapsack_dspy.docqa.retrieval.statute_tree import (
     split_sentences,
 )
 
-DATA_DIR = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
+DATA_DIR = DATA  # KDSPY_DATA_DIR, else ../shared/data beside the checkout (tests/helpers.py)
 STATUTE_DIR = DATA_DIR / "sara" / "statutes"
 LABEL_LINE = re.compile(r"^\s*\([0-9A-Za-z]+\)(\s|$)")
 

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-from pathlib import Path
 
 import dspy
 import pytest
 from dspy.utils import DummyLM
+from helpers import DATA
 
 from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
 from knapsack_dspy.docqa.retrieval.citations import extract_citations
 from knapsack_dspy.docqa.retrieval.statute_corpus import StatuteCorpus
 from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES, select_statute_text
 
-DATA_DIR = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
+DATA_DIR = DATA  # KDSPY_DATA_DIR, else ../shared/data beside the checkout (tests/helpers.py)
 STATUTE_DIR = DATA_DIR / "sara" / "statutes"
 
 

@@ -1,15 +1,13 @@
 """Gold-program verification on the real TAT-QA exemplar pool (skipped when the data directory is absent)."""
 
-import os
-from pathlib import Path
 
 import pytest
+from helpers import DATA
 
 from knapsack_dspy.docqa.data.gold_program_checks import program_parts
 from knapsack_dspy.docqa.data.gold_programs import synthesise_python_program, verification_report
 from knapsack_dspy.docqa.table_layout import render_layout, table_layout
 
-DATA = Path(os.environ.get("KDSPY_DATA_DIR", "/work/shared/data"))
 POOL = DATA / "tatqa" / "dev_pool.json.gz"
 
 

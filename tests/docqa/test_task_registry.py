@@ -17,8 +17,15 @@ from knapsack_dspy.docqa.data import load_examples
 from knapsack_dspy.docqa.data.example_fields import blank_fields
 from knapsack_dspy.docqa.data.loader import DATASETS, DatasetSpec
 from knapsack_dspy.docqa.pipelines.pipeline import load_program
-from knapsack_dspy.docqa.tasks import TASKS, Task, UnknownTaskError, build_pipeline, register_task, task_named
-from knapsack_dspy.docqa.tasks import task as task_module
+from knapsack_dspy.docqa.tasks import (
+    TASKS,
+    Task,
+    UnknownTaskError,
+    build_pipeline,
+    register_task,
+    task_named,
+    unregister_task,
+)
 
 # -- the toy task: everything a new data set needs ------------------------------------------------------------
 
@@ -61,8 +68,8 @@ def toy(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     register_task(TOY)
     yield data
-    task_module._REGISTRY.pop("toyqa", None)
-    DATASETS.pop("toyqa", None)
+    unregister_task("toyqa")
+    assert "toyqa" not in TASKS and "toyqa" not in DATASETS
 
 
 def _suite(**over):

@@ -208,4 +208,4 @@ def test_selection_quality_is_recomputed_from_the_saved_program(tmp_path, exampl
     after = _read(tmp_path / "predictions.jsonl")
     assert (after[0]["gold_case_hit"], after[0]["program_score"]) == (False, 0.0)
     assert (after[1]["gold_case_hit"], after[1]["program_score"]) == (True, 1.0)
-    assert after[1]["attribute_match.modality"] == (1.0 if arithmetic["modality"] == "table" else 0.0)
+    assert after[1]["attribute_match"]["modality"] == (1.0 if arithmetic["modality"] == "table" else 0.0)

@@ -34,11 +34,11 @@ COMMITTED = sorted([*(ROOT / "benchmarks" / "results").rglob("predictions.jsonl*
 
 def test_every_field_is_declared_once_with_its_kind_and_meaning():
     fields = ResultRow.fields()
-    assert {"run", "example_id", "schema_version", "exemplar_ids", "em", "completions", "attribute_match.modality"} \
+    assert {"run", "example_id", "schema_version", "exemplar_ids", "em", "completions", "attribute_match"} \
         <= set(fields)
     assert all(f.meaning and f.kind for f in fields.values())
     assert [name for name, f in fields.items() if f.required] == ["schema_version", "run", "example_id"]
-    assert ResultRow.em.name == "em" and ResultRow.attribute_match_modality.name == "attribute_match.modality"
+    assert ResultRow.em.name == "em" and ResultRow.attribute_match.name == "attribute_match"
 
 
 def test_the_writer_refuses_an_undeclared_field_a_missing_identity_and_a_value_of_another_kind():
@@ -99,6 +99,19 @@ def test_a_version_1_row_is_migrated_on_read():
     assert [redo_on_resume(r, retry_errors=True) for r in rows] == [True, True, False]
     current = ResultRow.build({"run": "r", "example_id": "d"})
     assert ResultRow.from_json(current.to_json()) == current  # a current row reads as it was written
+
+
+def test_a_version_2_row_holds_its_attribute_matches_in_one_field():
+    old = {"schema_version": 2, "run": "r", "example_id": "a", "gold_case_hit": False,
+           "attribute_match.modality": 0.5, "attribute_match.answer_type": 1.0, "em": 1.0}
+    row = ResultRow.from_json(dict(old))
+    assert row.attribute_match == {"modality": 0.5, "answer_type": 1.0}
+    assert list(row) == ["schema_version", "run", "example_id", "gold_case_hit", "attribute_match", "em"]
+    assert not any(key.startswith("attribute_match.") for key in row)
+    bare = ResultRow.from_json({"schema_version": 2, "run": "r", "example_id": "b"})
+    assert "attribute_match" not in bare and bare.attribute_match is None  # none measured: no field
+    assert ResultRow.from_json({"run": "r", "example_id": "c", "attribute_match.modality": 0.0}).attribute_match == {
+        "modality": 0.0}  # version 1, through 2
 
 
 def test_a_row_of_a_newer_version_is_a_one_line_error(tmp_path):

@@ -1,7 +1,8 @@
-"""The defaults are the configuration the README measures best: TAT-QA's program pipeline routed (span questions
-extracted) wherever a route applies, its demos cut to what their gold solution reads, and the fewest-token selector
-non-inferior to the most accurate (issue 38); every selector reachable from the command line; the committed
-results keep their run keys (their suites state ``route = ""`` / ``demo_table = "all"``)."""
+"""The defaults are the configuration measured best: TAT-QA's program pipeline routed (span questions extracted)
+wherever a route applies, and the selector and demo cut that the documented rule picks from the committed rows of
+the tokens run (the fewest prompt tokens non-inferior to the most accurate setting: docs/selection_objective.md, "The
+default follows the evidence"; issue 38); every selector reachable from the command line; the committed results keep
+their run keys (their suites state ``route = ""`` / ``demo_table = "all"``)."""
 
 from dataclasses import asdict
 from pathlib import Path
@@ -9,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.bench.scoring.arm_figures import fewest_tokens_non_inferior, read_arms
 from knapsack_dspy.bench.suites.suite import RunSpec, load_suite, suite_from_dict
-from knapsack_dspy.cli import compile as compile_cli
 from knapsack_dspy.cli.main import build_parser
 from knapsack_dspy.docqa.tasks import build_pipeline, task_named
 from knapsack_dspy.selection import SelectionConfig
-from knapsack_dspy.selection.selectors import SELECTORS
+from knapsack_dspy.selection.selectors import DEFAULT_SELECTOR, SELECTORS, make_selector
 
 
 def test_tatqa_program_pipelines_are_routed_by_default_and_nothing_else_is():
@@ -49,13 +50,12 @@ def test_build_pipeline_routes_by_default_and_takes_none(tmp_path):
         build_pipeline("sara", "cot", route="extract_compute")
 
 
-def test_the_default_selector_is_the_measured_one_and_the_cli_names_every_selector(capsys):
-    assert SelectionConfig().selector == "priced_case_coverage"
-    assert set(compile_cli.SELECTOR_NAMES) == set(SELECTORS)
+def test_the_default_selector_is_the_configs_and_the_cli_names_every_selector(capsys):
+    assert SelectionConfig().selector == DEFAULT_SELECTOR  # which one: derived from the rows, below
     with pytest.raises(SystemExit):
         build_parser().parse_args(["compile", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--route {auto,extract_compute,none}" in text and "(default priced_case_coverage)" in text
+    assert "--route {auto,extract_compute,none}" in text and f"(default {DEFAULT_SELECTOR})" in text
     assert "--demo-table {auto,all,gold_rows}" in text and "--demo-paragraphs {auto,all,gold}" in text
     for name in SELECTORS:
         assert name in text
@@ -97,6 +97,39 @@ def test_build_pipeline_cuts_tatqa_program_demos_by_default_and_takes_whole_ones
 
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+#: the non-inferiority margin of the default's rule, in points (docs/selection_objective.md, "The default follows
+#: the evidence": the tokens gate's margin)
+NON_INFERIORITY_MARGIN = 5.0
+
+
+def test_the_default_is_what_the_rule_picks_from_the_committed_rows():
+    """The documented rule applied to the committed rows of the tokens run: each run of the suite an arm (in the
+    suite's order, which breaks ties), the most accurate arm among those asked every question, then the fewest mean
+    prompt tokens among the arms whose lower 90 % bound by document of (arm - most accurate) is >= -5 points. The
+    chosen run's settings must be the package's defaults: its selector with its parameters, and its demo cut."""
+    suite = load_suite(BENCHMARKS / "tatqa_tokens.toml")
+    rows = load_rows(BENCHMARKS.parent / suite.output)
+    order = [run.key for run in suite.runs]
+    arms = read_arms(rows, lambda spec: RunSpec.from_dict(spec).key, order)
+    questions = sorted(set().union(*(answers.keys() for answers in arms.values())))
+    assert set(questions) == set(suite.runs[0].example_ids)  # the run is complete: the rule decides on all of it
+    choice = fewest_tokens_non_inferior(arms, questions, margin=NON_INFERIORITY_MARGIN, order=order)
+    chosen = next(row.spec for row in rows if row.run == choice["chosen"])
+
+    # the default selector is the chosen run's selector with the chosen run's parameters (its token price): the same
+    # class of selection, every setting equal
+    default, measured = make_selector(DEFAULT_SELECTOR), make_selector(chosen["selector"], **chosen["selector_params"])
+    assert SelectionConfig().selector == DEFAULT_SELECTOR and isinstance(default, SELECTORS[chosen["selector"]])
+    assert vars(default) == vars(measured)
+    assert vars(default)["token_price"] == chosen["selector_params"]["token_price"] > 0  # a priced default
+
+    # the demo cut, the route, the budget and M of a default TAT-QA program run are the chosen run's
+    cut = {"demo_table": chosen["demo_table"], "demo_paragraphs": chosen["demo_paragraphs"]}
+    assert task_named("tatqa").default_demo_cut("pot") == cut
+    default_run = RunSpec()
+    assert (default_run.dataset, default_run.pipeline) == (chosen["dataset"], chosen["pipeline"])
+    for setting in ("demo_table", "demo_paragraphs", "route", "budget", "max_exemplars"):
+        assert getattr(default_run, setting) == chosen[setting], setting
 
 
 def test_every_committed_row_is_still_a_run_of_a_committed_suite():

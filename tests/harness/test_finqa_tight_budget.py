@@ -1,4 +1,4 @@
-"""benchmarks/finqa_tight_budget.py: which rows it reads and the figures it computes (no LM)."""
+"""experiments/finqa_tight_budget/finqa_tight_budget.py: which rows it reads and the figures it computes (no LM)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("finqa_tight_budget", ROOT / "benchmarks" / "finqa_tight_budget.py")
+    spec = importlib.util.spec_from_file_location("finqa_tight_budget", ROOT / "experiments" / "finqa_tight_budget" /
+                                                  "finqa_tight_budget.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["finqa_tight_budget"] = module
     spec.loader.exec_module(module)

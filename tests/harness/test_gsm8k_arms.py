@@ -1,4 +1,4 @@
-"""benchmarks/gsm8k_arms.py: GSM8K's arms read from rows (no LM): every arm against KNNFewShot, the aim's two
+"""experiments/gsm8k/gsm8k_arms.py: GSM8K's arms read from rows (no LM): every arm against KNNFewShot, the aim's two
 conditions, the pre-registered questions, and the shared arm figures (``bench/scoring/arm_figures.py``)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ SPEC = {"dataset": "gsm8k", "pipeline": "cot", "pool_split": "pool", "eval_split
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("gsm8k_arms", ROOT / "benchmarks" / "gsm8k_arms.py")
+    spec = importlib.util.spec_from_file_location("gsm8k_arms", ROOT / "experiments" / "gsm8k" / "gsm8k_arms.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["gsm8k_arms"] = module
     spec.loader.exec_module(module)

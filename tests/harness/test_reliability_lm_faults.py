@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
+import knapsack_dspy
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
@@ -175,19 +177,34 @@ def test_bench_retries_transient_failures_on_resume_and_replaces_their_rows(env,
     assert sum(r["lm_calls"] for r in second) == 6
 
 
-def test_bench_retries_other_errors_only_when_told(env, capsys):
+def test_bench_retries_other_errors_only_when_told(env, capsys, monkeypatch):
     out = env / "results"
+    monkeypatch.chdir(env)
     with StubOpenAIServer(reply=chat_adapter_reply(program="ans = 1")) as server:
         suite = _suite(env / "suite.toml", server.base_url, num_retries=0)
         server.fail_next(1, status=401)  # a configuration error: not retried by a plain resume
         assert main(["bench", str(suite), "--out", str(out), "--quiet"]) == 2
         assert [r.get("error_kind") for r in _rows(out)].count("config") == 1
+        _no_path_of_the_machine(env, out)
         assert main(["bench", str(suite), "--out", str(out), "--quiet"]) == 2
         assert server.completion_count() == 6
         assert main(["bench", str(suite), "--out", str(out), "--quiet", "--retry-errors"]) == 0
         assert server.completion_count() == 7
     capsys.readouterr()
     assert len(_rows(out)) == 6 and not any(r.get("error") for r in _rows(out))
+
+
+def _no_path_of_the_machine(env: Path, out: Path) -> None:
+    """What a results directory commits names no folder of this machine (issue 48): suite.json the suite relative to
+    where the bench ran (``paths.portable_path``), a failed row's traceback each file from its ``site-packages`` or
+    ``knapsack_dspy`` folder on (``paths.portable_traceback``)."""
+    assert json.loads((out / "suite.json").read_text())["source"] == "suite.toml"
+    (failed,) = [row for row in load_rows(out) if row.error]
+    assert 'File "site-packages/' in failed.traceback and 'File "knapsack_dspy/' in failed.traceback
+    machine = [str(env), os.environ["KDSPY_DATA_DIR"], sys.prefix, str(Path(knapsack_dspy.__file__).parents[1])]
+    written = [path for path in out.iterdir() if path.suffix in (".json", ".jsonl", ".md")]
+    assert len(written) >= 4  # rows, suite, metrics, report
+    assert [(path.name, folder) for path in written for folder in machine if folder in path.read_text()] == []
 
 
 def test_timeout_and_retries_are_set_per_suite_and_per_command(env, monkeypatch):

@@ -1,4 +1,4 @@
-"""benchmarks/selection_objective_gate.py: which rows the gate reads (no LM)."""
+"""experiments/selection_objective/selection_objective_gate.py: which rows the gate reads (no LM)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _script():
     spec = importlib.util.spec_from_file_location("selection_objective_gate",
-                                                  ROOT / "benchmarks" / "selection_objective_gate.py")
+                                                  ROOT / "experiments" / "selection_objective" /
+                                                  "selection_objective_gate.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["selection_objective_gate"] = module
     spec.loader.exec_module(module)

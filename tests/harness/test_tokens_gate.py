@@ -1,4 +1,4 @@
-"""benchmarks/tokens_gate.py: the tokens gate read from rows (no LM): arms named by their settings, seconds of a
+"""experiments/tokens/tokens_gate.py: the tokens gate read from rows (no LM): arms named by their settings, seconds of a
 prompt two arms share, the gate's three conditions."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ ARM_SPECS = {
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("tokens_gate", ROOT / "benchmarks" / "tokens_gate.py")
+    spec = importlib.util.spec_from_file_location("tokens_gate", ROOT / "experiments" / "tokens" / "tokens_gate.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["tokens_gate"] = module
     spec.loader.exec_module(module)
@@ -104,8 +104,9 @@ def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):
 
 
 def _default_script():
-    _script()  # benchmarks/tokens_default.py reads the gate's arm names
-    spec = importlib.util.spec_from_file_location("tokens_default", ROOT / "benchmarks" / "tokens_default.py")
+    _script()  # experiments/tokens/tokens_default.py reads the gate's arm names
+    spec = importlib.util.spec_from_file_location("tokens_default",
+                                                  ROOT / "experiments" / "tokens" / "tokens_default.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

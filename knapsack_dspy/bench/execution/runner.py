@@ -42,6 +42,7 @@ from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.llm.local_server import request_slots
 from knapsack_dspy.llm.recorded_replies import REPLAY_CHECK_FILE, active_check, replaying_now
 from knapsack_dspy.modules.compile_hooks import PrefetchesEmbeddings
+from knapsack_dspy.paths import portable_path
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -70,7 +71,8 @@ def run_suite(suite: Suite, out_dir: str | Path, *, data_dir=None, limit: int | 
         suite_file = out_dir / "suite.json"
         try:
             runs = [asdict(r) for r in suite.runs]
-            suite_file.write_text(json.dumps({"name": suite.name, "source": suite.source, "runs": runs},
+            source = portable_path(suite.source) if suite.source else suite.source  # no path of this machine
+            suite_file.write_text(json.dumps({"name": suite.name, "source": source, "runs": runs},
                                              indent=2, default=str))
         except OSError as exc:
             raise results_write_error(suite_file, exc) from None

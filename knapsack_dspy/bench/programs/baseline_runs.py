@@ -10,10 +10,11 @@ from pathlib import Path
 
 import dspy
 
-from knapsack_dspy.bench.programs.dspy_baselines import BaselineProgram, compile_baseline, pool_view
+from knapsack_dspy.bench.programs.dspy_baselines import BaselineProgram, compile_baseline
 from knapsack_dspy.bench.scoring.example_scores import correctness_metric
 from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES, is_dspy_baseline, needs_lm
 from knapsack_dspy.bench.suites.suite import SuiteError
+from knapsack_dspy.docqa.metrics.selection_proxies import pool_view
 from knapsack_dspy.llm.call_counter import call_counts
 
 __all__ = ["check_baseline_runs", "compile_baseline_run", "wants_validation_slice"]

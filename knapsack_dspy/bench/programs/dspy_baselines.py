@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
@@ -40,11 +39,12 @@ from dspy.utils.callback import BaseCallback
 
 from knapsack_dspy.bench.programs.thread_quiet import quiet_in_this_thread
 from knapsack_dspy.bench.suites.baseline_names import DSPY_BASELINES
+from knapsack_dspy.docqa.metrics.selection_proxies import PoolView
 from knapsack_dspy.docqa.pipelines.program_qa import ProgramQA
 from knapsack_dspy.llm.token_counter import token_count_kind
 from knapsack_dspy.teleprompt.knapsack_few_shot import fit_sub_modules
 
-__all__ = ["BaselineProgram", "PoolView", "compile_baseline", "pool_view"]
+__all__ = ["BaselineProgram", "compile_baseline"]
 
 NO_ID = "(no id)"  # a demo without an id (a bootstrapped trace)
 #: ``dspy_bootstrap``'s bootstrapped and labeled demos: the numbers DSPy's tutorials use (issue 50)
@@ -64,25 +64,6 @@ class PredictorHolder(dspy.Module):
 
     async def aforward(self, **kwargs):
         return await self.predict.acall(**kwargs)
-
-
-@dataclass
-class PoolView:
-    """What the selection-quality metrics read about the pool (as ``SelectExemplars`` holds it)."""
-
-    pool_ids: list[str]
-    programs: list[str]
-    pool_attributes: dict[str, list[str]] = field(default_factory=dict)
-
-
-def pool_view(pool: Sequence, attributes: Sequence[str]) -> PoolView:
-    view = PoolView([str(ex.get("id", i)) for i, ex in enumerate(pool)],
-                    [str(ex.get("program") or ex.get("derivation") or "") for ex in pool])
-    for attr in {*attributes, "modality", "answer_type"}:
-        values = [ex.get(attr) for ex in pool]
-        if any(v not in (None, "") for v in values):
-            view.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
-    return view
 
 
 def _demo_trainset(student, predictor: dspy.Predict, pool: Sequence) -> list[dspy.Example]:

@@ -54,8 +54,10 @@ def _text(value) -> str:
     return text if len(text) <= MAX_FIELD_CHARS else text[:MAX_FIELD_CHARS] + " …"
 
 
-def _program_demos(path: Path) -> dict[str, tuple[dict, list[str]]]:
-    """Per selecting predictor of the saved program: (pool id -> demo, the fields its prompt shows)."""
+def _program_demos(path: Path) -> tuple[dict[str, tuple[dict, list[str]]], Callable[[ResultRow], str]]:
+    """Per selecting predictor of the saved program: (pool id -> demo, the fields its prompt shows); and which of
+    them a row's exemplars come from: the one the program says the row's route drew them from
+    (``demo_predictor_of_route``: a routed pipeline's extractor for its extract route), else the main one."""
     program = load_program(path)
     out = {}
     for name, predictor in program.named_predictors():
@@ -66,14 +68,13 @@ def _program_demos(path: Path) -> dict[str, tuple[dict, list[str]]]:
     main = getattr(program, "demo_predictor_name", None)
     if main in out:  # the default route first
         out = {main: out[main], **{k: v for k, v in out.items() if k != main}}
-    return out
+    of_route = getattr(program, "demo_predictor_of_route", None)
 
+    def predictor_for(row: ResultRow) -> str:
+        name = None if of_route is None else of_route(row.route)
+        return name if name in out else next(iter(out))
 
-def _predictor_for(row: ResultRow, names: list[str]) -> str:
-    """The predictor whose exemplars a row lists: the extractor's for the extract route, else the main one."""
-    if row.route == "extract":
-        return next((n for n in names if n.split(".")[0] == "extract"), names[0])
-    return names[0]
+    return out, predictor_for
 
 
 def index_exemplars(rows: Iterable[Mapping], out_dir: Path,
@@ -89,10 +90,10 @@ def index_exemplars(rows: Iterable[Mapping], out_dir: Path,
     for run, run_rows in by_run.items():
         spec = run_rows[0].spec
         path = run_program.saved_program_path(out_dir, run, spec)
-        programs = {}
+        programs, predictor_for = {}, None
         if path.is_file():
             try:
-                programs = _program_demos(path)
+                programs, predictor_for = _program_demos(path)
             except (ValueError, OSError, NotCompiledError) as exc:
                 index.notes.append(f"{path.name}: {one_line(exc, 200)}; its exemplars are read from the pool")
         pool = None
@@ -100,7 +101,7 @@ def index_exemplars(rows: Iterable[Mapping], out_dir: Path,
             pool = _pool_of(spec, load_pool, pools, index)
         for row in run_rows:
             keys = []
-            name = _predictor_for(row, list(programs)) if programs else None
+            name = predictor_for(row) if programs else None
             for exemplar_id in row.exemplar_ids:
                 exemplar_id = str(exemplar_id)
                 if name is not None and exemplar_id in programs[name][0]:

@@ -37,8 +37,9 @@ _BAD_KEY = re.compile(r"[^\w\-. :/]")
 _RUN_METRICS = ("n", "accuracy", "em", "f1", "authors_rule", "within_budget", "gold_case_hit", "mean_exemplars",
                 "mean_prompt_tokens", "prompt_tokens_used", "completion_tokens_used", "lm_calls", "cache_hits",
                 "cost_usd", "seconds", "median_latency_s", "answered_wrong", "could_not_ask", "internal_errors",
-                "score_errors", "program_score", "selection_ms_median", "attribute_match.modality",
-                "attribute_match.answer_type")
+                "score_errors", "program_score", "selection_ms_median")
+#: and every ``attribute_match.<attribute>`` a run records (``run_metrics``)
+_ATTRIBUTE_MATCH = "attribute_match."
 _RESULT_FILES = ("report.md", "metrics.json", "comparisons.json", "suite.json", "predictions.jsonl", "page.html")
 
 
@@ -121,7 +122,7 @@ def _number(value) -> float | None:
 def run_metrics_to_log(m: Mapping[str, Any]) -> dict[str, float]:
     """The MLflow metrics of one run's entry of ``metrics.json``."""
     out: dict[str, float] = {}
-    for name in _RUN_METRICS:
+    for name in (*_RUN_METRICS, *(key for key in m if key.startswith(_ATTRIBUTE_MATCH))):
         value = _number(m.get(name))
         if value is None:
             continue

@@ -66,7 +66,7 @@ def setting_title(setting: tuple) -> str:
 def _main_table(items: list[dict], title: str) -> Table:
     if items[0]["spec"].get("selection_only"):
         cols = [("gold-case hit", "gold_case_hit"), ("program score", "program_score"),
-                ("modality match", "attribute_match.modality"), ("within budget", "within_budget"),
+                *_attribute_columns(items), ("within budget", "within_budget"),
                 ("#exemplars", "mean_exemplars"), ("prompt tokens", "mean_prompt_tokens"),
                 ("exemplar tokens", "mean_exemplar_tokens"), ("selection ms (median)", "selection_ms_median"),
                 ("ended by a limit", "limited"), ("of which the greedy's", "limited_greedy")]
@@ -137,18 +137,28 @@ def _comparison_tables(comparisons: list[dict], title: str) -> list[Table]:
     return tables
 
 
+def _attribute_columns(items: list[dict]) -> list[tuple[str, str]]:
+    """(title, metrics key) of the attribute matches shown: of each attribute the runs' selections constrain
+    (``attributes``) that a run measured (``attribute_match.<attribute>``)."""
+    constrained = dict.fromkeys(a for m in items for a in (m["spec"].get("attributes") or ()))
+    return [(f"{a} match", f"attribute_match.{a}") for a in constrained
+            if any(m.get(f"attribute_match.{a}") is not None for m in items)]
+
+
 def _quality_table(items: list[dict], title: str) -> list[Table]:
-    quality = [m for m in items if m.get("gold_case_hit") is not None or m.get("attribute_match.modality") is not None]
+    matches = _attribute_columns(items)
+    quality = [m for m in items if m.get("gold_case_hit") is not None
+               or any(m.get(key) is not None for _, key in matches)]
     if items[0]["spec"].get("selection_only") or not quality:
         return []
     rows = []
     for m in quality:
         ps = m.get("program_score")
         rows.append([str(m.get("label")), _fmt(m, "gold_case_hit"), "–" if ps is None else f"{ps:.3f}",
-                     _fmt(m, "attribute_match.modality"), _fmt(m, "selection_ms_median")])
+                     *(_fmt(m, key) for _, key in matches), _fmt(m, "selection_ms_median")])
     return [Table("Selection quality (model-free)",
-                  ["selector", "gold-case hit", "program score", "modality match", "selection ms (median)"], rows,
-                  setting=title, kind="quality")]
+                  ["selector", "gold-case hit", "program score", *(name for name, _ in matches),
+                   "selection ms (median)"], rows, setting=title, kind="quality")]
 
 
 def _run_names(items: list[dict]) -> dict[str, str]:

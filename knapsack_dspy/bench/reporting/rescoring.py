@@ -4,7 +4,7 @@ Each stored row keeps what the model produced (``answer``, ``scale``, ``output``
 (``gold``, ``em``, ``f1``, ``correct``, ...) are recomputed from those with
 :func:`knapsack_dspy.bench.scoring.example_scores.score_prediction`, against the examples of the row's eval split.
 Use it after a metric fix: the LM work is kept, only the judgement is redone. The model-free selection-quality fields
-(``gold_case_hit``, ``program_score``, ``attribute_match.*``) are recomputed too, for the runs whose compiled
+(``gold_case_hit``, ``program_score``, ``attribute_match``) are recomputed too, for the runs whose compiled
 program is still in ``<dir>/programs/`` (it holds the pool's programs and attributes); selection-only rows
 get only that. The file is rewritten atomically (a temporary file with the original's permissions, then a
 rename; committed rows, ``predictions.jsonl.gz`` alone, are rewritten gzipped), and only when a row changed,
@@ -28,7 +28,7 @@ from knapsack_dspy.bench.results.row_schema import ResultRow, as_row
 from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, ResultsStore, rows_file
 from knapsack_dspy.bench.scoring.example_scores import score_prediction, selection_quality
 from knapsack_dspy.docqa.pipelines.pipeline import load_program
-from knapsack_dspy.docqa.pipelines.pipeline_names import PROGRAM_PIPELINES
+from knapsack_dspy.docqa.pipelines.recorded_outputs import recorded_prediction
 from knapsack_dspy.errors import KnapsackDspyError
 
 R = ResultRow
@@ -38,7 +38,7 @@ VERDICT_FIELDS = (R.em, R.f1, R.correct)
 SCORE_FIELDS = (R.gold, R.gold_scale, R.em, R.f1, R.correct, R.program_correct, R.program_check, R.kdspy_lenient,
                 R.within_10pct, R.authors_rule, R.case_type, R.score_error)
 #: Row fields of the model-free selection quality (``bench.scoring.example_scores.selection_quality``).
-SELECTION_FIELDS = (R.gold_case_hit, R.program_score, R.attribute_match_modality, R.attribute_match_answer_type)
+SELECTION_FIELDS = (R.gold_case_hit, R.program_score, R.attribute_match)
 
 
 class RescoreError(KnapsackDspyError, ValueError):
@@ -46,10 +46,7 @@ class RescoreError(KnapsackDspyError, ValueError):
 
 
 def _prediction(row: ResultRow) -> SimpleNamespace:
-    pipeline = row.spec.get("pipeline")
-    program = row.output if pipeline in PROGRAM_PIPELINES else None
-    language = "python" if pipeline == "python_pot" else "finqa"  # "pot" on FinQA writes the DSL
-    return SimpleNamespace(answer=row.answer, scale=row.scale, program=program, language=language)
+    return recorded_prediction(row.spec.get("pipeline"), row.answer, row.scale, row.output)
 
 
 def rescore_row(row: Mapping, example) -> ResultRow:

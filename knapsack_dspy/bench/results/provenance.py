@@ -3,7 +3,8 @@
 Every row a run writes records ``provenance``: the code (commit, and whether the working tree had uncommitted
 changes), the versions of the packages the answers depend on (dspy, litellm, knapsack-dspy, and xllamacpp for
 the embedded ``local/`` models), the model, the sha256 of its weights (``local/`` models: the catalogue's
-digest, checked when the weights are joined), the DSPy adapter and the seed.
+digest, checked when the weights are joined, or a GGUF file's own, ``local_models.weights_sha256``), the DSPy
+adapter and the seed.
 
 The commit comes from git when the code is a checkout (``git rev-parse HEAD``; ``dirty`` from ``git status``),
 or from ``knapsack_dspy/_commit.py``, which ``git archive`` stamps (an export has no ``.git``: ``dirty`` is
@@ -27,7 +28,7 @@ from pathlib import Path
 from knapsack_dspy import _commit
 from knapsack_dspy.bench.results.row_schema import as_row, rows_of
 from knapsack_dspy.errors import KnapsackDspyError
-from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
+from knapsack_dspy.llm.local_models import is_local_model, weights_sha256
 
 __all__ = [
     "UNRECORDED",
@@ -90,7 +91,7 @@ def run_provenance(model: str | None, *, adapter: str | None, seed: int | None) 
         "code": code_provenance(),
         "packages": packages,
         "model": model,
-        "model_sha256": local_model_spec(model).sha256 if local else None,
+        "model_sha256": weights_sha256(model) if local else None,
         "adapter": adapter,
         "seed": seed,
     }

@@ -8,8 +8,9 @@ A row written since schema version 2 keeps each call's reply (``completions``, a
 An older row kept only what the pipeline made of the reply; for the rows where that is the whole reply it is
 rebuilt exactly as DSPy's ChatAdapter wrote it: a single-call program row (the program-of-thought writer's only
 output field is ``program``: the row's ``output``) and a single-call extraction (``answer``: the row's
-``raw_answer``; an answer that then failed -- a program that did not run -- had its reply too). Rows whose call
-failed, or with a call whose reply is not recoverable, give nothing.
+``raw_answer``; an answer that then failed -- a program that did not run -- had its reply too): which pipeline and
+route that is, ``docqa/pipelines/recorded_outputs.single_call_reply`` says. Rows whose call failed, or with a call
+whose reply is not recoverable, give nothing.
 """
 
 from __future__ import annotations
@@ -20,11 +21,9 @@ from pathlib import Path
 
 from knapsack_dspy.bench.results.row_outcomes import ANSWER
 from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.docqa.pipelines.recorded_outputs import single_call_reply
 
 __all__ = ["RecordedReplies", "chat_reply", "recorded_replies"]
-
-#: The routes whose single call's reply a version-1 row lets us rebuild: route -> (output field, row field).
-_REBUILT = {"compute": ("program", "output"), "": ("program", "output"), "extract": ("answer", "raw_answer")}
 
 
 def chat_reply(**fields) -> str:
@@ -68,11 +67,9 @@ def _rebuilt_reply(row) -> str | None:
         return None
     if row.error and row.error_kind != ANSWER:  # the call failed: no reply (an answer error still had one)
         return None
-    if (row.spec or {}).get("pipeline") not in ("pot", "python_pot", "finqa_pot"):
-        return None
-    target = _REBUILT.get(row.route or "")
-    value = None if target is None else getattr(row, target[1])
-    return None if value is None else chat_reply(**{target[0]: value})
+    fields = single_call_reply((row.spec or {}).get("pipeline"), row.route, program=row.output,
+                               raw_answer=row.raw_answer)
+    return None if fields is None else chat_reply(**fields)
 
 
 def recorded_replies(paths: Iterable[str | Path]) -> RecordedReplies:

@@ -155,10 +155,9 @@ class ResultRow(Mapping):
     latency_budget = RowField("float", "latency budget: the seconds the prompt was allowed")
     gold_case_hit = RowField("bool", "model-free: an exemplar's program matches the gold program (>= 0.9)")
     program_score = RowField("float | None", "model-free: the best program similarity of an exemplar to the gold one")
-    attribute_match_modality = RowField("float", "model-free: share of exemplars of the question's gold modality",
-                                        key="attribute_match.modality")
-    attribute_match_answer_type = RowField("float", "model-free: share of exemplars of its gold answer type",
-                                           key="attribute_match.answer_type")
+    attribute_match = RowField("dict", "model-free: attribute -> the share of the exemplars whose value of it is the "
+                                       "question's gold value (``docqa.metrics.selection_proxies``; the attributes the "
+                                       "question has a value of)")
 
     # -- the answer -------------------------------------------------------------------------------------
     output = RowField("any", "the program or reasoning the LM wrote (None: no reply)")
@@ -167,7 +166,8 @@ class ResultRow(Mapping):
     error = RowField("str | None", "what went wrong (None: nothing)")
     error_kind = RowField("str | None", f"the error's kind: {', '.join(ERROR_KINDS)} (``bench.results.row_outcomes``); "
                                         f"{UNRECORDED!r} for a version-1 row whose LM call failed")
-    traceback = RowField("str", "the last frames of a failed LM call or pipeline")
+    traceback = RowField("str", "the last frames of a failed LM call or pipeline (files named from their "
+                                "site-packages or knapsack_dspy folder on: paths.portable_traceback)")
     attempts = RowField("int | None", "program attempts (a repair turn makes 2; samples with self-consistency)")
     route = RowField("any", "routed pipelines: the route the question took (extract / compute)")
     routed_answer_type = RowField("any", "routed pipelines: the answer type the router predicted")
@@ -323,8 +323,29 @@ def _from_version_1(row: dict) -> dict:
     return {"schema_version": 2, **{k: v for k, v in row.items() if k != "schema_version"}}
 
 
+#: The prefix of version 2's fields of one attribute's match each (``attribute_match.modality``).
+_ATTRIBUTE_MATCH_PREFIX = "attribute_match."
+
+
+def _from_version_2(row: dict) -> dict:
+    """Version 2 -> 3: the fields ``attribute_match.<attribute>`` become one ``attribute_match`` field (attribute ->
+    share, in the order they were written), where the first of them was."""
+    shares = {key[len(_ATTRIBUTE_MATCH_PREFIX):]: value for key, value in row.items()
+              if key.startswith(_ATTRIBUTE_MATCH_PREFIX)}
+    out: dict = {}
+    for key, value in row.items():
+        if key == "schema_version":
+            continue
+        if key.startswith(_ATTRIBUTE_MATCH_PREFIX):
+            if "attribute_match" not in out:
+                out["attribute_match"] = shares
+            continue
+        out[key] = value
+    return {"schema_version": 3, **out}
+
+
 #: ``version -> function`` turning a row of that version into one of the next.
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _from_version_1}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _from_version_1, 2: _from_version_2}
 
 
 def as_row(row: Mapping) -> ResultRow:

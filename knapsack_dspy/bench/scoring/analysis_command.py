@@ -1,5 +1,5 @@
 """The command line of an analysis script that reads a results directory's rows (no LM) and prints its figures:
-``benchmarks/tokens_gate.py``, ``benchmarks/tokens_default.py``, ``benchmarks/gsm8k_arms.py``.
+``experiments/tokens/tokens_gate.py``, ``experiments/tokens/tokens_default.py``, ``experiments/gsm8k/gsm8k_arms.py``.
 
 One shape for all of them: a results directory, ``--json OUT`` to also write the figures, the report on stdout, and
 for bad input (the rows, the arms, the data: any :class:`~knapsack_dspy.errors.KnapsackDspyError`) one line on

@@ -1,11 +1,12 @@
 """The runs of one results directory read as the named arms of a pre-registered comparison: per arm and question
 whether it was right, its prompt tokens and seconds; per arm the figures an analysis reports; paired differences.
 
-What the gate scripts share (``benchmarks/tokens_gate.py``, ``benchmarks/gsm8k_arms.py``): each names its runs by
-its own rule (``arm_of(spec) -> arm``, raising :class:`ArmError` for a run it does not know) and decides its own
-gate. A prompt two arms share is answered once (DSPy's cache): the row the cache served is given the seconds of
-the row that asked it (the same ``prompt_sha256``), so that an arm's seconds per question are what it costs alone.
-A row whose LM call failed counts as wrong, as in the reports (a resumed run asks it again and replaces it).
+What the gate scripts share (``experiments/tokens/tokens_gate.py``, ``experiments/gsm8k/gsm8k_arms.py``): each
+names its runs by its own rule (``arm_of(spec) -> arm``, raising :class:`ArmError` for a run it does not know) and
+decides its own gate. A prompt two arms share is answered once (DSPy's cache): the row the cache served is given
+the seconds of the row that asked it (the same ``prompt_sha256``), so that an arm's seconds per question are what
+it costs alone. A row whose LM call failed counts as wrong, as in the reports (a resumed run asks it again and
+replaces it).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def parse_question_range(text: str) -> tuple[int, int]:
 
 def order_key(spec: Mapping) -> tuple:
     """What fixes a run's question order (rows with equal keys count positions alike)."""
-    return (spec.get("dataset") or "tatqa", spec.get("eval_split"), spec.get("eval_path") or "",
+    return (spec.get("dataset") or RunSpec.dataset, spec.get("eval_split"), spec.get("eval_path") or "",
             spec.get("order_seed"), tuple(spec.get("example_ids") or ()))
 
 

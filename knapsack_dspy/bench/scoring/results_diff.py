@@ -4,7 +4,7 @@
 
 (``benchmarks/compare_results.py`` runs :func:`main`.)
 
-Behaviour checks use it: run the same suite from two commits (e.g. ``git archive <commit> | tar -x -C /tmp/base``
+Behaviour checks use it: run the same suite from two commits (e.g. ``git archive <commit> | tar -x -C ../base``
 and the working tree) into two directories, then compare. Exit status 0 when nothing differs, 1 otherwise
 (2 for unreadable input).
 

@@ -53,6 +53,17 @@ def _values(items: list[ResultRow], field) -> list:
     return [value for value in (field.of(r) for r in items) if value is not None]
 
 
+def _attribute_matches(items: list[ResultRow]) -> dict[str, float]:
+    """``attribute_match.<attribute>``: the mean share (percent) of exemplars matching the question's gold value of
+    each attribute the rows record (``ResultRow.attribute_match``), in the order first recorded."""
+    shares: dict[str, list[float]] = {}
+    for row in items:
+        for attribute, share in (row.attribute_match or {}).items():
+            if share is not None:
+                shares.setdefault(attribute, []).append(share)
+    return {f"attribute_match.{attribute}": 100.0 * statistics.fmean(values) for attribute, values in shares.items()}
+
+
 def _score_fields(items: list[ResultRow]) -> dict:
     """Accuracy, EM and F1 (percent) with their intervals, over ``items``."""
     n = len(items)
@@ -209,10 +220,7 @@ def aggregate(rows: Iterable[Mapping], facts: QuestionFacts | None = None) -> di
         scores = _values(items, ResultRow.program_score)
         if scores:
             m["program_score"] = statistics.fmean(scores)
-        for field in (ResultRow.attribute_match_modality, ResultRow.attribute_match_answer_type):
-            vals = _values(items, field)
-            if vals:
-                m[field.name] = 100.0 * statistics.fmean(vals)
+        m.update(_attribute_matches(items))
         m["score"] = m.get("f1") if m.get("f1") is not None else m.get("accuracy")
         out[run] = m
     _label_runs(out)

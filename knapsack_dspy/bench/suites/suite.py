@@ -56,6 +56,7 @@ from knapsack_dspy.docqa.pipelines.pipeline_names import (
     AUTO_DEMO_CUT,
     AUTO_ROUTE,
     DEMO_CUT_SETTINGS,
+    ROUTED_PIPELINES,
     ROUTINGS,
     UNCUT,
     is_program_spec,
@@ -221,7 +222,7 @@ def expand(group: dict, source: str) -> list[RunSpec]:
 
 def _dataset_problem(run: RunSpec) -> str | None:
     if run.dataset not in TASKS:
-        return f"unknown dataset {run.dataset!r}; datasets: {', '.join(TASKS)}"
+        return f"unknown dataset {run.dataset!r}; datasets: {', '.join(sorted(TASKS))}"
     return None
 
 
@@ -292,8 +293,9 @@ def _route_problem(run: RunSpec) -> str | None:
     if (run.route or None) not in ROUTINGS:
         return f"unknown route {run.route!r}; routes: {', '.join(r for r in ROUTINGS if r)} (or none)"
     task = TASKS.get(run.dataset)
-    if run.route and task is not None and (not task.routable or run.pipeline not in ("pot", "finqa_pot")):
-        return f"route {run.route!r} routes between extraction and a program: pipeline 'pot' or 'finqa_pot'"
+    if run.route and task is not None and not task.routes(run.pipeline):
+        return (f"route {run.route!r} routes between extraction and a program: pipeline "
+                f"{' or '.join(map(repr, ROUTED_PIPELINES))}")
     return None
 
 
@@ -311,7 +313,7 @@ def _retries_problem(run: RunSpec) -> str | None:
 
 def _pool_dataset_problem(run: RunSpec) -> str | None:
     if run.pool_dataset and run.pool_dataset not in TASKS:
-        return f"unknown dataset {run.pool_dataset!r}; datasets: {', '.join(TASKS)}"
+        return f"unknown dataset {run.pool_dataset!r}; datasets: {', '.join(sorted(TASKS))}"
     return None
 
 
@@ -320,7 +322,7 @@ def _statute_tokens_problem(run: RunSpec) -> str | None:
         return None
     task = TASKS.get(run.dataset)
     if task is not None and not task.takes_statute_budget:
-        takers = ", ".join(name for name, t in TASKS.items() if t.takes_statute_budget)
+        takers = ", ".join(sorted(name for name, t in TASKS.items() if t.takes_statute_budget))
         return f"a statute budget is for the statute tasks ({takers}), not {run.dataset!r}"
     return None if run.statute_tokens >= 1 else f"must be a positive number of tokens, got {run.statute_tokens!r}"
 
@@ -339,8 +341,9 @@ def _demo_cut_problem(run: RunSpec) -> str | None:
                 f"{', '.join((AUTO_DEMO_CUT, *DEMO_PARAGRAPHS))}")
     if run.demo_table_rows < 0:
         return f"demo_table_rows must be an integer >= 0, got {run.demo_table_rows!r}"
-    if run.dataset == "sara" and (run.demo_table, run.demo_paragraphs) != ("all", "all"):
-        return "demo_table / demo_paragraphs cut table + text demos; SARA's have none"
+    task = TASKS.get(run.dataset)
+    if task is not None and not task.cuts_demos and (run.demo_table, run.demo_paragraphs) != (UNCUT, UNCUT):
+        return f"demo_table / demo_paragraphs cut table + text demos; {run.dataset}'s have none"
     return None
 
 

@@ -1,11 +1,14 @@
-"""``load_examples``: one entry point for every data set, from the data directory, a file or the hub."""
+"""``load_examples``: one entry point for every data set, from the data directory, a file or the hub.
+
+A data set is declared by its task (``docqa/tasks/<name>.py``: its ``DatasetSpec``) and registered with it; the
+loader finds the tasks on first use (``docqa/task_discovery.py``)."""
 
 from __future__ import annotations
 
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -14,15 +17,12 @@ from knapsack_dspy import paths
 from knapsack_dspy.docqa.data.document_parts import in_part
 from knapsack_dspy.docqa.data.errors import DataError, LoadReport, SkippedRecord
 from knapsack_dspy.docqa.data.example_fields import make_example
-from knapsack_dspy.docqa.data.finqa import parse_finqa_record
-from knapsack_dspy.docqa.data.finqa_cases import parse_finqa_case
 from knapsack_dspy.docqa.data.readers import read_hub_rows, read_records
-from knapsack_dspy.docqa.data.sara import parse_sara_case
-from knapsack_dspy.docqa.data.tatqa import parse_tatqa_record, record_size
+from knapsack_dspy.docqa.task_discovery import discover_tasks
 from knapsack_dspy.errors import KnapsackDspyWarning
 
-__all__ = ["DATASETS", "DataWarning", "DatasetSpec", "LoadedExamples", "find_split_file", "load_examples",
-           "register_dataset"]
+__all__ = ["DATASETS", "DataWarning", "DatasetSpec", "LoadedExamples", "find_split_file", "ignore_split",
+           "load_examples", "register_dataset", "unregister_dataset"]
 
 
 class DataWarning(KnapsackDspyWarning, UserWarning):
@@ -56,51 +56,53 @@ class DatasetSpec:
     parts: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
 
-def _ignore_split(parse):
+def ignore_split(parse: Callable) -> Callable:
+    """A ``DatasetSpec.parse`` of ``parse(record)``: for a data set whose records read the same in every split."""
     return lambda record, split: parse(record)
 
 
-#: FinQA's splits cut by page (``document_parts``): ``dev_docs_tune`` is the eval part of ``dev_docs`` (the
-#: TAT-QA rule; named as TAT-QA's ``dev_tune``, for tuning), ``docs_pool`` every page no tuning question is about.
-FINQA_PARTS = (("train_docs_pool", (("train_docs", "pool"),)), ("train_docs_eval", (("train_docs", "eval"),)),
-               ("dev_docs_pool", (("dev_docs", "pool"),)), ("dev_docs_tune", (("dev_docs", "eval"),)),
-               ("docs_pool", (("train_docs", ""), ("dev_docs", "pool"))))
+class _Datasets(Mapping):
+    """name -> ``DatasetSpec``, read-only (``register_dataset`` adds to it): a name not registered yet makes the
+    tasks be found first (``docqa/task_discovery.py``), as does listing the names."""
 
-#: TAT-QA's pool cut in two halves by document (``document_parts``, folds): cross-fitting on the pool alone.
-TATQA_FOLDS = (("dev_pool_fold0", (("dev_pool", "fold0"),)), ("dev_pool_fold1", (("dev_pool", "fold1"),)))
+    def __getitem__(self, name: str) -> DatasetSpec:
+        if name not in _SPECS:
+            discover_tasks()
+        return _SPECS[name]
 
-DATASETS: dict[str, DatasetSpec] = {
-    "tatqa": DatasetSpec(
-        "tatqa", "tatqa",
-        ("{split}.json.gz", "{split}.json", "{split}.jsonl", "tatqa_dataset_{split}.json"),
-        _ignore_split(parse_tatqa_record), ("dev", "dev_pool", "dev_tune", *(name for name, _ in TATQA_FOLDS)),
-        record_size=record_size, not_splits=("dev_sample_prediction",), parts=TATQA_FOLDS),
-    "finqa": DatasetSpec(
-        "finqa", "finqa", ("{split}.json", "{split}.json.gz", "{split}.jsonl"),
-        _ignore_split(parse_finqa_record),
-        ("train", "dev", "test", "train_docs", "dev_docs", *(name for name, _ in FINQA_PARTS)),
-        documents_note=("the data directory holds FinQA documents for train_docs and dev_docs only (parts: "
-                        "train_docs_pool / _eval, dev_docs_pool / _tune, docs_pool); other splits: question/program "
-                        "CSVs (dataset 'finqa_cases'), or pass path=<official FinQA JSON> or source='hub:<id>'"),
-        parts=FINQA_PARTS),
-    "finqa_cases": DatasetSpec(
-        "finqa_cases", "finqa", ("{split}_meta.csv.gz", "{split}_meta.csv"),
-        lambda record, split: parse_finqa_case(record, split), ("train", "dev")),
-    "sara": DatasetSpec(
-        "sara", "sara", ("cases_{split}.json.gz", "cases_{split}.json", "cases_{split}.jsonl"),
-        _ignore_split(parse_sara_case), ("train",), default_split="train"),
-}
+    def __contains__(self, name) -> bool:
+        if name not in _SPECS:
+            discover_tasks()
+        return name in _SPECS
+
+    def __iter__(self) -> Iterator[str]:
+        discover_tasks()
+        return iter(list(_SPECS))
+
+    def __len__(self) -> int:
+        discover_tasks()
+        return len(_SPECS)
+
+
+_SPECS: dict[str, DatasetSpec] = {}
+#: every data set ``load_examples`` reads: its task registered it (``register_dataset``)
+DATASETS = _Datasets()
 
 
 def register_dataset(spec: DatasetSpec, replace: bool = False) -> DatasetSpec:
     """Make ``load_examples(spec.name, ...)`` read a data set's files as ``spec`` says (a task registers its own:
-    ``docqa.tasks``); a name already taken by another spec is an error unless ``replace=True``."""
+    ``docqa.tasks.register_task``); a name already taken by another spec is an error unless ``replace=True``."""
     if not isinstance(spec, DatasetSpec):
         raise TypeError(f"register_dataset: {spec!r} is not a DatasetSpec")
-    if spec.name in DATASETS and DATASETS[spec.name] is not spec and not replace:
+    if spec.name in _SPECS and _SPECS[spec.name] is not spec and not replace:
         raise ValueError(f"register_dataset: the name {spec.name!r} is taken (pass replace=True to replace it)")
-    DATASETS[spec.name] = spec
+    _SPECS[spec.name] = spec
     return spec
+
+
+def unregister_dataset(name: str) -> DatasetSpec | None:
+    """Forget the data set ``name`` (``docqa.tasks.unregister_task`` forgets its task too); its spec, or None."""
+    return _SPECS.pop(name, None)
 
 
 def _available_splits(folder: Path, spec: DatasetSpec) -> list[str]:
@@ -149,8 +151,8 @@ def _whole_split_file(dataset: str, split: str, data_dir) -> Path:
 
 
 def _spec(dataset: str) -> DatasetSpec:
-    if dataset not in DATASETS:
-        raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+    if not isinstance(dataset, str) or dataset not in DATASETS:
+        raise DataError(f"unknown dataset {dataset!r}; expected one of {', '.join(sorted(DATASETS))}")
     return DATASETS[dataset]
 
 

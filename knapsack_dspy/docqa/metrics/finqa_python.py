@@ -22,7 +22,7 @@ program: an analysis of recorded rows, never part of answering.
 
 :func:`apply_fixes` applies the **mechanical fixes** (:data:`FIXES`) to an executed answer. They read the question,
 the program and its value -- never the gold answer -- so a replay of recorded rows through them
-(``benchmarks/finqa_python_failures.py --replay``) is what an answerer applying them would have scored:
+(``experiments/finqa_python/finqa_python_failures.py --replay``) is what an answerer applying them would have scored:
 
 * ``percent_as_ratio``: a question asking for a percentage whose program multiplies its result by 100 (the
   expression the answer comes from, followed through ``ans = name`` aliases: :func:`result_expression`) -> the

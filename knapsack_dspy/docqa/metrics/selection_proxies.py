@@ -11,18 +11,42 @@ Over a validation set: ``within_budget`` share, means of those, and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from knapsack_dspy.docqa.metrics.selection_quality import score_query
 
+#: the attributes whose match the bench records for a query's exemplars (``attribute_match``)
 ATTRIBUTES = ("modality", "answer_type")
+
+
+@dataclass
+class PoolView:
+    """What the selection-quality scores read about a pool (as ``SelectExemplars`` holds it): for a program that
+    selects its demos otherwise (DSPy's optimizers in the bench)."""
+
+    pool_ids: list[str]
+    programs: list[str]
+    pool_attributes: dict[str, list[str]] = field(default_factory=dict)
+
+
+def pool_view(pool: Sequence, attributes: Sequence[str]) -> PoolView:
+    """The pool's ids, gold programs (or derivations) and the values of ``attributes`` and :data:`ATTRIBUTES`."""
+    view = PoolView([str(ex.get("id", i)) for i, ex in enumerate(pool)],
+                    [str(ex.get("program") or ex.get("derivation") or "") for ex in pool])
+    for attr in {*attributes, *ATTRIBUTES}:
+        values = [ex.get(attr) for ex in pool]
+        if any(v not in (None, "") for v in values):
+            view.pool_attributes[attr] = ["" if v is None else str(v) for v in values]
+    return view
 
 
 def query_selection_scores(select, example, exemplar_ids: Sequence[str],
                            attributes: Sequence[str] = ATTRIBUTES) -> dict[str, Any]:
-    """``gold_case_hit``, ``program_score`` (best) and ``attribute_match.<attr>`` for one query's choice."""
+    """``gold_case_hit``, ``program_score`` (best) and ``attribute_match`` (attribute -> the share of the exemplars
+    with the query's gold value; the attributes the query has a value of) for one query's choice."""
     index = {pid: i for i, pid in enumerate(select.pool_ids)}
     attrs = [a for a in attributes if example.get(a)]
     exemplars = []
@@ -42,8 +66,8 @@ def query_selection_scores(select, example, exemplar_ids: Sequence[str],
     if scores.gold_case_hit is not None:
         out["gold_case_hit"] = bool(scores.gold_case_hit)
         out["program_score"] = scores.best_program_score
-    for attr, value in scores.attribute_match.items():
-        out[f"attribute_match.{attr}"] = value
+    if scores.attribute_match:
+        out["attribute_match"] = dict(scores.attribute_match)
     return out
 
 
@@ -56,7 +80,7 @@ def selection_proxies(rows: Sequence[tuple], select, attributes: Sequence[str] =
            "mean_exemplars": float(np.mean([len(info["ids"]) for _, info in rows]))}
     quality = []
     for attr in attributes:
-        vals = [q[f"attribute_match.{attr}"] for q in per_query if f"attribute_match.{attr}" in q]
+        vals = [q["attribute_match"][attr] for q in per_query if attr in q.get("attribute_match", {})]
         if vals:
             out[f"attribute_match.{attr}"] = float(np.mean(vals))
             quality.append(out[f"attribute_match.{attr}"])

@@ -24,12 +24,13 @@ import dspy
 import numpy as np
 from dspy.predict.parameter import Parameter
 
+from knapsack_dspy.docqa.pipelines.pipeline_names import COMPUTE_ROUTE, EXTRACT_ROUTE
 from knapsack_dspy.saved_format import ROUTER_STATE_VERSION
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
 
 __all__ = ["COMPUTE_CUES", "ROUTES", "AnswerTypeRouter", "Route"]
 
-ROUTES = ("extract", "compute")
+ROUTES = (EXTRACT_ROUTE, COMPUTE_ROUTE)
 EXTRACT_TYPES = ("span", "multi-span")
 #: Words that ask for a computation (they send a question to "compute" unless the classifier is nearly certain).
 COMPUTE_CUES = re.compile(

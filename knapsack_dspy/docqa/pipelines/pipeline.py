@@ -40,6 +40,7 @@ from knapsack_dspy.docqa.pipelines.answer_type_router import EXTRACT_TYPES, Answ
 from knapsack_dspy.docqa.pipelines.hybrid_retriever import HybridRetriever
 from knapsack_dspy.docqa.pipelines.pipeline_names import (
     DOCUMENT_PIPELINES,
+    EXTRACT_ROUTE,
     PROGRAM_PIPELINES,
     ROUTINGS,
     STATUTE_PIPELINES,
@@ -116,6 +117,10 @@ class _Pipeline(dspy.Module):
     def demo_predictor_name(self) -> str:
         """The name (``named_predictors``) of the predictor whose prompt the demos go into (the main solver's)."""
         return self._predictor_name(self.solve)
+
+    def demo_predictor_of_route(self, route: str | None) -> str:
+        """The demo predictor a question that took ``route`` drew its exemplars from (the main solver's)."""
+        return self.demo_predictor_name
 
     def _solver_of(self, predictor_name: str):
         """The demo solver whose predictor is ``predictor_name`` (None: not a demo predictor)."""
@@ -288,7 +293,7 @@ class _Pipeline(dspy.Module):
         "multi-span" as "a list is expected"; a program's answer shows its kind), and the whole document's
         paragraphs for solvers whose scale rule reads the document's units (a unit is often stated once, in a
         paragraph retrieval leaves out; the prompt is unchanged)."""
-        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == "extract" else {}
+        extra = {"answer_type": route["routed_answer_type"]} if route.get("route") == EXTRACT_ROUTE else {}
         if getattr(solver, "reads_units", False) and paragraphs is not None and not isinstance(paragraphs, str):
             extra["unit_paragraphs"] = [str(p) for p in paragraphs]
         return extra
@@ -394,6 +399,13 @@ class DocumentQA(_Pipeline):
     def demo_solvers(self) -> dict:
         return {"solve": self.solve, "extract": self.extract} if self.route else {"solve": self.solve}
 
+    def demo_predictor_of_route(self, route: str | None) -> str:
+        """The demo predictor a question that took ``route`` drew its exemplars from: with routing, the extractor's
+        for the extract route; the program writer's otherwise."""
+        if self.route and route == EXTRACT_ROUTE:
+            return self._predictor_name(self.extract)
+        return self.demo_predictor_name
+
     def _in_pool_of(self, solver, example) -> bool:
         """With routing, the extractor's pool holds the span questions; the program writer's holds every question
         (a question routed to it by mistake still finds demos of its kind)."""
@@ -408,7 +420,7 @@ class DocumentQA(_Pipeline):
         if not self.route:
             return self.solve, {}
         decision = self.router.route(question, self.embedder.encode([question])[0])
-        solver = self.extract if decision.route == "extract" else self.solve
+        solver = self.extract if decision.route == EXTRACT_ROUTE else self.solve
         return solver, {"route": decision.route, "routed_answer_type": decision.answer_type,
                         "p_extract": round(decision.p_extract, 4)}
 

@@ -3,13 +3,17 @@ loading a program)."""
 
 from __future__ import annotations
 
-__all__ = ["AUTO_DEMO_CUT", "AUTO_ROUTE", "DEMO_CUT_SETTINGS", "DOCUMENT_PIPELINES", "PROGRAM_PIPELINES", "ROUTINGS",
-           "STATUTE_PIPELINES", "UNCUT", "is_program_spec"]
+__all__ = ["AUTO_DEMO_CUT", "AUTO_ROUTE", "COMPUTE_ROUTE", "DEMO_CUT_SETTINGS", "DOCUMENT_PIPELINES", "EXTRACT_ROUTE",
+           "PROGRAM_PIPELINES", "ROUTED_PIPELINES", "ROUTINGS", "STATUTE_PIPELINES", "UNCUT", "is_program_spec"]
 
 DOCUMENT_PIPELINES = ("pot", "python_pot", "finqa_pot", "cot", "few_shot", "zero_shot")
 PROGRAM_PIPELINES = ("pot", "python_pot", "finqa_pot")  # the LM writes a program that is executed
+#: the pipelines a route (``ROUTINGS``) may be named for: extraction or their program, by answer type
+ROUTED_PIPELINES = ("pot", "finqa_pot")
 #: How a DocumentQA answers: one solver (None), or routed by answer type between extraction and a program.
 ROUTINGS = (None, "extract_compute")
+#: The routes a routed question takes (``answer_type_router``): extraction, or the program.
+EXTRACT_ROUTE, COMPUTE_ROUTE = "extract", "compute"
 #: ``build_pipeline(route=AUTO_ROUTE)`` (its default), a suite's and ``kdspy compile``'s: the task's default route
 #: (``docqa.tasks``: TAT-QA's program pipeline routed by answer type, no route elsewhere).
 AUTO_ROUTE = "auto"

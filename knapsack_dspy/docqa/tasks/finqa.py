@@ -5,13 +5,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from knapsack_dspy.docqa.data.loader import DATASETS
+from knapsack_dspy.docqa.data.finqa import parse_finqa_record
+from knapsack_dspy.docqa.data.loader import DatasetSpec, ignore_split
 from knapsack_dspy.docqa.metrics.answer_matching import finqa_exact_match, kdspy_lenient_match
 from knapsack_dspy.docqa.metrics.finqa import check_program, execution_match, score_finqa_files
 from knapsack_dspy.docqa.tasks.task import Task, register_task
 from knapsack_dspy.messages import one_line
 
-__all__ = ["FINQA", "FINQA_PROGRAM", "score_answer"]
+__all__ = ["FILES", "FINQA", "FINQA_PARTS", "FINQA_PROGRAM", "score_answer"]
+
+#: FinQA's splits cut by page (``document_parts``): ``dev_docs_tune`` is the eval part of ``dev_docs`` (the
+#: TAT-QA rule; named as TAT-QA's ``dev_tune``, for tuning), ``docs_pool`` every page no tuning question is about.
+FINQA_PARTS = (("train_docs_pool", (("train_docs", "pool"),)), ("train_docs_eval", (("train_docs", "eval"),)),
+               ("dev_docs_pool", (("dev_docs", "pool"),)), ("dev_docs_tune", (("dev_docs", "eval"),)),
+               ("docs_pool", (("train_docs", ""), ("dev_docs", "pool"))))
+
+#: the official FinQA JSON (``finqa/<split>.json``): questions with their page's table and text
+FILES = DatasetSpec(
+    "finqa", "finqa", ("{split}.json", "{split}.json.gz", "{split}.jsonl"),
+    ignore_split(parse_finqa_record),
+    ("train", "dev", "test", "train_docs", "dev_docs", *(name for name, _ in FINQA_PARTS)),
+    documents_note=("the data directory holds FinQA documents for train_docs and dev_docs only (parts: "
+                    "train_docs_pool / _eval, dev_docs_pool / _tune, docs_pool); other splits: question/program "
+                    "CSVs (dataset 'finqa_cases'), or pass path=<official FinQA JSON> or source='hub:<id>'"),
+    parts=FINQA_PARTS)
 
 #: pot (the default) and python_pot write Python with FinQA's answer rules, finqa_pot the FinQA DSL
 #: (``programs.build_finqa_program``)
@@ -47,7 +64,7 @@ def score_answer(example, prediction) -> dict[str, Any]:
 
 
 FINQA = register_task(Task(
-    name="finqa", files=DATASETS["finqa"], score=score_answer, score_name="execution accuracy",
+    name="finqa", files=FILES, score=score_answer, score_name="execution accuracy",
     build=FINQA_PROGRAM, file_scorer=score_finqa_files,
     file_figures=(("execution_accuracy", "execution accuracy (%)"), ("program_accuracy", "program accuracy (%)")),
     description="FinQA: financial reports, table + text, computed answers; execution and program accuracy"))

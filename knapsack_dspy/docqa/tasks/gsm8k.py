@@ -20,10 +20,14 @@ from knapsack_dspy.docqa.data.loader import DatasetSpec
 from knapsack_dspy.docqa.metrics.gsm8k import score_gsm8k_answer
 from knapsack_dspy.docqa.tasks.task import Task, register_task
 
-__all__ = ["GSM8K", "PROGRAM_FIELDS", "operation_kind", "score_answer"]
+__all__ = ["FILES", "GSM8K", "PROGRAM_FIELDS", "operation_kind", "score_answer"]
 
 #: a program's reasoning is the example's worked solution (its ``derivation``)
 PROGRAM_FIELDS = {"reasoning": "derivation"}
+#: ``gsm8k/train.jsonl.gz``, cut into ``pool`` and ``tune`` (``docqa/data/gsm8k.py``)
+FILES = DatasetSpec("gsm8k", "gsm8k", ("{split}.jsonl.gz", "{split}.jsonl"), parse_gsm8k_record,
+                    ("train", "pool", "tune"), documents_note="the test split is held out",
+                    parts=(("pool", (("train", "pool"),)), ("tune", (("train", "eval"),))))
 
 
 def score_answer(example, prediction) -> dict[str, Any]:
@@ -39,10 +43,7 @@ def operation_kind(example) -> str:
 
 
 GSM8K = register_task(Task(
-    name="gsm8k",
-    files=DatasetSpec("gsm8k", "gsm8k", ("{split}.jsonl.gz", "{split}.jsonl"), parse_gsm8k_record,
-                      ("train", "pool", "tune"), documents_note="the test split is held out",
-                      parts=(("pool", (("train", "pool"),)), ("tune", (("train", "eval"),)))),
+    name="gsm8k", files=FILES,
     score=score_answer, score_name="accuracy", pipelines=("cot", "predict"),
     build="knapsack_dspy.docqa.tasks.programs:question_program",
     routable=False, attributes=(), compile_splits=("pool", "tune"), program_fields=PROGRAM_FIELDS,

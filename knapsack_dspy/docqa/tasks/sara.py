@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from knapsack_dspy.docqa.data.loader import DATASETS
+from knapsack_dspy.docqa.data.loader import DatasetSpec, ignore_split
+from knapsack_dspy.docqa.data.sara import parse_sara_case
 from knapsack_dspy.docqa.metrics.sara import score_sara_files, score_sara_prediction
 from knapsack_dspy.docqa.pipelines.pipeline_names import STATUTE_PIPELINES
 from knapsack_dspy.docqa.tasks.task import Task, register_task
 
-__all__ = ["SARA", "score_answer"]
+__all__ = ["FILES", "SARA", "score_answer"]
+
+#: ``sara/cases_<split>.json.gz``: the cases (the statutes are read by ``data/statutes.py``)
+FILES = DatasetSpec("sara", "sara", ("cases_{split}.json.gz", "cases_{split}.json", "cases_{split}.jsonl"),
+                    ignore_split(parse_sara_case), ("train",), default_split="train")
 
 
 def score_answer(example, prediction) -> dict[str, Any]:
@@ -26,9 +31,9 @@ def score_answer(example, prediction) -> dict[str, Any]:
 
 
 SARA = register_task(Task(
-    name="sara", files=DATASETS["sara"], score=score_answer, score_name="accuracy", pipelines=STATUTE_PIPELINES,
+    name="sara", files=FILES, score=score_answer, score_name="accuracy", pipelines=STATUTE_PIPELINES,
     build="knapsack_dspy.docqa.tasks.programs:build_statute_program", routable=False, takes_statute_budget=True,
-    attributes=(),
+    cuts_demos=False, attributes=(),
     compile_splits=("train", "train"), file_scorer=score_sara_files,
     file_figures=(("accuracy", "accuracy (%)"), ("entailment_accuracy", "entailment accuracy (%)"),
                   ("numerical_accuracy", "numerical accuracy, exact $ (%)"),

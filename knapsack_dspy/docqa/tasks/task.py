@@ -3,33 +3,36 @@
 A task says where its questions are (a ``DatasetSpec``: folder, file names, splits, the record parser), how one
 answer is scored (``score``: the row's score fields, ``correct`` among them, by the data set's official rule), which
 programs answer it (``pipelines``, ``build``), what its pools are labelled with for selection (``attributes``), and
-the rules a suite's runs of it follow (``routable``, ``takes_statute_budget``). One module per data set declares
-one and registers it (``tatqa.py``, ``finqa.py``, ``finqa_cases.py``, ``sara.py``); nothing else dispatches on a
-data set's name. A new data set is one task module plus its record parser and its metric (``docs/tasks.md``).
+the rules a suite's runs of it follow (``routable``, ``takes_statute_budget``, ``cuts_demos``). One module per data
+set declares one and registers it (``tatqa.py``, ``finqa.py``, ``finqa_cases.py``, ``sara.py``, ``gsm8k.py``): the
+registry finds them on first use (``docqa/task_discovery.py``), with the tasks installed packages declare (the
+entry-point group ``knapsack_dspy.tasks``); nothing else dispatches on a data set's name. A new data set is one task
+module plus its record parser and its metric (``docs/tasks.md``).
 """
 
 from __future__ import annotations
 
 import importlib
-import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from knapsack_dspy.docqa.data.example_fields import DOCUMENT_ATTRIBUTES
-from knapsack_dspy.docqa.data.loader import DatasetSpec, register_dataset
+from knapsack_dspy.docqa.data.loader import DatasetSpec, register_dataset, unregister_dataset
 from knapsack_dspy.docqa.pipelines.pipeline_names import (
     AUTO_DEMO_CUT,
     AUTO_ROUTE,
     DEMO_CUT_SETTINGS,
     DOCUMENT_PIPELINES,
-    PROGRAM_PIPELINES,
+    ROUTED_PIPELINES,
     UNCUT,
     is_program_spec,
 )
+from knapsack_dspy.docqa.task_discovery import discover_tasks
 from knapsack_dspy.errors import KnapsackDspyError
 
-__all__ = ["DOCUMENT_PROGRAM", "TASKS", "Task", "UnknownTaskError", "build_pipeline", "register_task", "task_named"]
+__all__ = ["DOCUMENT_PROGRAM", "TASKS", "Task", "UnknownTaskError", "build_pipeline", "register_task", "task_named",
+           "unregister_task"]
 
 #: what a document task builds unless it says otherwise: a ``DocumentQA`` (``programs.document_program``)
 DOCUMENT_PROGRAM = "knapsack_dspy.docqa.tasks.programs:document_program"
@@ -57,7 +60,8 @@ class Task:
     the task's questions (a function, or ``"module:function"``, imported when a program is built: reading the
     registry loads no DSPy) (``route`` already resolved: ``default_route(pipeline)`` unless a suite or the command
     names one); ``default_demo_cut(pipeline)``: what the pipeline's demos show unless told (``{"demo_table":
-    "gold_rows", "demo_paragraphs": "gold"}``; ``{}``: the whole demo); ``score(example, prediction)`` the score
+    "gold_rows", "demo_paragraphs": "gold"}``; ``{}``: the whole demo); ``cuts_demos``: its demos hold a table
+    and text ``demo_table`` / ``demo_paragraphs`` may cut (SARA's do not); ``score(example, prediction)`` the score
     fields of one answer (never called for a question that was not answered); ``score_on_error``: the fields a
     failed scoring sets beside ``correct=False``;
     ``file_scorer(gold, predictions)`` / ``file_figures``: ``kdspy score``'s official file format and the figures
@@ -75,6 +79,7 @@ class Task:
     default_demo_cut: Callable[[str], Mapping[str, str]] = _no_demo_cut
     routable: bool = True
     takes_statute_budget: bool = False
+    cuts_demos: bool = True
     attributes: tuple[str, ...] = DOCUMENT_ATTRIBUTES
     compile_splits: tuple[str, str] = ("train", "dev")
     score_on_error: Mapping[str, Any] = field(default_factory=dict)
@@ -122,12 +127,40 @@ class Task:
 
     def routes(self, pipeline: str) -> bool:
         """Whether a route (extraction or a program, by answer type) may be named for ``pipeline``."""
-        return self.routable and pipeline in PROGRAM_PIPELINES
+        return self.routable and pipeline in ROUTED_PIPELINES
 
 
 _REGISTRY: dict[str, Task] = {}
-#: name -> task, read-only (``register_task`` adds to it)
-TASKS = types.MappingProxyType(_REGISTRY)
+
+
+class _Tasks(Mapping):
+    """name -> task, read-only (``register_task`` adds to it): a name not registered yet makes the tasks be found
+    first (the built-in modules, then the installed plug-ins: ``docqa/task_discovery.py``), as does listing them."""
+
+    def __getitem__(self, name: str) -> Task:
+        if name not in _REGISTRY:
+            discover_tasks()
+        return _REGISTRY[name]
+
+    def __contains__(self, name) -> bool:
+        if name not in _REGISTRY:
+            discover_tasks()
+        return name in _REGISTRY
+
+    def __iter__(self) -> Iterator[str]:
+        discover_tasks()
+        return iter(list(_REGISTRY))
+
+    def __len__(self) -> int:
+        discover_tasks()
+        return len(_REGISTRY)
+
+    def __repr__(self) -> str:
+        return f"TASKS({', '.join(self)})"
+
+
+#: name -> task, read-only (``register_task`` adds to it); every task is found on first use
+TASKS = _Tasks()
 
 
 def register_task(task: Task, *, replace: bool = False) -> Task:
@@ -142,16 +175,21 @@ def register_task(task: Task, *, replace: bool = False) -> Task:
     return task
 
 
+def unregister_task(name: str) -> Task | None:
+    """Forget the task ``name`` and its files (a test's or a notebook's own task); the task, or None."""
+    task = _REGISTRY.pop(name, None)
+    if task is not None:
+        unregister_dataset(name)
+    return task
+
+
 def task_named(name: str) -> Task:
-    """The task registered under ``name``; ``UnknownTaskError`` listing the tasks otherwise."""
+    """The task registered under ``name`` (the tasks found first when it is not: ``TASKS``); ``UnknownTaskError``
+    listing the tasks otherwise."""
     try:
-        return _REGISTRY[name]
+        return TASKS[name]
     except (KeyError, TypeError):
-        raise UnknownTaskError(f"unknown dataset {name!r}; datasets: {', '.join(_REGISTRY)}") from None
-
-
-def task_names() -> Iterator[str]:
-    return iter(list(_REGISTRY))
+        raise UnknownTaskError(f"unknown dataset {name!r}; datasets: {', '.join(sorted(TASKS))}") from None
 
 
 def build_pipeline(dataset: str = "tatqa", pipeline: str = "pot", *, retrieval: str | None = None,

@@ -5,11 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from knapsack_dspy.docqa.data.loader import DATASETS
+from knapsack_dspy.docqa.data.loader import DatasetSpec, ignore_split
+from knapsack_dspy.docqa.data.tatqa import parse_tatqa_record, record_size
 from knapsack_dspy.docqa.metrics.tatqa import score_tatqa_answer, score_tatqa_files
 from knapsack_dspy.docqa.tasks.task import Task, register_task
 
-__all__ = ["TATQA", "default_demo_cut", "default_route", "score_answer"]
+__all__ = ["FILES", "TATQA", "TATQA_FOLDS", "default_demo_cut", "default_route", "score_answer"]
+
+#: TAT-QA's pool cut in two halves by document (``document_parts``, folds): cross-fitting on the pool alone.
+TATQA_FOLDS = (("dev_pool_fold0", (("dev_pool", "fold0"),)), ("dev_pool_fold1", (("dev_pool", "fold1"),)))
+
+#: ``tatqa/<split>.json.gz`` (the official files' names too); ``dev_pool`` / ``dev_tune`` cut ``dev`` by document
+FILES = DatasetSpec(
+    "tatqa", "tatqa", ("{split}.json.gz", "{split}.json", "{split}.jsonl", "tatqa_dataset_{split}.json"),
+    ignore_split(parse_tatqa_record), ("dev", "dev_pool", "dev_tune", *(name for name, _ in TATQA_FOLDS)),
+    record_size=record_size, not_splits=("dev_sample_prediction",), parts=TATQA_FOLDS)
 
 
 def score_answer(example, prediction) -> dict[str, Any]:
@@ -41,7 +51,7 @@ def default_demo_cut(pipeline: str) -> dict[str, str]:
 
 
 TATQA = register_task(Task(
-    name="tatqa", files=DATASETS["tatqa"], score=score_answer, score_name="exact match",
+    name="tatqa", files=FILES, score=score_answer, score_name="exact match",
     default_route=default_route, default_demo_cut=default_demo_cut, compile_splits=("dev_pool", "dev_tune"),
     score_on_error={"f1": 0.0},
     file_scorer=score_tatqa_files,

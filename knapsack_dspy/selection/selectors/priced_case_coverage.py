@@ -7,7 +7,7 @@ when they add little. Everything else -- the value, the exact knapsack, the budg
 ``selector="priced_case_coverage"`` selects exactly what ``selector="case_coverage"`` with
 ``selector_params={"token_price": 0.004}`` does.
 
-The price was chosen on the TAT-QA exemplar pool alone, cross-fitted (``benchmarks/token_price_fit.py``), and
+The price was chosen on the TAT-QA exemplar pool alone, cross-fitted (``experiments/tokens/token_price_fit.py``), and
 frozen before the tokens run measured it on 342 development questions no run had answered
 (docs/selection_objective.md, "Pre-registered: tokens"; docs/results.md, "Tokens"). It is a value per token of
 the selection's token counter: with another model's tokenizer or an exemplar format of very different length,
@@ -22,7 +22,7 @@ from knapsack_dspy.selection.selectors.case_coverage import CaseCoverageSelector
 
 __all__ = ["DEFAULT_TOKEN_PRICE", "PricedCaseCoverageSelector"]
 
-#: value per prompt token: chosen on the TAT-QA pool, cross-fitted (benchmarks/token_price_fit.py)
+#: value per prompt token: chosen on the TAT-QA pool, cross-fitted (experiments/tokens/token_price_fit.py)
 DEFAULT_TOKEN_PRICE = 0.004
 
 

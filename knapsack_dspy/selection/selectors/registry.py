@@ -11,18 +11,23 @@ the only place that knows which name means what. Users add their own with :func:
         def select(self, pool, request): ...
 
 after which ``SelectionConfig(selector="shortest")``, ``kdspy bench`` suites and saved programs accept it
-(register it before loading a program that uses it).
+(register it before loading a program that uses it). An installed package adds one without being imported by
+hand: an entry point of the group ``knapsack_dspy.selectors`` naming the class (``shortest =
+"my_package.selectors:ShortestSelector"``; its name is the selector's), registered the first time a name is not
+found or the names are listed (``knapsack_dspy/plugins.py``). A built-in selector is its module plus its line in
+``BUILT_IN``.
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Iterator, Mapping
 
 from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, FIT_ON, MODES, ExemplarSelector
 
-__all__ = ["DEFAULT_SELECTOR", "MODE_SELECTORS", "SELECTORS", "declaration_problems", "make_selector",
-           "register_selector", "selector_class", "selector_for_mode"]
+__all__ = ["DEFAULT_SELECTOR", "MODE_SELECTORS", "SELECTORS", "declaration_problems", "load_selector_plugins",
+           "make_selector", "register_selector", "selector_class", "selector_for_mode"]
 
 #: The package's own selectors: name -> "module:Class", imported when first asked for (importing the optimizer
 #: loads the selectors a program uses, not all thirteen; ``tests/optimizer/test_selector_registry.py`` checks every
@@ -44,6 +49,33 @@ BUILT_IN = {
 }
 #: name -> a registered class, or the "module:Class" of a built-in one not imported yet
 _REGISTRY: dict[str, type[ExemplarSelector] | str] = dict(BUILT_IN)
+_PLUGINS = {"loaded": False}
+_PLUGINS_LOCK = threading.RLock()
+
+
+def _register_plugin(entry_point, value) -> None:
+    register_selector(value, name=entry_point.name)
+
+
+def load_selector_plugins() -> None:
+    """Register the selectors installed packages declare (entry points of ``knapsack_dspy.selectors``), once; one
+    that cannot be registered is left out with a ``PluginWarning``. Called when a name is not found or the names
+    are listed."""
+    with _PLUGINS_LOCK:
+        if _PLUGINS["loaded"]:
+            return
+        _PLUGINS["loaded"] = True
+        # installed plug-ins are read only when a name is missed or listed: importing the optimizer reads none
+        from knapsack_dspy.plugins import SELECTORS_GROUP, load_plugins
+
+        load_plugins(SELECTORS_GROUP, _register_plugin)
+
+
+def _known(name) -> bool:
+    """Whether ``name`` is registered, the installed plug-ins looked at when it is not."""
+    if name not in _REGISTRY:
+        load_selector_plugins()
+    return name in _REGISTRY
 
 
 def _resolve(name: str) -> type[ExemplarSelector]:
@@ -59,17 +91,19 @@ class _Selectors(Mapping):
     looked up, its name is known before."""
 
     def __getitem__(self, name: str) -> type[ExemplarSelector]:
-        if name not in _REGISTRY:
+        if not _known(name):
             raise KeyError(name)
         return _resolve(name)
 
     def __contains__(self, name) -> bool:  # a name, without importing its class
-        return name in _REGISTRY
+        return _known(name)
 
     def __iter__(self) -> Iterator[str]:
+        load_selector_plugins()
         return iter(list(_REGISTRY))
 
     def __len__(self) -> int:
+        load_selector_plugins()
         return len(_REGISTRY)
 
 
@@ -127,9 +161,11 @@ def register_selector(cls: type[ExemplarSelector] | None = None, *, name: str | 
 def selector_class(name: str) -> type[ExemplarSelector]:
     """The class registered under ``name``; ``ValueError`` listing the names otherwise."""
     try:
-        return _resolve(name)
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown selector {name!r}; choose from {', '.join(_REGISTRY)}") from None
+        if _known(name):
+            return _resolve(name)
+    except TypeError:  # not a name
+        pass
+    raise ValueError(f"unknown selector {name!r}; choose from {', '.join(SELECTORS)}") from None
 
 
 def make_selector(name: str, **params) -> ExemplarSelector:

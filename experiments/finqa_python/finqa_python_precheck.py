@@ -16,7 +16,7 @@
    selection (what its LM run will send) beside them. With ``--dsl-rows`` the DSL selection is checked against
    the exemplars and prompt tokens the committed DSL rows recorded.
 
-    python benchmarks/finqa_python_precheck.py [--suite benchmarks/finqa_python.toml] [--json OUT]
+    python experiments/finqa_python/finqa_python_precheck.py [--suite benchmarks/finqa_python.toml] [--json OUT]
         [--dsl-rows benchmarks/results/finqa_tune_1p5b] [--programs DIR] [--failures 10]
 """
 
@@ -43,7 +43,7 @@ from knapsack_dspy.docqa.sandbox import execute_program
 from knapsack_dspy.selection.exemplar_pool import make_selection, query_values
 from knapsack_dspy.selection.selectors.base import ExemplarSelector
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: this file is experiments/finqa_python/
 SELECTOR = "kate_within_budget"
 
 

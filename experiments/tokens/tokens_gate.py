@@ -22,7 +22,7 @@ The gate: new − default lower 90 % bound by document >= −5 points **and** po
 prompt tokens <= 70 % of default's. A partial run is reported on the questions every gate arm has answered
 (``--partial`` says so; the gate is decided on all 342).
 
-    python benchmarks/tokens_gate.py benchmarks/results/tatqa_tokens_1p5b [--json OUT]
+    python experiments/tokens/tokens_gate.py benchmarks/results/tatqa_tokens_1p5b [--json OUT]
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ Reads the rows of a FinQA Python run (``pipeline = "python_pot"``, ``benchmarks/
   for that row (the row's recorded answer is kept as "before"). The issue replays the clean part, ``--questions
   61:150``, with the fixes frozen at a named commit.
 
-    python benchmarks/finqa_python_failures.py benchmarks/results/finqa_python_1p5b --questions 1:60 [--show 20]
-    python benchmarks/finqa_python_failures.py benchmarks/results/finqa_python_1p5b --questions 61:150 --replay
+    python experiments/finqa_python/finqa_python_failures.py benchmarks/results/finqa_python_1p5b --questions 1:60 [--show 20]
+    python experiments/finqa_python/finqa_python_failures.py benchmarks/results/finqa_python_1p5b --questions 61:150 --replay
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The token price of the tokens issue's setting, chosen on the TAT-QA pool alone by a rule fixed in advance (no LM).
 
     kdspy bench benchmarks/tatqa_token_price_fit.toml --selection-only
-    python benchmarks/token_price_fit.py benchmarks/results/tatqa_token_price_fit [--json out.json]
+    python experiments/tokens/token_price_fit.py benchmarks/results/tatqa_token_price_fit [--json out.json]
 
 The suite selects, for each half of the pool (by document), from the other half (cross-fitted), with case_coverage at
 each price of a grid, with KATE within budget on the same (smallest) demos and with today's default (KATE within

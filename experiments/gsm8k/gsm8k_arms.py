@@ -13,7 +13,7 @@ The aim: ``case_coverage`` − ``dspy_knn`` >= +3 points at mean prompt tokens <
 checked against the pre-registered 100 (the sha256 of their ids in the run's order); a partial run is reported on
 the questions every arm has answered and marked undecided.
 
-    python benchmarks/gsm8k_arms.py benchmarks/results/gsm8k_cot_1p5b [--json OUT]
+    python experiments/gsm8k/gsm8k_arms.py benchmarks/results/gsm8k_cot_1p5b [--json OUT]
 """
 
 from __future__ import annotations

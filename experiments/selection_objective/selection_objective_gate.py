@@ -11,7 +11,7 @@ the 90 % interval bootstrapped by document (a TAT-QA table, a FinQA page). The g
 - and either superior (lower bound > 0) or at <= 80 % of KATE within budget's mean prompt tokens;
 - and ahead of no demos and of its own greedy (point estimates).
 
-    python benchmarks/selection_objective_gate.py benchmarks/results/selection_objective_1p5b \\
+    python experiments/selection_objective/selection_objective_gate.py benchmarks/results/selection_objective_1p5b \\
         benchmarks/results/finqa_tune_1p5b [--finqa-questions 61:150] [--finqa-pool docs_pool] [--json OUT]
 """
 

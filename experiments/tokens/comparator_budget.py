@@ -1,7 +1,7 @@
 """The fair comparator's budget of the tokens issue, from selection-only figures fixed before any LM row (no LM).
 
     kdspy bench benchmarks/tatqa_tokens_comparator.toml --selection-only
-    python benchmarks/comparator_budget.py benchmarks/results/tatqa_tokens_comparator
+    python experiments/tokens/comparator_budget.py benchmarks/results/tatqa_tokens_comparator
 
 Per run: mean prompt tokens (selection's count, the embedded 1.5B's tokenizer), exemplar tokens, exemplars per prompt
 and prompts within budget on the gate's questions. The comparator's budget: the budget of KATE within budget on the

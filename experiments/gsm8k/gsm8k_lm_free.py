@@ -14,7 +14,7 @@
    budget and M, per selector, the prompts within the budget, mean exemplars and mean prompt tokens (the embedded
    1.5B's tokenizer); ``KNNFewShot`` knows no budget: its prompts over it are counted.
 
-    PYTHONPATH=. KDSPY_DATA_DIR=../shared/data python benchmarks/gsm8k_lm_free.py [--json OUT] [--skip-suite]
+    PYTHONPATH=. KDSPY_DATA_DIR=../shared/data python experiments/gsm8k/gsm8k_lm_free.py [--json OUT] [--skip-suite]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.modules.select_exemplars import query_text
 from knapsack_dspy.selection.attribute_classifier import AttributeClassifier, derive_kinds, kind_count
 
-SUITE = Path(__file__).with_name("gsm8k_selection.toml")
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "gsm8k_selection.toml"
 SEED = 39
 HELD_OUT = 0.2
 CLASSIFIER_C = 16.0  # case_coverage's default C

@@ -2,7 +2,7 @@
 differ, the knapsack objective of the new set minus the old one's, from the instances the selection solved.
 
     python benchmarks/knapsack_instances.py SUITE instances.pkl        # the instances, recorded with the new code
-    python benchmarks/selection_changes.py OLD_DIR NEW_DIR instances.pkl
+    python experiments/exact_selection/selection_changes.py OLD_DIR NEW_DIR instances.pkl
 
 An instance is matched to a row by its selector, its query (the question's text) and M, and must hold both sets
 among its candidates. Differences of 0 are ties (the same objective to the last bit); positive ones, sets the new

@@ -11,7 +11,7 @@ that gave no value, and the programs performing the gold program's operations (f
 defined for DSL programs only). Question ranges are positions in the runs' order (seed 26's): by default 1-150
 and the clean part 61-150. The issue's gate: Python − DSL (KATE within budget, with demos) lower bound > 0 on 1-150.
 
-    python benchmarks/finqa_python_vs_dsl.py benchmarks/results/finqa_python_1p5b benchmarks/results/finqa_tune_1p5b
+    python experiments/finqa_python/finqa_python_vs_dsl.py benchmarks/results/finqa_python_1p5b benchmarks/results/finqa_tune_1p5b
         [--pairs kate_within_budget:kate_within_budget no_demos:no_demos] [--questions 1:150 61:150] [--json OUT]
 
 A pair ``A:B`` names a Python selector and a DSL selector (``no_demos:kate_within_budget``: Python zero-shot

@@ -7,7 +7,7 @@ accuracy (over the rows where it is defined), the mean exemplars and prompt toke
 within budget with the 90 % interval bootstrapped by page (a page's questions resampled together), wins and losses.
 The issue's aim: SEER or the new selector ahead of KATE within budget with the lower bound above 0.
 
-    python benchmarks/finqa_tight_budget.py benchmarks/results/finqa_tune_1p5b [--questions 61:150] [--json OUT]
+    python experiments/finqa_tight_budget/finqa_tight_budget.py benchmarks/results/finqa_tune_1p5b [--questions 61:150] [--json OUT]
 """
 
 from __future__ import annotations

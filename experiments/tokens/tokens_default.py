@@ -1,13 +1,13 @@
 """Issue 38, item 5: which setting of the tokens suite the evidence makes the default -- the fewest-token arm that
 is non-inferior to the most accurate one (docs/selection_objective.md, "The default follows the evidence").
 
-Reads the rows of ``benchmarks/tatqa_tokens.toml`` with the tokens gate's arms (``benchmarks/tokens_gate.py``), no
+Reads the rows of ``benchmarks/tatqa_tokens.toml`` with the tokens gate's arms (``experiments/tokens/tokens_gate.py``), no
 LM. The most accurate arm is the one right most often (EM, TAT-QA's official metric) on the questions every full
 arm answered; an arm is non-inferior to it when the lower 90 % bound by document of (arm − most accurate) is at
 least −5 points, the gate's margin (no demos, asked on the first 171 questions only, is compared on those); of the
 non-inferior arms the one with the fewest mean prompt tokens is chosen. A partial run is reported and marked so.
 
-    python benchmarks/tokens_default.py benchmarks/results/tatqa_tokens_1p5b [--json OUT]
+    python experiments/tokens/tokens_default.py benchmarks/results/tatqa_tokens_1p5b [--json OUT]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tokens per TAT-QA demo and per prompt, before and after cutting demos to what their gold solution reads (no LM).
 
     kdspy bench benchmarks/tatqa_tokens_selection.toml --selection-only
-    python benchmarks/tatqa_demo_tokens.py benchmarks/results/tatqa_tokens_selection [--json out.json]
+    python experiments/tokens/tatqa_demo_tokens.py benchmarks/results/tatqa_tokens_selection [--json out.json]
 
 For every run of the selection-only results directory: its compiled program (``<results>/programs/``, reloaded as
 ``kdspy report`` does) gives each demo predictor's pool -- the program writer's (every pool record) and, routed, the
