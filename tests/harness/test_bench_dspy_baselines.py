@@ -180,3 +180,15 @@ def test_bootstrap_few_shot_runs_the_program_as_its_own_teacher(tmp_path, data, 
     (row,) = rows
     assert row["error"] is None and 0 < len(row["exemplar_ids"]) <= 2 * BOOTSTRAP_DEMOS
     assert len(lm.prompts) > 1  # the teacher's calls on the pool, then the question's
+
+
+def test_a_run_may_ask_for_the_prompt_cache_and_its_key_says_so():
+    """``prompt_cache = true``: the embedded model's cache even under KDSPY_LOCAL_REPRODUCIBLE=1 (its LM asks for
+    ``cache_prompt``); a run of another identity than the same run without it, whose key is unchanged."""
+    from knapsack_dspy.bench.execution.run_job import default_lm
+
+    plain, cached = suite(selector="dspy_labeled").runs[0], suite(selector="dspy_labeled", prompt_cache=True).runs[0]
+    assert plain.key != cached.key and plain.key == suite(selector="dspy_labeled").runs[0].key
+    local = suite(selector="dspy_labeled", prompt_cache=True, model="local/qwen2.5-coder-0.5b-instruct").runs[0]
+    assert default_lm(local).kwargs.get("cache_prompt") is True
+    assert "cache_prompt" not in default_lm(cached).kwargs  # not a local model: nothing to ask

@@ -80,6 +80,7 @@ class CaseCoverageSelector(ExemplarSelector):
     name = "case_coverage"
     needs_fit = True
     pool_attributes = (KIND,)
+    fit_reads_capacity = True  # token_price="auto" reads the price at a typical query's capacity
 
     def __init__(self, max_exemplars: int = 8, kind: str = KIND, similarity_weight: float = 0.5,
                  temperature: float = 0.05, token_price: float = 0.0, solver: str = "knapsack",
