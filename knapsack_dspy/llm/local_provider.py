@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 # Options llama.cpp's chat endpoint understands; anything else LiteLLM hands over is dropped.
 _PASSED_OPTIONS = ("temperature", "top_p", "top_k", "min_p", "stop", "max_tokens", "seed", "presence_penalty",
-                   "frequency_penalty", "repeat_penalty", "response_format", "logit_bias")
+                   "frequency_penalty", "repeat_penalty", "response_format", "logit_bias", "cache_prompt")
 
 _register_lock = threading.Lock()
 _handler = None
@@ -56,8 +56,8 @@ def build_request(messages: list[dict], optional_params: dict) -> dict[str, Any]
             request[key] = params[key]
     if isinstance(request.get("stop"), str):
         request["stop"] = [request["stop"]]
-    if reproducible():  # each prompt processed whole: the reply does not depend on what the cache held
-        request["cache_prompt"] = False
+    if reproducible() and "cache_prompt" not in request:  # each prompt processed whole: the reply does not
+        request["cache_prompt"] = False  # depend on what the cache held (unless the caller asks for the cache)
     return request
 
 

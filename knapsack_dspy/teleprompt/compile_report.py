@@ -15,6 +15,7 @@ from knapsack_dspy.llm.token_counter import token_count_kind
 from knapsack_dspy.modules.select_exemplars import SelectExemplars
 from knapsack_dspy.selection.attribute_domains import KIND
 from knapsack_dspy.selection.config import SelectionConfig
+from knapsack_dspy.selection.token_price import PriceFit
 from knapsack_dspy.teleprompt.compile_target import CompileTarget
 from knapsack_dspy.teleprompt.errors import ZeroShotWarning
 from knapsack_dspy.teleprompt.pool_measurement import PoolMeasurement
@@ -47,6 +48,9 @@ def choice_report(select: SelectExemplars, point: Mapping[str, Any], kinds: str)
     out: dict[str, Any] = {"chosen": dict(point), "candidate_search": select.candidate_search()}
     if KIND in select.config.selector_class.pool_attributes:  # where the kinds it covers come from
         out["kinds"] = kinds
+    price_fit = select.selector_state.get("price_fit")
+    if price_fit is not None:  # token_price="auto": the price read from the pool, and how
+        out["token_price"] = {**price_fit, "summary": PriceFit.from_dict(price_fit).describe()}
     return out
 
 

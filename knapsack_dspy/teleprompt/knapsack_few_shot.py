@@ -85,12 +85,15 @@ from knapsack_dspy.teleprompt.predictor_pools import (
     pools_from_trainset,
     query_inputs,
 )
-from knapsack_dspy.teleprompt.query_samples import pool_as_queries, sample_validation
+from knapsack_dspy.teleprompt.query_samples import pool_as_queries, sample_pool_queries, sample_validation
 from knapsack_dspy.teleprompt.settings_search import SettingsSearch, search_points
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BUDGET = 4096  # when the config leaves the budget to the model and the model's context window is unknown
+#: Pool examples asked as queries for the capacity a typical query leaves (a selector whose fit reads it: a token
+#: price read from the pool), when there is no validation set
+TYPICAL_QUERIES = 24
 _SETTINGS = tuple(f.name for f in dataclasses.fields(SelectionConfig))
 _DSPY_LM = dspy.LM  # the LiteLLM-backed LM class (as imported: a caller may rebind ``dspy.LM`` to a factory)
 
@@ -356,7 +359,10 @@ class KnapsackFewShot(Teleprompter):
         searched = self._search().run(program, target, measured.pool_spec(pool, target.attribute_functions),
                                       configs, budget=budget, token_model=model,
                                       prompt_format=measured.prompt_format, val_subset=val_subset,
-                                      fit_queries=val_subset or pool_as_queries(pool))
+                                      fit_queries=val_subset or pool_as_queries(pool),
+                                      typical_queries=lambda: val_subset or sample_pool_queries(
+                                          pool, target.inputs, TYPICAL_QUERIES, base_config.seed,
+                                          measured.base_tokens))
         select = target.select
         report["configs"] = searched.entries
         report.update(choice_report(select, configs[searched.chosen][0], searched.kinds))

@@ -70,17 +70,23 @@ class SettingsSearch:
 
     def run(self, program, target: CompileTarget, spec: PoolSpec, configs: list[tuple[dict, SelectionConfig]], *,
             budget: int, token_model: str | None, prompt_format: str, val_subset: list[ValQuery],
-            fit_queries: list[ValQuery]) -> SearchOutcome:
+            fit_queries: list[ValQuery], typical_queries: Callable[[], list[ValQuery]] = list) -> SearchOutcome:
         """Fit ``target``'s selection on the pool ``spec`` with every configuration, score, choose; ``fit_queries``:
-        what a selector fitting on queries sees (the validation subset, else the pool as queries)."""
+        what a selector fitting on queries sees (the validation subset, else the pool as queries);
+        ``typical_queries()``: queries with their prompt sizes, for a selector whose fit reads the capacity a
+        typical query leaves (asked once, when one does)."""
+        typical: list[ValQuery] | None = None
         select, signature = target.select, target.selecting.signature
         # Stage 1: fit every configuration once (no LM calls unless a fixed set is LM-scored) and score it
         # with model-free proxies; keep each fitted state to restore later instead of refitting.
         entries: list[dict] = []
         snapshots, kinds = [], []
         for point, config in configs:
-            select.fit(spec, budget=budget, token_model=token_model, config=config,
-                       fit_inputs=self.fit_inputs(program, target, config, fit_queries, budget),
+            inputs = self.fit_inputs(program, target, config, fit_queries, budget)
+            if config.selector_class.fit_reads_capacity and "capacity" not in inputs:
+                typical = typical_queries() if typical is None else typical
+                inputs["capacity"] = typical_capacity(config, typical, budget)
+            select.fit(spec, budget=budget, token_model=token_model, config=config, fit_inputs=inputs,
                        signature_fields=list(signature.fields), input_fields=list(signature.input_fields),
                        prompt_format=prompt_format, progress=self.progress)
             snapshots.append(select.dump_state())
@@ -169,6 +175,14 @@ class SettingsSearch:
             raise CompileError(f"the LM failed while the search scored a configuration on {len(examples)} "
                                f"validation questions: {describe_lm_error(failures[0])}")
         return score
+
+
+def typical_capacity(config: SelectionConfig, queries: list[ValQuery], budget: int) -> float:
+    """The exemplar tokens a typical query's prompt leaves: the budget less the median prompt of ``queries`` and
+    the output reserve (the whole budget less the reserve when no query is measured)."""
+    bases = [q.base_tokens for q in queries]
+    return config.exemplar_capacity(budget - (float(np.median(bases)) if bases else 0.0)
+                                    - config.reserve_output_tokens)
 
 
 def _fixed_set_proxy(select, indices, queries: list[ValQuery]) -> float:

@@ -2,6 +2,7 @@
 and budget accounting (their first prompts measured), selection-only runs for the LM-free ones, LM-compiled ones with
 a stand-in LM; and suites checked whole before anything runs."""
 
+import json
 import re
 
 import pytest
@@ -9,6 +10,7 @@ from dspy.utils import DummyLM
 from helpers import FieldFillingLM, HashingEmbedder, WordCounter, needs_tatqa
 
 from knapsack_dspy.bench.execution.runner import run_suite
+from knapsack_dspy.bench.programs.dspy_baselines import BOOTSTRAP_DEMOS
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.bench.suites.suite import SuiteError, suite_from_dict
 from knapsack_dspy.cli.main import main
@@ -127,14 +129,18 @@ def test_baselines_that_compile_with_an_lm(tmp_path, data, monkeypatch):
     pool, tune = data
     small = (pool[:16], tune[:2])
     lm = FieldFillingLM({"program": 'ans = 1\nscale = ""', "proposed_instruction": "Write the program carefully."})
-    _, rows = run(tmp_path, small, monkeypatch, suite(selector=["dspy_bootstrap_rs", "dspy_mipro0"]),
-                  lm_factory=lambda spec: lm)
-    assert len(rows) == 4 and all(r["error"] is None and r["prompt_tokens"] > 0 for r in rows)
+    names = ["dspy_bootstrap", "dspy_bootstrap_rs", "dspy_mipro0"]
+    _, rows = run(tmp_path, small, monkeypatch, suite(selector=names), lm_factory=lambda spec: lm)
+    assert len(rows) == 6 and all(r["error"] is None and r["prompt_tokens"] > 0 for r in rows)
     programs = sorted(p.name for p in (tmp_path / "programs").glob("*.json") if not p.name.endswith("report.json"))
-    assert len(programs) == 2  # compiled once, saved; a re-run reloads them
+    assert len(programs) == 3  # compiled once, saved; a re-run reloads them
+    reports = [json.loads(p.read_text()) for p in (tmp_path / "programs").glob("*.report.json")]
+    bootstrap = next(r for r in reports if r["baseline"] == "dspy_bootstrap")
+    assert bootstrap["optimizer"] == "BootstrapFewShot"
+    assert {"lm_calls", "seconds"} <= set(bootstrap["cost"])  # the compile's cost, reported with the arm
+    assert all(len(r["exemplar_ids"]) <= 2 * BOOTSTRAP_DEMOS for r in rows if r["spec"]["selector"] == names[0])
     calls = len(lm.prompts)
-    run(tmp_path, small, monkeypatch, suite(selector=["dspy_bootstrap_rs", "dspy_mipro0"], limit=2),
-        lm_factory=lambda spec: lm)
+    run(tmp_path, small, monkeypatch, suite(selector=names, limit=2), lm_factory=lambda spec: lm)
     assert len(lm.prompts) == calls  # nothing left to do, nothing recompiled
 
 
@@ -162,3 +168,27 @@ def test_a_bad_suite_is_reported_whole_before_anything_runs(tmp_path, capsys):
                  "runs[1] max_exemplar: unknown key", "runs[1] pipeline: unknown pipeline 'potx' for tatqa",
                  "runs[1] selector: unknown selector 'sear'"]:
         assert line in err
+
+
+def test_bootstrap_few_shot_runs_the_program_as_its_own_teacher(tmp_path, data, monkeypatch):
+    """dspy_bootstrap: BootstrapFewShot(max_bootstrapped_demos=4, max_labeled_demos=4) runs the program on the pool
+    (the LM's calls before the first question) and the answered row's prompt holds its demos."""
+    pool, tune = data
+    lm = FieldFillingLM({"program": 'ans = 1\nscale = ""'})
+    _, rows = run(tmp_path, (pool[:12], tune[:1]), monkeypatch, suite(selector="dspy_bootstrap"),
+                  lm_factory=lambda spec: lm)
+    (row,) = rows
+    assert row["error"] is None and 0 < len(row["exemplar_ids"]) <= 2 * BOOTSTRAP_DEMOS
+    assert len(lm.prompts) > 1  # the teacher's calls on the pool, then the question's
+
+
+def test_a_run_may_ask_for_the_prompt_cache_and_its_key_says_so():
+    """``prompt_cache = true``: the embedded model's cache even under KDSPY_LOCAL_REPRODUCIBLE=1 (its LM asks for
+    ``cache_prompt``); a run of another identity than the same run without it, whose key is unchanged."""
+    from knapsack_dspy.bench.execution.run_job import default_lm
+
+    plain, cached = suite(selector="dspy_labeled").runs[0], suite(selector="dspy_labeled", prompt_cache=True).runs[0]
+    assert plain.key != cached.key and plain.key == suite(selector="dspy_labeled").runs[0].key
+    local = suite(selector="dspy_labeled", prompt_cache=True, model="local/qwen2.5-coder-0.5b-instruct").runs[0]
+    assert default_lm(local).kwargs.get("cache_prompt") is True
+    assert "cache_prompt" not in default_lm(cached).kwargs  # not a local model: nothing to ask

@@ -140,5 +140,6 @@ def test_reproducible_replies_fix_the_threads_and_skip_the_prompt_cache(monkeypa
         assert not local_server.reproducible()
     monkeypatch.setenv("KDSPY_LOCAL_REPRODUCIBLE", "1")
     assert local_server._default_threads() == 2 and build_request(messages, {})["cache_prompt"] is False
+    assert build_request(messages, {"cache_prompt": True})["cache_prompt"] is True  # a run that asks for the cache
     monkeypatch.setenv("KDSPY_LOCAL_THREADS", "1")  # a user's number still wins
     assert local_server._default_threads() == 1

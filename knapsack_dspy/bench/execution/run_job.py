@@ -18,6 +18,7 @@ from knapsack_dspy.bench.results.provenance import run_provenance
 from knapsack_dspy.bench.suites.suite import RunSpec
 from knapsack_dspy.docqa.pipelines.pipeline import program_state_json
 from knapsack_dspy.llm import make_lm
+from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.modules.compiled_programs import pool_stores_of
 
 __all__ = ["RunJob", "Task", "adapter_name", "default_lm", "spec_provenance"]
@@ -25,8 +26,9 @@ __all__ = ["RunJob", "Task", "adapter_name", "default_lm", "spec_provenance"]
 
 def default_lm(spec: RunSpec):
     """The LM a run asks unless the caller gives an ``lm_factory``: the spec's model, server and transport."""
+    cache = {"cache_prompt": True} if spec.prompt_cache and is_local_model(spec.model) else {}
     return make_lm(spec.model, api_base=spec.api_base or None, max_tokens=spec.max_tokens,
-                   timeout=spec.timeout, num_retries=spec.num_retries)
+                   timeout=spec.timeout, num_retries=spec.num_retries, **cache)
 
 
 def adapter_name() -> str:

@@ -7,6 +7,10 @@ is compiled by DSPy's optimizer instead of ``KnapsackFewShot``:
   the extractor's), its trainset the pool in that predictor's fields (the demos our selectors choose from),
   embedded with the run's embedder (DSPy's KNN embeds every input field joined);
 - ``dspy_labeled``: ``LabeledFewShot(k=M)`` on each demo predictor, the same trainset (M random demos for all);
+- ``dspy_bootstrap``: ``BootstrapFewShot(max_bootstrapped_demos=4, max_labeled_demos=4)`` on the whole program, as
+  DSPy's tutorials compile: the program itself is the teacher (LM: its traces on the pool, in order, kept where the
+  dataset's correctness -- for GSM8K the final number, as ``dspy.datasets.gsm8k.gsm8k_metric`` scores it -- says
+  right), its demos the traces plus labeled pool examples; M does not apply (DSPy's numbers, fixed);
 - ``dspy_bootstrap_rs``: ``BootstrapFewShotWithRandomSearch`` on the whole program (LM: the traces come from
   running it), metric: the dataset's correctness;
 - ``dspy_mipro0``: ``MIPROv2(max_bootstrapped_demos=0, max_labeled_demos=0)``: instructions only (LM; optuna).
@@ -43,6 +47,8 @@ from knapsack_dspy.teleprompt.knapsack_few_shot import fit_sub_modules
 __all__ = ["BaselineProgram", "compile_baseline"]
 
 NO_ID = "(no id)"  # a demo without an id (a bootstrapped trace)
+#: ``dspy_bootstrap``'s bootstrapped and labeled demos: the numbers DSPy's tutorials use (issue 50)
+BOOTSTRAP_DEMOS = 4
 
 
 class PredictorHolder(dspy.Module):
@@ -127,6 +133,11 @@ def compile_baseline(name: str, student, pool: Sequence, valset: Sequence | None
         return program
     trainset = program.trainset(pool) if isinstance(program, ProgramQA) else list(pool)
     val = program.trainset(valset or []) if isinstance(program, ProgramQA) else list(valset or [])
+    if name == "dspy_bootstrap":
+        optimizer = dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=BOOTSTRAP_DEMOS,
+                                          max_labeled_demos=BOOTSTRAP_DEMOS)
+        with quiet_in_this_thread():  # its progress bar and summary line
+            return optimizer.compile(program, trainset=trainset)
     if name == "dspy_bootstrap_rs":
         optimizer = dspy.BootstrapFewShotWithRandomSearch(
             metric=metric, max_bootstrapped_demos=max_exemplars, max_labeled_demos=max_exemplars,

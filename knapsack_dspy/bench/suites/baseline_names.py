@@ -5,6 +5,7 @@ from __future__ import annotations
 
 #: name -> (needs an LM to compile, the DSPy optimizer)
 DSPY_BASELINES = {"dspy_knn": (False, "KNNFewShot"), "dspy_labeled": (False, "LabeledFewShot"),
+                  "dspy_bootstrap": (True, "BootstrapFewShot"),
                   "dspy_bootstrap_rs": (True, "BootstrapFewShotWithRandomSearch"),
                   "dspy_mipro0": (True, "MIPROv2")}
 

@@ -128,6 +128,10 @@ class RunSpec:
     demo_table: str = AUTO_DEMO_CUT
     demo_table_rows: int = DEFAULT_DEMO_TABLE_ROWS
     demo_paragraphs: str = AUTO_DEMO_CUT
+    # an embedded model's prompt cache for this run even under KDSPY_LOCAL_REPRODUCIBLE=1 (llama.cpp's
+    # cache_prompt): for arms whose prompts share a long fixed prefix (one demo set for every question), at the cost
+    # of replies that depend on what the cache held; other models: no effect
+    prompt_cache: bool = False
 
     def __post_init__(self):
         task = TASKS.get(self.dataset)  # an unknown dataset is reported by the suite's checks

@@ -36,6 +36,8 @@ __all__ = [
     "QuerySelection",
     "SelectedExemplar",
     "SelectionQuality",
+    "program_parses",
+    "program_score",
     "score_query",
     "selection_quality",
 ]
@@ -124,7 +126,7 @@ class QueryScores:
     within_budget: bool | None
 
 
-def _parses(program) -> bool:
+def program_parses(program) -> bool:
     """A program with at least one step: a lone number ("2019", a count's single item) is no program."""
     if program is None or (isinstance(program, str) and not program.strip()):
         return False
@@ -134,8 +136,9 @@ def _parses(program) -> bool:
         return False
 
 
-def _similarity(candidate, gold) -> float:
-    if not _parses(candidate):
+def program_score(candidate, gold) -> float:
+    """How similar an exemplar's program is to a query's gold one (0 when the exemplar's does not parse)."""
+    if not program_parses(candidate):
         return 0.0
     return float(program_similarity(candidate, gold))
 
@@ -145,8 +148,8 @@ def score_query(query: QuerySelection | Mapping, threshold: float = GOLD_CASE_TH
     query = QuerySelection.from_dict(query)
     exemplars = list(query.exemplars)
     program_scores = best = mean = hit = None
-    if _parses(query.gold_program):
-        program_scores = tuple(_similarity(e.program, query.gold_program) for e in exemplars)
+    if program_parses(query.gold_program):
+        program_scores = tuple(program_score(e.program, query.gold_program) for e in exemplars)
         best = max(program_scores) if program_scores else 0.0
         mean = sum(program_scores) / len(program_scores) if program_scores else 0.0
         hit = best >= threshold

@@ -66,6 +66,8 @@ class ExemplarSelector:
       selection is not reported as a problem;
     - ``pool_attributes``: pool attributes ``fit`` / ``select`` read besides the configured ones (the pool carries
       them: ``SelectExemplars.fit`` takes each from the examples' field of that name);
+    - ``fit_reads_capacity``: ``fit`` takes ``capacity``, the exemplar tokens a typical query's prompt leaves
+      (compile measures it on a sample of queries: ``case_coverage`` reads its token price from the pool at it);
     - ``respects_budget``: its selections stay within the request's capacity (``False`` for the baselines that
       ignore the token budget by design, as SEER's KATE and random; ``selector_checks.check_selector`` holds a
       selector to what it declares).
@@ -82,6 +84,7 @@ class ExemplarSelector:
     default_attribute_source = "classifier"
     selects_demos = True
     pool_attributes: tuple[str, ...] = ()
+    fit_reads_capacity = False
     respects_budget = True
 
     def __init__(self, max_exemplars: int = 8):

@@ -50,6 +50,7 @@ from knapsack_dspy.errors import KnapsackDspyWarning
 from knapsack_dspy.selection.attribute_classifier import KIND, AttributeClassifier
 from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT, greedy_knapsack, solve_knapsack
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, NotFittedError, candidates, make_selection
+from knapsack_dspy.selection.token_price import PriceFit, fit_token_price, is_auto
 
 __all__ = ["KIND", "SOLVERS", "CaseCoverageFallback", "CaseCoverageSelector", "kind_labels"]
 
@@ -79,6 +80,7 @@ class CaseCoverageSelector(ExemplarSelector):
     name = "case_coverage"
     needs_fit = True
     pool_attributes = (KIND,)
+    fit_reads_capacity = True  # token_price="auto" reads the price at a typical query's capacity
 
     def __init__(self, max_exemplars: int = 8, kind: str = KIND, similarity_weight: float = 0.5,
                  temperature: float = 0.05, token_price: float = 0.0, solver: str = "knapsack",
@@ -101,8 +103,11 @@ class CaseCoverageSelector(ExemplarSelector):
             raise ValueError(f"kind must be the name of a pool attribute, got {self.kind!r}")
         for name in ("similarity_weight", "token_price"):
             value = getattr(self, name)
+            if name == "token_price" and is_auto(value):
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+                also = " or 'auto' (read from the pool)" if name == "token_price" else ""
+                raise ValueError(f"{name} must be a number >= 0{also}, got {value!r}")
         if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) \
                 or not self.temperature > 0:
             raise ValueError(f"temperature must be a number > 0, got {self.temperature!r}")
@@ -115,31 +120,67 @@ class CaseCoverageSelector(ExemplarSelector):
             raise ValueError(f"C must be a number > 0, got {self.C!r}")
 
     # -- learned state -------------------------------------------------------------------------------------
-    def fit(self, pool, **kwargs):
+    def fit(self, pool, capacity: float | None = None, **kwargs):
+        """Learn the kind classifier from ``pool``; with ``token_price="auto"``, read the price from the pool too
+        (``selection/token_price.py``; ``capacity``: the exemplar tokens a typical query leaves, default the
+        pool's cost of ``max_exemplars`` median exemplars)."""
         self.validate_params()
         labels = kind_labels(pool, self.kind)
         known = labels != ""
         self.fallback_ = not known.any()
         self.classifier_ = None
+        self.price_fit_ = None
         if self.fallback_:
             warnings.warn(f"{self.name}: no pool exemplar has a {self.kind!r} label: selecting by "
                           "similarity alone (the nearest first, under the budget)", CaseCoverageFallback,
                           stacklevel=2)
         else:
             self.classifier_ = AttributeClassifier(C=self.C).fit(pool.embeddings[known], labels[known])
+        if is_auto(self.token_price):
+            self.price_fit_ = self._fit_price(pool, capacity)
         return self
+
+    def _fit_price(self, pool, capacity: float | None) -> PriceFit:
+        if capacity is None or not np.isfinite(capacity):
+            capacity = float(self.max_exemplars * np.median(pool.costs)) if len(pool) else 0.0
+
+        def at_price(price: float) -> CaseCoverageSelector:
+            params = {**self.get_params(), "token_price": float(price)}
+            return CaseCoverageSelector(**{name: params[name] for name in CaseCoverageSelector.param_names()})
+
+        with warnings.catch_warnings():  # a half without kinds falls back as the whole pool would say
+            warnings.simplefilter("ignore", CaseCoverageFallback)
+            return fit_token_price(pool, at_price, float(capacity), kind=self.kind)
+
+    @property
+    def price(self) -> float:
+        """The price per prompt token ``select`` uses: ``token_price``, or the one read from the pool ("auto")."""
+        if not is_auto(self.token_price):
+            return float(self.token_price)
+        fitted = getattr(self, "price_fit_", None)
+        if fitted is None:
+            raise NotFittedError(f"{self.name}: token_price='auto' is read from the pool at fit "
+                                 "(KnapsackFewShot.compile)")
+        return fitted.price
 
     def get_state(self) -> dict:
         if not hasattr(self, "fallback_"):
             return {}
-        return {"fallback": bool(self.fallback_),
-                "classifier": None if self.classifier_ is None else self.classifier_.get_state()}
+        state = {"fallback": bool(self.fallback_),
+                 "classifier": None if self.classifier_ is None else self.classifier_.get_state()}
+        if getattr(self, "price_fit_", None) is not None:
+            state["price_fit"] = self.price_fit_.as_dict()
+        return state
 
     def set_state(self, state: dict):
         if state:
             self.fallback_ = bool(state.get("fallback"))
             classifier = state.get("classifier")
             self.classifier_ = None if classifier is None else AttributeClassifier.from_state(classifier)
+            price_fit = state.get("price_fit")
+            self.price_fit_ = None if price_fit is None else PriceFit.from_dict(price_fit)
+            if is_auto(self.token_price) and self.price_fit_ is None:
+                raise ValueError(f"{self.name}: token_price='auto' but the state holds no price read from the pool")
         return self
 
     # -- selection -----------------------------------------------------------------------------------------
@@ -160,12 +201,18 @@ class CaseCoverageSelector(ExemplarSelector):
         return cached[1]
 
     def select(self, pool, request):
+        return self.select_at_prices(pool, request, (self.price,))[0]
+
+    def select_at_prices(self, pool, request, prices) -> list:
+        """The selection for ``request`` at each price of ``prices`` (the query's candidates, kind probabilities
+        and the knapsack's structure computed once): what ``select`` returns with ``token_price`` set to each."""
         probabilities = self.kind_probabilities(request.embedding)
         idx, sims = candidates(pool, request, self.knn_k)
         if idx.size == 0:
-            return make_selection(pool, request, [], sims, reason="empty selection: no eligible exemplar")
+            empty = make_selection(pool, request, [], sims, reason="empty selection: no eligible exemplar")
+            return [empty for _ in prices]
         s = sims[idx].astype(float)
-        values = self.similarity_weight * np.exp((s - s.max()) / self.temperature) - self.token_price * pool.costs[idx]
+        nearness = self.similarity_weight * np.exp((s - s.max()) / self.temperature)
         labels = self._labels(pool)[idx] if probabilities else np.full(idx.size, "")
         present = sorted({label for label in labels if label})
         number = {label: k for k, label in enumerate(present)}
@@ -174,11 +221,16 @@ class CaseCoverageSelector(ExemplarSelector):
         groups, group_costs = pool.knapsack_groups(idx)
         options = dict(groups=groups, group_costs=group_costs, kinds=kinds if present else None,
                        kind_values=kind_values if present else None)
-        if self.solver == "greedy":
-            sol = greedy_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars, **options)
-        else:
-            sol = solve_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars,
-                                 time_limit=self.time_limit, work_limit=self.work_limit, **options)
-        chosen = [int(idx[i]) for i in sol.selected]
-        return make_selection(pool, request, chosen, sims, status=sol.status, reason=sol.reason,
-                              solution=sol)
+        costs = pool.costs[idx]
+        out = []
+        for price in prices:
+            values = nearness - float(price) * costs
+            if self.solver == "greedy":
+                sol = greedy_knapsack(values, costs, request.capacity, self.max_exemplars, **options)
+            else:
+                sol = solve_knapsack(values, costs, request.capacity, self.max_exemplars,
+                                     time_limit=self.time_limit, work_limit=self.work_limit, **options)
+            chosen = [int(idx[i]) for i in sol.selected]
+            out.append(make_selection(pool, request, chosen, sims, status=sol.status, reason=sol.reason,
+                                      solution=sol))
+        return out
