@@ -168,8 +168,9 @@ class CaseCoverageSelector(ExemplarSelector):
             return {}
         state = {"fallback": bool(self.fallback_),
                  "classifier": None if self.classifier_ is None else self.classifier_.get_state()}
-        if getattr(self, "price_fit_", None) is not None:
-            state["price_fit"] = self.price_fit_.as_dict()
+        price_fit: PriceFit | None = getattr(self, "price_fit_", None)
+        if price_fit is not None:
+            state["price_fit"] = price_fit.as_dict()
         return state
 
     def set_state(self, state: dict):
