@@ -48,7 +48,8 @@ import numpy as np
 
 from knapsack_dspy.errors import KnapsackDspyWarning
 from knapsack_dspy.selection.attribute_classifier import KIND, AttributeClassifier
-from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT, greedy_knapsack, solve_knapsack
+from knapsack_dspy.selection.demo_knapsack import DemoKnapsack
+from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, NotFittedError, candidates, make_selection
 
 __all__ = ["KIND", "SOLVERS", "CaseCoverageFallback", "CaseCoverageSelector", "kind_labels"]
@@ -160,10 +161,24 @@ class CaseCoverageSelector(ExemplarSelector):
         return cached[1]
 
     def select(self, pool, request):
+        problem = self.knapsack_problem(pool, request)
+        if not len(problem):
+            return make_selection(pool, request, [], problem.similarities,
+                                  reason="empty selection: no eligible exemplar")
+        sol = problem.solve(request.capacity)
+        chosen = [int(problem.candidates[i]) for i in sol.selected]
+        return make_selection(pool, request, chosen, problem.similarities, status=sol.status, reason=sol.reason,
+                              solution=sol)
+
+    def knapsack_problem(self, pool, request) -> DemoKnapsack:
+        """The knapsack ``select`` solves for this query (see the module docstring): the ``knn_k`` nearest eligible
+        exemplars, valued by their nearness less the token price of their own tokens, their kinds worth
+        ``P(kind | query)`` once each, a document's shared cost paid once."""
         probabilities = self.kind_probabilities(request.embedding)
         idx, sims = candidates(pool, request, self.knn_k)
         if idx.size == 0:
-            return make_selection(pool, request, [], sims, reason="empty selection: no eligible exemplar")
+            return DemoKnapsack(idx, np.zeros(0), np.zeros(0), self.max_exemplars, sims,
+                                token_price=float(self.token_price), solver=self.solver)
         s = sims[idx].astype(float)
         values = self.similarity_weight * np.exp((s - s.max()) / self.temperature) - self.token_price * pool.costs[idx]
         labels = self._labels(pool)[idx] if probabilities else np.full(idx.size, "")
@@ -172,13 +187,7 @@ class CaseCoverageSelector(ExemplarSelector):
         kinds = np.asarray([number.get(label, -1) for label in labels], dtype=int)
         kind_values = np.asarray([probabilities.get(label, 0.0) for label in present])
         groups, group_costs = pool.knapsack_groups(idx)
-        options = dict(groups=groups, group_costs=group_costs, kinds=kinds if present else None,
-                       kind_values=kind_values if present else None)
-        if self.solver == "greedy":
-            sol = greedy_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars, **options)
-        else:
-            sol = solve_knapsack(values, pool.costs[idx], request.capacity, self.max_exemplars,
-                                 time_limit=self.time_limit, work_limit=self.work_limit, **options)
-        chosen = [int(idx[i]) for i in sol.selected]
-        return make_selection(pool, request, chosen, sims, status=sol.status, reason=sol.reason,
-                              solution=sol)
+        return DemoKnapsack(idx, values, pool.costs[idx], self.max_exemplars, sims, groups=groups,
+                            group_costs=group_costs, kinds=kinds if present else None,
+                            kind_values=kind_values if present else None, token_price=float(self.token_price),
+                            solver=self.solver, time_limit=self.time_limit, work_limit=self.work_limit)
