@@ -170,8 +170,9 @@ DEFERRED_IMPORTS = {
     "knapsack_dspy.selection.config": {"knapsack_dspy.selection.latency"},
     "knapsack_dspy.selection.selectors.base": {"knapsack_dspy.selection.demo_knapsack"},
     "knapsack_dspy.teleprompt.knapsack_few_shot": {
-        "knapsack_dspy.messages", "knapsack_dspy.llm.call_counter", "knapsack_dspy.teleprompt.selection_proxies",
-        "knapsack_dspy.llm.model_check", "knapsack_dspy.modules.selectable_context"},
+        "knapsack_dspy.messages", "knapsack_dspy.llm.call_counter", "knapsack_dspy.llm.model_check"},
+    "knapsack_dspy.teleprompt.settings_search": {"knapsack_dspy.teleprompt.selection_proxies"},
+    "knapsack_dspy.teleprompt.compile_report": {"knapsack_dspy.modules.selectable_context"},
 }
 
 
@@ -219,9 +220,11 @@ def test_the_optimizer_imports_alone():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     loaded = out.stdout.split()
     assert [m for m in loaded if wing_of(m) != "optimizer"] == []
-    # at most 40 (40 today): built-in selectors, local-model token counting, pool stores, attribute classifiers, the
-    # LM attribute predictor, latency rates, saved-state reading and model checks load when first used
-    assert len(loaded) <= 40, loaded
+    # at most 47 (47 today: compiling a predictor is measure / sample / search / report, a module each, with the
+    # pool's specification, the compile target and the teleprompter's errors): built-in selectors, local-model token
+    # counting, pool stores, attribute classifiers, the LM attribute predictor, latency rates, saved-state reading,
+    # model checks and selectable context load when first used
+    assert len(loaded) <= 47, loaded
 
 
 #: names of the application's data sets and attributes: the optimizer's code (outside its docstrings and comments,

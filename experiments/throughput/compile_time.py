@@ -37,7 +37,7 @@ PARTS = {
     "token costs": ("knapsack_dspy/modules/prompt_cost.py", "demo_costs"),
     "embed": ("knapsack_dspy/embeddings.py", "encode"),
     "fit classifiers": ("knapsack_dspy/selection/attribute_classifier.py", "fit"),
-    "select for validation questions": ("knapsack_dspy/teleprompt/knapsack_few_shot.py", "_proxy"),
+    "select for validation questions": ("knapsack_dspy/teleprompt/settings_search.py", "proxy_scores"),
     "write program": ("knapsack_dspy/docqa/pipelines/pipeline.py", "save_program"),
     "whole compile (KnapsackFewShot.compile)": ("knapsack_dspy/teleprompt/knapsack_few_shot.py", "compile"),
 }

@@ -44,6 +44,7 @@ from knapsack_dspy.modules.pool_columns import (
     query_digest_of,
     query_digests_of,
 )
+from knapsack_dspy.modules.pool_spec import PoolSpec, as_pool_spec
 from knapsack_dspy.modules.shared_fields import referring_demo
 from knapsack_dspy.selection.attribute_domains import KIND
 from knapsack_dspy.selection.config import SelectionConfig
@@ -159,34 +160,28 @@ class SelectExemplars(dspy.Module, Parameter):
         """The text embedded for a query or an exemplar: its ``embed_fields``, one per line."""
         return query_text(fields, self.config.embed_fields or ())
 
-    def fit(self, pool_examples: Sequence[dspy.Example], demos: Sequence[Mapping], costs: Sequence[float], *,
-            budget: int, token_model: str | None = None, config: SelectionConfig | None = None,
-            fit_inputs: Mapping | None = None, input_fields: Sequence[str] | None = None,
-            signature_fields: Sequence[str] = (), attributes: Mapping[str, Callable] | None = None,
-            ids: Sequence[str] | None = None, groups: Sequence[int] | None = None,
-            group_costs: Sequence[float] | None = None, prompt_format: str | None = None,
-            query_inputs: Sequence[Mapping | None] | None = None, progress: bool = False) -> SelectExemplars:
+    def fit(self, pool: PoolSpec | Sequence[dspy.Example], demos: Sequence[Mapping] | None = None,
+            costs: Sequence[float] | None = None, *, budget: int, token_model: str | None = None,
+            config: SelectionConfig | None = None, fit_inputs: Mapping | None = None,
+            input_fields: Sequence[str] | None = None, signature_fields: Sequence[str] = (),
+            prompt_format: str | None = None, progress: bool = False, **pool_fields: Any) -> SelectExemplars:
         """Store the pool and learn what selection needs, with ``config`` (default: the current one).
-        ``demos[i]`` is ``pool_examples[i]`` in the predictor's fields; ``costs[i]`` its token cost in that
-        prompt; ``budget`` the resolved token budget. ``fit_inputs``: what the selector's ``fit`` needs besides
-        the pool (see ``ExemplarSelector.fit_on``). ``input_fields``: the predictor's input fields, embedded when
-        the config's ``embed_fields`` is ``None``; ``signature_fields``: all its fields (checked at inference).
-        ``attributes``: ``{name: f(example) -> value}`` for pool attributes (default: the example's field of
-        that name). ``ids``: the pool ids (default: each example's ``id``, else its position). ``groups`` /
-        ``group_costs``: demos sharing the config's ``shared_fields`` (``knapsack_dspy.modules.shared_fields``):
-        ``costs`` are then what each adds without the shared value, ``group_costs`` the shared values' tokens.
-        ``prompt_format``: what else the costs were measured with (the adapter; part of a pool store's hash).
-        ``query_inputs[i]``: ``pool_examples[i]``'s inputs as a query with its question gives them, when they may
-        differ from its demo's (a demo cut to its evidence; ``None``: the demo's): a query with those inputs is
-        that exemplar and never selects it, with or without an ``id``. A pool of more than
-        ``pool_store.INLINE_POOL_LIMIT`` exemplars is written to a pool store (under
+
+        ``pool``: the exemplars, their demos in the predictor's fields, their token costs in that prompt and what
+        else is known about them (:class:`~knapsack_dspy.modules.pool_spec.PoolSpec`: ids, attribute functions,
+        inputs as queries give them, shared costs); ``fit(examples, demos, costs, ids=..., ...)`` is short for
+        ``fit(PoolSpec(examples, demos, costs, ids=..., ...), ...)``. ``budget``: the resolved token budget;
+        ``token_model``: the model the costs were counted for. ``fit_inputs``: what the selector's ``fit`` needs
+        besides the pool (see ``ExemplarSelector.fit_on``). ``input_fields``: the predictor's input fields,
+        embedded when the config's ``embed_fields`` is ``None``; ``signature_fields``: all its fields (checked at
+        inference). ``prompt_format``: what else the costs were measured with (the adapter; part of a pool store's
+        hash). A pool of more than ``pool_store.INLINE_POOL_LIMIT`` exemplars is written to a pool store (under
         ``pool_store.default_store_root()``) and the saved state references it by hash. ``progress``: progress
         bars while the pool is embedded."""
-        if not (len(pool_examples) == len(demos) == len(costs)):
-            raise ValueError("pool_examples, demos and costs must have the same length")
-        if query_inputs is not None and len(query_inputs) != len(demos):
-            raise ValueError(f"query_inputs has {len(query_inputs)} entries for {len(demos)} demos")
-        if not pool_examples:
+        spec = as_pool_spec(pool, demos, costs, **pool_fields)
+        if spec.costs is None:
+            raise ValueError("fit needs the pool's token costs (PoolSpec.costs)")
+        if not len(spec):
             raise ValueError("the exemplar pool is empty")
         config = config if config is not None else self.config
         if config.embed_fields is None:
@@ -195,25 +190,20 @@ class SelectExemplars(dspy.Module, Parameter):
             config = config.with_settings(embed_fields=tuple(input_fields))
         from knapsack_dspy.selection import pool_store  # a large pool's store: loaded when used
 
-        attribute_fns = dict(attributes or {})
         with self._lock:
             self.config = config
             self._reset_learned()
             self.signature_fields = list(signature_fields)
             self.input_fields = list(input_fields or self.config.embed_fields or ())
             self.value_name = _function_name(self.value)
-            demos = [dict(d) for d in demos]
+            demos = [dict(d) for d in spec.demos]  # the selection's own (a spec may be fitted again)
             self.pool_columns = PoolColumns(
-                ids=([str(i) for i in ids] if ids is not None
-                     else [str(ex.get("id", i)) for i, ex in enumerate(pool_examples)]),
-                demos=demos, costs=[float(c) for c in costs],
-                doc_ids=[str(ex.get("doc_id", "")) for ex in pool_examples],
-                embed_texts=[self.query_text(d) for d in demos],
-                programs=[solution_of(ex, attribute_fns) for ex in pool_examples],
-                attributes=self._pool_attributes(pool_examples, attribute_fns, demos, progress),
-                groups=[int(g) for g in groups] if groups is not None else [],
-                group_costs=[float(c) for c in group_costs] if group_costs is not None else [],
-                query_digests=query_digests_of(demos, query_inputs, self.input_fields))
+                ids=spec.pool_ids(default=lambda position: position), demos=demos, costs=list(spec.costs),
+                doc_ids=spec.doc_ids(), embed_texts=[self.query_text(d) for d in demos],
+                programs=[solution_of(ex, spec.attributes or {}) for ex in spec.examples],
+                attributes=self._pool_attributes(spec, progress),
+                groups=list(spec.groups or ()), group_costs=list(spec.group_costs or ()),
+                query_digests=query_digests_of(demos, spec.query_inputs, self.input_fields))
             self.resolved_budget = int(budget)
             self.token_model = token_model
             pool = self._pool(progress)
@@ -229,7 +219,7 @@ class SelectExemplars(dspy.Module, Parameter):
             elif self.attribute_source == "lm":
                 from knapsack_dspy.modules.lm_attribute_predictor import LMAttributePredictor
 
-                self.lm_attribute_predictor = LMAttributePredictor(self.config.attributes).fit(pool_examples,
+                self.lm_attribute_predictor = LMAttributePredictor(self.config.attributes).fit(list(spec.examples),
                                                                                              pool.embeddings)
             selector = self.config.build_selector()
         # Outside the lock: a scoring function may LM-evaluate a copy of the program while the selector fits.
@@ -240,23 +230,21 @@ class SelectExemplars(dspy.Module, Parameter):
             self._selector_obj = selector
         return self
 
-    def _pool_attributes(self, pool_examples: Sequence, attribute_fns: Mapping[str, Callable],
-                         demos: Sequence[Mapping], progress: bool) -> dict[str, list[str]]:
-        """The pool attributes selection reads (the config's, the selector's and those given by ``attribute_fns``:
+    def _pool_attributes(self, spec: PoolSpec, progress: bool) -> dict[str, list[str]]:
+        """The pool attributes selection reads (the config's, the selector's and those ``spec`` gives functions for:
         the example's field of that name by default), each only when some exemplar has a value; the kinds derived
         from the pool when the selector covers kinds and none are given (sets ``self.kinds``)."""
         found: dict[str, list[str]] = {}
-        wanted = (set(self.config.attributes) | set(attribute_fns)
+        wanted = (set(self.config.attributes) | set(spec.attributes or ())
                   | set(self.config.selector_class.pool_attributes)) - {SOLUTION}
         for attr in wanted:
-            get = attribute_fns.get(attr) or (lambda ex, attr=attr: ex.get(attr))
-            values = [get(ex) for ex in pool_examples]
+            values = [spec.attribute(attr, ex) for ex in spec.examples]
             if any(v is not None and v != "" for v in values):
                 found[attr] = ["" if v is None else str(v) for v in values]
         self.kinds = "given" if KIND in found else "none"
         if (self.config.derive_kinds and KIND in self.config.selector_class.pool_attributes
                 and KIND not in found):
-            derived = self._derive_kinds(demos, progress)
+            derived = self._derive_kinds(spec.demos, progress)
             if derived is not None:
                 found[KIND] = derived
         return found
@@ -318,26 +306,35 @@ class SelectExemplars(dspy.Module, Parameter):
             self._selector_obj = selector
         return self._selector_obj
 
-    def update_pool(self, add_examples: Sequence[Any] = (), add_demos: Sequence[Mapping] = (),
+    def update_pool(self, add_examples: PoolSpec | Sequence[Any] = (), add_demos: Sequence[Mapping] | None = None,
                     remove_ids: Sequence[str] = (), *, measure: Callable[[list[dict]], Sequence[float]],
-                    ids: Sequence[str] | None = None, attributes: Mapping[str, Callable] | None = None,
-                    add_inputs: Sequence[Mapping | None] | None = None) -> dict[str, int]:
-        """Add exemplars (``add_examples`` with their demos ``add_demos``, as ``fit`` takes them) and remove the
-        pool ids ``remove_ids``, embedding and measuring (``measure(demos) -> costs``) only the added ones: a pool
-        store is extended from the current one (``pool_store.extend_store``), an inline pool keeps its lists (its
-        embeddings come again from the embedding cache). The attribute classifiers are kept (trained on the pool
-        as compiled); ``add_inputs``: the added examples' inputs as a query gives them (``fit``'s ``query_inputs``).
-        Returns ``{"embedded", "measured", "size"}``. A selector that learned a set at compile time
+                    add_inputs: Sequence[Mapping | None] | None = None, **pool_fields: Any) -> dict[str, int]:
+        """Add exemplars and remove the pool ids ``remove_ids``, embedding and measuring (``measure(demos) -> costs``)
+        only the added ones: a pool store is extended from the current one (``pool_store.extend_store``), an inline
+        pool keeps its lists (its embeddings come again from the embedding cache). ``add_examples``: the exemplars
+        to add, as ``fit`` takes them (a :class:`~knapsack_dspy.modules.pool_spec.PoolSpec` without costs: ids,
+        attribute functions, ``query_inputs``), or their examples with ``add_demos`` and the spec's other fields as
+        keywords (``add_inputs``: its ``query_inputs``). The attribute classifiers are kept (trained on the pool as
+        compiled). Returns ``{"embedded", "measured", "size"}``. A selector that learned a set at compile time
         (``needs_fit``) or a pool with shared costs is compiled again instead (``ValueError``)."""
         if not self.is_fitted:
             raise NotCompiledError("update_pool needs a compiled selection (compile or load a program first)")
         if self.config.selector_class.needs_fit or len(self.groups):
             raise ValueError("update_pool: this selection learned from its pool at compile time (a fixed set or "
                              "shared costs): compile it again with the changed trainset")
-        if len(add_examples) != len(add_demos) or (add_inputs is not None and len(add_inputs) != len(add_demos)):
-            raise ValueError("add_examples, add_demos (and add_inputs) must have the same length")
-        new_ids = ([str(i) for i in ids] if ids is not None
-                   else [str(ex.get("id", f"added-{len(self.pool_ids) + k}")) for k, ex in enumerate(add_examples)])
+        if isinstance(add_examples, PoolSpec) and add_demos is not None:
+            raise TypeError("update_pool(PoolSpec(...), remove_ids=..., measure=...): after a PoolSpec, name "
+                            "remove_ids (the second argument is the demos of examples given without one)")
+        if add_inputs is not None:
+            if "query_inputs" in pool_fields:
+                raise TypeError("update_pool: give add_inputs or query_inputs, not both")
+            pool_fields["query_inputs"] = add_inputs
+        added = as_pool_spec(add_examples, add_demos, None, **pool_fields)
+        if added.costs is not None or added.groups is not None or added.group_costs is not None:
+            raise ValueError("update_pool measures the added demos itself (measure=) and adds no shared costs: give "
+                             "a PoolSpec without costs, groups or group_costs")
+        size = len(self.pool_ids)
+        new_ids = added.pool_ids(default=lambda k: f"added-{size + k}")
         removed = {str(i) for i in remove_ids}
         unknown = sorted(removed - set(self.pool_ids))
         if unknown:
@@ -348,16 +345,15 @@ class SelectExemplars(dspy.Module, Parameter):
             raise ValueError(f"update_pool: ids already in the pool: {clash[:5]}")
         from knapsack_dspy.selection import pool_store  # a large pool's store: loaded when used
 
-        fns = dict(attributes or {})
         names = sorted(self.pool_attributes)
         fields = self.input_fields
         columns = self.pool_columns
         records = [r for r in columns.records(fields) if r.id not in removed]  # a store's: read in one pass
-        added_inputs = list(add_inputs) if add_inputs is not None else [None] * len(add_demos)
-        for pool_id, ex, demo, query in zip(new_ids, add_examples, add_demos, added_inputs, strict=True):
-            values = {name: (fns[name](ex) if name in fns else ex.get(name)) for name in names}
-            records.append(pool_store.PoolRecord(pool_id, dict(demo), str(ex.get("doc_id", "")), self.query_text(demo),
-                                                 solution_of(ex, fns),
+        for pool_id, ex, demo, query, doc_id in zip(new_ids, added.examples, added.demos, added.inputs_as_queries(),
+                                                    added.doc_ids(), strict=True):
+            values = {name: added.attribute(name, ex) for name in names}
+            records.append(pool_store.PoolRecord(pool_id, dict(demo), doc_id, self.query_text(demo),
+                                                 solution_of(ex, added.attributes or {}),
                                                  {k: "" if v is None else str(v) for k, v in values.items()}, -1,
                                                  inputs_digest_of(demo, fields),
                                                  query_digest_of(demo, query, fields)))

@@ -32,30 +32,29 @@ chosen exemplars to the query's gold program), and only the best ``max_lm_config
 (``dspy.Evaluate`` on ``val_size`` examples). The compile report (per predictor: configs tried, proxy and LM
 scores, the choice, attribute-predictor accuracy; and what the compile cost in LM calls, tokens and seconds)
 is kept on the program (``program.compile_report``) and saved with it.
+
+Compiling one predictor (``_compile_predictor``) is four steps, each in a module of its own: **measure** its pool's
+token costs (``pool_measurement``), **sample** its validation queries (``query_samples``), **search** its settings
+(``settings_search``) and **report** (``compile_report``); ``compile_target`` holds what the student tells about
+the predictor, ``errors`` what the teleprompter raises and warns.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import logging
-import math
 import time
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import dspy
-import numpy as np
 from dspy.teleprompt import Teleprompter
-from tqdm.auto import tqdm
 
 from knapsack_dspy.embeddings import TextEmbedder
-from knapsack_dspy.errors import KnapsackDspyError, KnapsackDspyWarning
-from knapsack_dspy.llm.errors import LLMConfigError, describe_lm_error, lm_error_kind
-from knapsack_dspy.llm.token_counter import get_token_counter, token_count_kind
+from knapsack_dspy.llm.errors import LLMConfigError
+from knapsack_dspy.llm.token_counter import get_token_counter
 from knapsack_dspy.modules.compile_hooks import (
     FitsOnTrainset,
     HasEmbedder,
@@ -65,18 +64,19 @@ from knapsack_dspy.modules.compile_hooks import (
     SelectionConfigFor,
 )
 from knapsack_dspy.modules.compiled_programs import install_selecting_predictor, load_compiled, predictor_at
-from knapsack_dspy.modules.prompt_cost import PromptCostModel, pinned_adapter
-from knapsack_dspy.modules.select_exemplars import query_text
+from knapsack_dspy.modules.prompt_cost import pinned_adapter
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
-from knapsack_dspy.modules.shared_fields import group_demos, referring_demo
-from knapsack_dspy.selection.attribute_domains import KIND
 from knapsack_dspy.selection.config import SelectionConfig
-from knapsack_dspy.selection.selectors import (
-    FIT_ON_SCORING_FUNCTION,
-    FIT_ON_VALIDATION_QUERIES,
-    MODES,
-    selector_for_mode,
+from knapsack_dspy.selection.selectors import MODES, selector_for_mode
+from knapsack_dspy.teleprompt.compile_report import (
+    attribute_accuracy,
+    check_zero_shot,
+    choice_report,
+    predictor_report,
 )
+from knapsack_dspy.teleprompt.compile_target import CompileTarget
+from knapsack_dspy.teleprompt.errors import CompileError, ZeroShotWarning
+from knapsack_dspy.teleprompt.pool_measurement import measure_pool
 from knapsack_dspy.teleprompt.predictor_pools import (
     PoolError,
     PredictorPool,
@@ -85,63 +85,18 @@ from knapsack_dspy.teleprompt.predictor_pools import (
     pools_from_trainset,
     query_inputs,
 )
+from knapsack_dspy.teleprompt.query_samples import pool_as_queries, sample_validation
+from knapsack_dspy.teleprompt.settings_search import SettingsSearch, search_points
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BUDGET = 4096  # when the config leaves the budget to the model and the model's context window is unknown
 _SETTINGS = tuple(f.name for f in dataclasses.fields(SelectionConfig))
-_REPORTED = ("alpha", "beta", "max_exemplars")  # settings every entry of the report's "configs" shows
 _DSPY_LM = dspy.LM  # the LiteLLM-backed LM class (as imported: a caller may rebind ``dspy.LM`` to a factory)
-
-
-class CompileError(KnapsackDspyError, ValueError):
-    """The student or the data cannot be compiled (message says why)."""
-
-
-class ZeroShotWarning(KnapsackDspyWarning, UserWarning):
-    """A compiled predictor will send no exemplar to most queries (the message says why, with the numbers): its
-    budget leaves no room for the cheapest demo, or its values give the knapsack nothing worth taking."""
-
-
-#: Queries a compile selects for to check that its predictors will send exemplars at all.
-ZERO_SHOT_CHECK_QUERIES = 12
 
 
 def _is_count(value, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
-def _progress(iterable, total: int, desc: str, enabled: bool):
-    return tqdm(iterable, total=total, desc=desc, leave=False) if enabled else iterable
-
-
-@dataclasses.dataclass(frozen=True)
-class _CompileTarget:
-    """What compiling one predictor needs of the student, asked of it once (``KnapsackFewShot._target``): the
-    selecting predictor, its settings before the search varies them, the functions labelling its pool exemplars,
-    how a query's inputs to it are read (the student's ``inputs_for``, else the signature's input fields) and the
-    student's own selection proxies (``ScoresSelections``), if any."""
-
-    name: str
-    selecting: SelectingPredict
-    config: SelectionConfig
-    attribute_functions: dict
-    inputs: Callable[[Any], dict | None]
-    proxies: Callable[[list, Any], Mapping[str, Any]] | None
-
-    @property
-    def select(self):
-        return self.selecting.selection
-
-
-@dataclasses.dataclass
-class _ValQuery:
-    """A validation example as one predictor sees it: its inputs, its prompt size without selected demos, and
-    its fields for the proxies (gold attributes, gold program)."""
-
-    example: Any
-    inputs: dict
-    base_tokens: int
 
 
 class KnapsackFewShot(Teleprompter):
@@ -251,7 +206,7 @@ class KnapsackFewShot(Teleprompter):
                     raise CompileError(f"KnapsackFewShot: search_space point {{{key!r}: {value!r}}}: {exc}") from None
         given = [config] if isinstance(config, SelectionConfig) else list(config.values()) if config else []
         for base in given:
-            self._configs(self.selection_config(base))
+            search_points(self.search_space, self.selection_config(base))
 
     # ------------------------------------------------------------------------------------------------
     def selection_config(self, student_config: SelectionConfig) -> SelectionConfig:
@@ -374,243 +329,54 @@ class KnapsackFewShot(Teleprompter):
         return load_compiled(student, Path(path) if isinstance(path, str) else path, **kwargs)
 
     # ------------------------------------------------------------------------------------------------
-    def _target(self, program, name: str) -> _CompileTarget:
-        """Ask the student, once, what compiling predictor ``name`` needs (``_CompileTarget``)."""
+    def _target(self, program, name: str) -> CompileTarget:
+        """Ask the student, once, what compiling predictor ``name`` needs (``CompileTarget``)."""
         selecting = predictor_at(program, name)
         config = self.config_for(program, name)
         if config.embed_fields is None:  # the predictor's inputs
             config = config.with_settings(embed_fields=tuple(selecting.signature.input_fields))
-        return _CompileTarget(name, selecting, config, self._attribute_functions(program, name),
-                              functools.partial(query_inputs, program, name, selecting),
-                              program.selection_proxies if isinstance(program, ScoresSelections) else None)
+        return CompileTarget(name, selecting, config, self._attribute_functions(program, name),
+                             functools.partial(query_inputs, program, name, selecting),
+                             program.selection_proxies if isinstance(program, ScoresSelections) else None)
 
     def _compile_predictor(self, program, name: str, pool: PredictorPool, val, counter, model, adapter) -> dict:
+        """Compile predictor ``name`` (its ``SelectingPredict`` installed): measure its pool, sample its validation
+        queries, search its settings, and return its compile report."""
         target = self._target(program, name)
-        selecting, select, functions = target.selecting, target.select, target.attribute_functions
-        selecting.adapter = adapter
-        signature = selecting.signature
+        target.selecting.adapter = adapter
         base_config = target.config
-        configs = self._configs(base_config)
+        configs = search_points(self.search_space, base_config)
         budget = int(base_config.budget or getattr(counter, "context_window", None) or DEFAULT_BUDGET)
-        cost_model = PromptCostModel(signature, counter, adapter)
-        fixed = [dict(d.toDict() if hasattr(d, "toDict") else d) for d in selecting.demos]
-        costs = cost_model.demo_costs(pool.demos, progress=self.progress)  # batched: the same counts
-        costs, groups, group_costs = shared_costs(pool.demos, costs, base_config.shared_fields or (), cost_model)
+        measured = measure_pool(target.selecting, pool, counter, adapter, base_config.shared_fields or (),
+                                progress=self.progress)
+        val_subset = sample_validation(val, target.inputs, base_config.val_size, base_config.seed,
+                                       measured.base_tokens)
+        report = predictor_report(base_config, budget, model, counter, pool, len(val), val_subset, measured)
 
-        rng = np.random.default_rng(base_config.seed)
-        queries = [(ex, target.inputs(ex)) for ex in val]
-        queries = [(ex, inputs) for ex, inputs in queries if inputs is not None]
-        subset = ([queries[i] for i in sorted(rng.choice(len(queries), base_config.val_size, replace=False))]
-                  if len(queries) > base_config.val_size else queries)
-        val_subset = [_ValQuery(ex, inputs, cost_model.prompt_tokens(inputs, fixed)) for ex, inputs in subset]
-
-        report: dict[str, Any] = {"mode": base_config.selector_class.mode, "selector": base_config.selector,
-                                  "budget": budget, "token_model": model, "token_count": token_count_kind(counter),
-                                  "pool_size": len(pool.demos),
-                                  "pool_skipped": pool.skipped, "valset_size": len(val),
-                                  "val_subset_size": len(val_subset), "configs": [],
-                                  "_pool_tokens": int(sum(costs) + sum(group_costs)),
-                                  **({"shared_groups": len(group_costs)} if groups else {}),
-                                  **({"exemplar_budget": base_config.exemplar_budget}
-                                     if base_config.exemplar_budget is not None else {})}
-
-        # Stage 1: fit every configuration once (no LM calls unless a fixed set is LM-scored) and score it
-        # with model-free proxies; keep each fitted state to restore later instead of refitting.
-        fit_queries = val_subset or [_ValQuery(ex, d, 0) for ex, d in zip(pool.examples, pool.demos, strict=True)]
-        snapshots, kinds = [], []
-        for point, config in configs:
-            select.fit(pool.examples, pool.demos, costs, budget=budget, token_model=model, config=config,
-                       fit_inputs=self._fit_inputs(program, target, config, fit_queries, budget),
-                       signature_fields=list(signature.fields), input_fields=list(signature.input_fields),
-                       attributes=functions, ids=pool.ids,
-                       groups=groups or None, group_costs=group_costs or None,
-                       prompt_format=cost_model.adapter_key, query_inputs=pool.query_inputs,
-                       progress=self.progress)
-            snapshots.append(select.dump_state())
-            kinds.append(select.kinds)  # where the fitted pool's kinds came from (not in the state)
-            entry = {"config": point}
-            if val_subset:
-                entry["proxies"] = self._proxy(target, val_subset)
-            report["configs"].append(entry)
-
-        # Stage 2: LM evaluation of the best configurations by proxy.
-        ranked = sorted(range(len(configs)), key=lambda i: -report["configs"][i].get("proxies", {}).get("score", 0.0))
-        if self.metric is not None and val_subset and len(configs) > 1:
-            for i in ranked[: self.max_lm_configs]:
-                select.load_state(snapshots[i])
-                report["configs"][i]["lm_score"] = self._lm_score(program, [q.example for q in val_subset])
-        chosen_index = max(ranked, key=lambda i: (report["configs"][i].get("lm_score", -math.inf),
-                                                  report["configs"][i].get("proxies", {}).get("score", 0.0),
-                                                  -ranked.index(i)))
-        select.load_state(snapshots[chosen_index])
-        report["chosen"] = dict(configs[chosen_index][0])
-        report["candidate_search"] = select.candidate_search()
-        if KIND in select.config.selector_class.pool_attributes:  # where the kinds it covers come from
-            report["kinds"] = kinds[chosen_index]
+        searched = self._search().run(program, target, measured.pool_spec(pool, target.attribute_functions),
+                                      configs, budget=budget, token_model=model,
+                                      prompt_format=measured.prompt_format, val_subset=val_subset,
+                                      fit_queries=val_subset or pool_as_queries(pool))
+        select = target.select
+        report["configs"] = searched.entries
+        report.update(choice_report(select, configs[searched.chosen][0], searched.kinds))
         if select.config.latency_budget is not None and select.latency_model() is None:
             raise CompileError(f"predictor {name!r}: latency_budget={select.config.latency_budget:g} s but no latency "
                                f"rates are known for {model}: give SelectionConfig(latency_rates=...)")
-        report["empty_selections"] = self._check_zero_shot(target, pool, val_subset, cost_model, fixed)
+        report["empty_selections"] = check_zero_shot(target, pool, val_subset, measured)
         if val_subset:
-            report["attribute_accuracy"] = self._attribute_accuracy(select, val_subset, functions)
+            report["attribute_accuracy"] = attribute_accuracy(select, val_subset, target.attribute_functions)
         return report
 
-    def _check_zero_shot(self, target: _CompileTarget, pool: PredictorPool, val_subset: list[_ValQuery],
-                         cost_model: PromptCostModel, fixed: list[dict]) -> dict:
-        """Select for a sample of queries (validation queries, else pool examples asked as queries: each never
-        selects itself) and warn (``ZeroShotWarning``) when most get no exemplar, with the first one's reason.
-        A query's selectable inputs (``context_fields``, ``Pieces``) count with no piece shown: the evidence competes
-        with the demos per call, so only a demo that fits beside no evidence at all is sure to be left out.
-        Returns ``{"queries", "empty", "reason"}`` for the compile report."""
-        from knapsack_dspy.modules.selectable_context import selectable_fields  # a call's pieces
-
-        select, functions = target.select, target.attribute_functions
-        if not select.config.selector_class.selects_demos or select.config.max_exemplars == 0:
-            return {"queries": 0, "empty": 0, "reason": "the selector sends no exemplars by design"}
-        queries = val_subset[:ZERO_SHOT_CHECK_QUERIES]
-        if not queries:
-            picks = np.random.default_rng(select.config.seed).permutation(len(pool.examples))
-            for i in picks[: ZERO_SHOT_CHECK_QUERIES * 2]:
-                inputs = target.inputs(pool.examples[int(i)])
-                if inputs is not None:
-                    queries.append(_ValQuery(pool.examples[int(i)], inputs, cost_model.prompt_tokens(inputs, fixed)))
-                if len(queries) == ZERO_SHOT_CHECK_QUERIES:
-                    break
-        empty, reasons = 0, []
-        for q in queries:
-            pieces = selectable_fields(q.inputs, select.config.context_fields)
-            if pieces:  # the prompt without any piece
-                shown = {**q.inputs, **{name: p.show(()) for name, p in pieces.items()}}
-                q = dataclasses.replace(q, inputs={**q.inputs, **{name: p.whole() for name, p in pieces.items()}},
-                                        base_tokens=cost_model.prompt_tokens(shown, fixed))
-            if select.attribute_source == "lm":  # selecting would ask the LM for the attributes: the budget only
-                reason = select.budget_shortfall(q.base_tokens)
-                empty += reason is not None
-                reasons += [reason] if reason else []
-                continue
-            chosen = select(base_tokens=q.base_tokens, id=q.example.get("id"), doc_id=q.example.get("doc_id"),
-                            attribute_fields=_query_fields(q.example),
-                            **{**self._gold(select, q.example, functions), **q.inputs})
-            if not chosen.selection["ids"]:
-                empty += 1
-                reasons.append(chosen.selection.get("reason") or "")
-        reason = reasons[0] if reasons else ""
-        if queries and empty * 2 >= len(queries):
-            warnings.warn(f"predictor {target.name!r} will send no exemplar to {empty} of {len(queries)} sample "
-                          f"queries (selector {select.config.selector!r}, M = {select.config.max_exemplars}): {reason}",
-                          ZeroShotWarning, stacklevel=4)
-        return {"queries": len(queries), "empty": empty, "reason": reason}
-
-    def _configs(self, base: SelectionConfig) -> list[tuple[dict, SelectionConfig]]:
-        """(the point as the report shows it, its config) for every combination of the search space."""
-        keys = sorted(self.search_space)
-        out = []
-        for values in itertools.product(*(self.search_space[k] for k in keys)):
-            point = {name: getattr(base, name) for name in _REPORTED}
-            point.update(zip(keys, values, strict=True))
-            try:
-                out.append((point, base.with_settings(**dict(zip(keys, values, strict=True)))))
-            except ValueError as exc:
-                raise CompileError(f"search_space point {point}: {exc}") from None
-        return out
-
-    def _fit_inputs(self, program, target: _CompileTarget, config: SelectionConfig, queries: list[_ValQuery],
-                    budget) -> dict:
-        """What the selector's ``fit`` needs besides the pool, as its class declares (``fit_on``)."""
-        fit_on = config.selector_class.fit_on
-        if fit_on is None:
-            return {}
-        select = target.select
-        # A compile-time set must fit typical queries: size it for the 90th percentile of the validation
-        # prompts (longer queries drop its least similar exemplars at inference).
-        bases = [q.base_tokens for q in queries]
-        capacity = config.exemplar_capacity(
-            budget - (float(np.percentile(bases, 90)) if any(bases) else 0) - config.reserve_output_tokens)
-        if fit_on == FIT_ON_VALIDATION_QUERIES:
-            texts = [query_text(q.inputs, config.embed_fields) for q in queries]
-            return {"val_embeddings": select.embedder.encode(texts), "capacity": capacity}
-        if fit_on == FIT_ON_SCORING_FUNCTION:
-            if self.metric is None:
-                def score(indices):
-                    return _fixed_set_proxy(select, indices, queries)
-            else:  # SEER's Fixed set baseline: the best of N random sets by validation accuracy
-                def score(indices):
-                    probe = program.deepcopy()
-                    predictor_at(probe, target.name).selection.show_fixed_set([select.pool_ids[i] for i in indices])
-                    return self._lm_score(probe, [q.example for q in queries])
-            return {"score_fn": score, "capacity": capacity}
-        raise CompileError(f"selector {config.selector!r} declares fit_on={fit_on!r}, which compile cannot provide")
+    def _search(self) -> SettingsSearch:
+        """The settings search with this teleprompter's metric and limits."""
+        return SettingsSearch(self.metric, self.max_lm_configs, self.num_threads, self.progress)
 
     def _attribute_functions(self, program, name: str) -> dict:
         """The functions labelling a predictor's pool exemplars: the student's (``PoolAttributesFor``), then the
         teleprompter's own ``attributes=`` over them."""
         own = program.pool_attributes(name) if isinstance(program, PoolAttributesFor) else None
         return {**dict(own or {}), **self.attributes}
-
-    def _gold(self, select, example, functions: Mapping | None = None) -> dict:
-        """The query's gold attribute values (what oracle selectors aim at)."""
-        functions = self.attributes if functions is None else functions
-        out = {}
-        for attr in select.config.attributes:
-            get = functions.get(attr)
-            out[attr] = get(example) if get is not None else example.get(attr)
-        return {k: v for k, v in out.items() if v is not None}
-
-    def _proxy(self, target: _CompileTarget, val_subset: list[_ValQuery]) -> dict:
-        select, functions = target.select, target.attribute_functions
-        rows = []
-        for q in val_subset:
-            pred = select(base_tokens=q.base_tokens, id=q.example.get("id"), doc_id=q.example.get("doc_id"),
-                          attribute_fields=_query_fields(q.example), **q.inputs,
-                          **self._gold(select, q.example, functions))
-            rows.append((q.example, pred.selection))
-        if target.proxies is not None:  # the student's own
-            return dict(target.proxies(rows, select))
-        from knapsack_dspy.teleprompt.selection_proxies import selection_proxies
-
-        return selection_proxies(rows, select, attributes=select.config.attributes)
-
-    def _lm_score(self, program, examples) -> float:
-        """The metric's score of ``program`` on ``examples``. ``dspy.Evaluate`` counts an example whose LM
-        call failed as a zero and goes on; a score built on questions that were never asked would steer the
-        search, so an LM failure (after DSPy's retries) stops the compile with a :class:`CompileError` that
-        says what failed and what to do."""
-        failures: list[BaseException] = []
-
-        def asked(**inputs):
-            if failures:  # the LM failed (after DSPy's retries): ask nothing more, the compile stops below
-                return dspy.Prediction()
-            try:
-                return program(**inputs)
-            except Exception as exc:
-                if lm_error_kind(exc) is None:
-                    raise
-                failures.append(exc)
-                return dspy.Prediction()
-
-        evaluate = dspy.Evaluate(devset=examples, metric=self.metric, num_threads=self.num_threads,
-                                 display_progress=self.progress, provide_traceback=False)
-        score = float(evaluate(asked).score)
-        if failures:
-            raise CompileError(f"the LM failed while the search scored a configuration on {len(examples)} "
-                               f"validation questions: {describe_lm_error(failures[0])}")
-        return score
-
-    def _attribute_accuracy(self, select, val_subset: list[_ValQuery], functions: Mapping) -> dict:
-        out = {}
-        if select.attribute_source in ("none", "gold"):
-            return out
-        for attr in select.config.attributes:
-            golds = [self._gold(select, q.example, functions).get(attr) for q in val_subset]
-            if not any(golds):
-                continue
-            embeddings = select.embedder.encode([select.query_text(q.inputs) for q in val_subset])
-            preds = [select.predict_attributes(e, q.inputs, _query_fields(q.example)).get(attr)
-                     for e, q in zip(embeddings, val_subset, strict=True)]
-            pairs = [(p, g) for p, g in zip(preds, golds, strict=True) if g]
-            out[attr] = {"source": select.attribute_source, "accuracy": sum(p == g for p, g in pairs) / len(pairs),
-                         "n": len(pairs)}
-        return out
 
 
 def _described(value) -> str:
@@ -691,20 +457,6 @@ def fit_sub_modules(program, trainset, embedder) -> list[str]:
     return fitted
 
 
-def _query_fields(example) -> dict:
-    """A validation example's fields as LM attribute prediction sees them (its raw fields)."""
-    return {k: v for k, v in dict(example).items() if k not in ("id", "doc_id")}
-
-
-def _fixed_set_proxy(select, indices, queries: list[_ValQuery]) -> float:
-    """Mean similarity of a candidate fixed set to the validation queries (model-free)."""
-    if not indices:
-        return 0.0
-    pool = select.pool()
-    q = select.embedder.encode([select.query_text(v.inputs) for v in queries])
-    return float((pool.embeddings[list(indices)] @ q.T).mean())
-
-
 def _lm_calls_so_far():
     """The LM calls counted so far (``llm.call_counter``), to measure what a compile spends (``_lm_cost``)."""
     from knapsack_dspy.llm.call_counter import call_counts
@@ -724,20 +476,3 @@ def _lm_cost(before) -> dict[str, Any]:
 
 __all__ = ["DEFAULT_BUDGET", "CompileError", "KnapsackFewShot", "SelectingPredict", "ZeroShotWarning",
            "fit_sub_modules"]
-
-
-def shared_costs(demos, costs: list, fields, cost_model) -> tuple[list[float], list[int], list[float]]:
-    """``(costs, groups, group_costs)`` for demos sharing the values of ``fields``
-    (``knapsack_dspy.modules.shared_fields``): a grouped demo's cost is its cost without the shared value (its
-    referring form), and its group's cost the most the value adds to a member (the same text in the same
-    place: equal for all). Without ``fields``, or when no two demos share a value: ``(costs, [], [])``."""
-    groups = group_demos(demos, fields) if fields else []
-    if not any(g >= 0 for g in groups):
-        return list(costs), [], []
-    own_costs, group_costs = [], [0.0] * (max(groups) + 1)
-    for demo, cost, g in zip(demos, costs, groups, strict=True):
-        own = float(cost_model.demo_cost(referring_demo(demo, fields))) if g >= 0 else float(cost)
-        own_costs.append(own)
-        if g >= 0:
-            group_costs[g] = max(group_costs[g], float(cost) - own)
-    return own_costs, groups, group_costs
