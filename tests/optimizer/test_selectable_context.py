@@ -153,6 +153,16 @@ def test_each_piece_is_measured_in_the_prompt_format_and_the_costs_add_up():
         real = costs.prompt_tokens({**inputs, "table": table.show(kept)}) - empty
         estimate = measured.own[list(kept)].sum() + measured.fixed[0]
         assert abs(real - estimate) <= len(kept)
+    # a list field's passages (a JSON list in the prompt): the same, within a token per passage
+    rag = compile_rag()
+    rag_costs = rag.predict.cost_model()
+    passages = Pieces.of_list(PASSAGES)
+    listed = measure_pieces(rag_costs, "context", passages)
+    question = {"question": "What is the capital of Chile?"}
+    none = rag_costs.prompt_tokens({**question, "context": []})
+    for kept in [(1,), (0, 2), (0, 1, 2, 3)]:
+        real = rag_costs.prompt_tokens({**question, "context": passages.show(kept)}) - none
+        assert abs(real - listed.own[list(kept)].sum()) <= len(kept)
     record, messages = call(program, table=table, **inputs)
     kept = record.info["pieces"]["table"]
     assert kept and shown_field(messages, "table") == table.show(kept)
