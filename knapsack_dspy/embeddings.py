@@ -18,6 +18,7 @@ import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import diskcache
 import numpy as np
@@ -99,8 +100,8 @@ class TextEmbedder:
         self.cache_dir = cache_dir
         self.use_cache = use_cache
         self.batch_size = batch_size
-        self._model = None
-        self._cache = None
+        self._model: Any = None  # the SentenceTransformer, loaded on first use
+        self._cache: Any = None
         self._lock = threading.Lock()
 
     @property
@@ -224,7 +225,7 @@ class TextEmbedder:
                 bar.close()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.vstack(out).astype(np.float32, copy=False)
+        return np.vstack(cast("list[np.ndarray]", out)).astype(np.float32, copy=False)  # every row filled above
 
     def __getstate__(self):  # picklable for worker processes; model and cache reopen lazily
         state = self.__dict__.copy()

@@ -32,6 +32,7 @@ import json
 import os
 import zlib
 from pathlib import Path
+from typing import Any
 
 from knapsack_dspy.errors import KnapsackDspyError
 
@@ -254,7 +255,10 @@ def _unique_pairs(pairs: list) -> dict:
     value = dict(pairs)
     if len(value) != len(pairs):
         seen: set = set()
-        raise DuplicateKeyError(next(k for k, _ in pairs if k in seen or seen.add(k)))
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
     return value
 
 
@@ -265,7 +269,7 @@ def _check_depth(data: bytes, max_depth: int) -> None:
 
 
 def _loads(text: str, unique_keys: bool, max_depth: int):
-    hook = {"object_pairs_hook": _unique_pairs} if unique_keys else {}
+    hook: dict[str, Any] = {"object_pairs_hook": _unique_pairs} if unique_keys else {}
     try:
         try:
             return json.loads(text, **hook)

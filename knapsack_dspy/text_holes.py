@@ -20,6 +20,7 @@ callers check a filled text against the formatter's own now and then (``token_co
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeGuard
 
 __all__ = ["Template", "fill", "marker", "plain_value", "probe"]
 
@@ -62,10 +63,12 @@ def probe(render: Callable[[list[str]], list[str]], holes: int, *, edges: bool =
     templates = []
     for variant in (0, 1):
         markers = [marker(hole, variant, edges) for hole in range(holes)]
-        texts = render(markers)
-        split = [_split(text, markers) for text in texts]
-        if any(parts is None for parts in split):
-            return None
+        split = []
+        for text in render(markers):
+            parts = _split(text, markers)
+            if parts is None:
+                return None
+            split.append(parts)
         templates.append(tuple(split))
     first, second = templates
     if first != second:
@@ -79,7 +82,7 @@ def fill(template: Template, values: Sequence[str]) -> list[str]:
     return ["".join(values[part] if isinstance(part, int) else part for part in parts) for parts in template]
 
 
-def plain_value(value: object) -> bool:
+def plain_value(value: object) -> TypeGuard[str]:
     """A value a template made without ``edges`` takes as it is: a non-empty ``str`` without leading or trailing
     whitespace (a formatter stripping a message would reach into a value at its edge)."""
     return type(value) is str and bool(value) and not value[0].isspace() and not value[-1].isspace()

@@ -41,11 +41,13 @@ def _one_line(text: str, limit: int = _MAX_DETAIL) -> str:
 def _chain(exc: BaseException) -> list[BaseException]:
     """``exc`` and its explicit causes (``raise ... from``), outermost first. Implicit ``__context__`` links are
     not followed: inside retry loops they point at unrelated earlier failures."""
-    out, seen = [], set()
-    while exc is not None and id(exc) not in seen:
-        out.append(exc)
-        seen.add(id(exc))
-        exc = exc.__cause__
+    out: list[BaseException] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        out.append(current)
+        seen.add(id(current))
+        current = current.__cause__
     return out
 
 

@@ -57,7 +57,7 @@ def measure(model: str, prompt_tokens: int = 1500, max_tokens: int = 128, cache_
     path = ensure_local_weights(spec, cache_dir)
     server = LocalServer(spec, path, n_ctx=max(local_n_ctx(), prompt_tokens + max_tokens + 64),
                          n_threads=_default_threads(), n_batch_threads=_default_batch_threads()).start()
-    report.update(load_seconds=round(server.load_seconds, 2), n_ctx=server.n_ctx, threads=server.n_threads,
+    report.update(load_seconds=round(server.load_seconds or 0.0, 2), n_ctx=server.n_ctx, threads=server.n_threads,
                   batch_threads=server.n_batch_threads, load_average=round(os.getloadavg()[0], 2))
     messages = _synthetic_prompt(server, prompt_tokens)
     started = time.perf_counter()

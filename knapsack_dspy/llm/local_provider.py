@@ -102,7 +102,7 @@ TIMING_KEYS = ("prompt_n", "cache_n", "prompt_ms", "predicted_n", "predicted_ms"
 
 
 def _timings(results: list[dict]) -> dict:
-    totals = dict.fromkeys(TIMING_KEYS, 0)
+    totals: dict[str, int | float] = dict.fromkeys(TIMING_KEYS, 0)
     for result in results:
         timings = result.get("timings") or {}
         for key in TIMING_KEYS:

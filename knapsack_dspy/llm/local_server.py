@@ -153,8 +153,8 @@ class LocalServer:
         self.n_batch_threads = n_batch_threads or n_threads
         self.slots = slots
         self.load_seconds: float | None = None
-        self._server = None
-        self._address: str | None = None
+        self._server: Any = None  # xllamacpp's server, once started
+        self._address = ""  # its address, once started
         self._call_gate = threading.BoundedSemaphore(slots)
 
     # -- lifecycle -------------------------------------------------------------------------------------

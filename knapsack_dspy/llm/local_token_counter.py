@@ -42,7 +42,7 @@ class LocalTokenCounter(TokenCounter):
         super().__init__(model, local_context_window(model), cache_size)
         self._cache_dir = cache_dir
         self._count_store = count_store  # None: <cache>/token_counts/<model>.sqlite3, opened on first use
-        self._server = None
+        self._server: local_server.LocalServer | None = None
         self._templates: dict[tuple[str, ...], text_holes.Template | None] = {}  # per sequence of roles
         self._bpe: Any = None  # the tokenizer in process (bpe_tokenizer), False: none or switched off
         self._bpe_checked = 0  # prompts it counted as the server did
@@ -92,20 +92,20 @@ class LocalTokenCounter(TokenCounter):
         (:meth:`_prompt_texts`) and tokenized by the server in a few requests (``LocalServer.token_counts``:
         :data:`COUNT_THREADS` at once, up to :data:`TOKENIZE_CHARS` characters each) -- the same prompts and token
         ids as one at a time, so the same counts."""
-        keys = [hashlib.sha256(key.encode()).digest() for key in keys]
+        digests = [hashlib.sha256(key.encode()).digest() for key in keys]
         disk = self.counts_on_disk()
-        counts = disk.get_many(keys)  # one query per 500 keys
+        counts = disk.get_many(digests)  # one query per 500 keys
         missing = [i for i, count in enumerate(counts) if count is None]
+        counted: dict[int, int] = {}
         if missing:
             server = self._get_server()
             texts = self._prompt_texts(server, [batch[i] for i in missing])
             fresh = self._bpe_counts(server, texts)
             if fresh is None:
                 fresh = self._server_counts(server, texts)
-            for i, value in zip(missing, fresh, strict=True):
-                counts[i] = value
-            disk.put_many((keys[i], int(value)) for i, value in zip(missing, fresh, strict=True))  # one transaction
-        return [int(c) for c in counts]
+            counted = {i: int(value) for i, value in zip(missing, fresh, strict=True)}
+            disk.put_many((digests[i], value) for i, value in counted.items())  # one transaction
+        return [counted[i] if count is None else int(count) for i, count in enumerate(counts)]
 
     @staticmethod
     def _server_counts(server, texts: list[str]) -> list[int]:

@@ -116,7 +116,8 @@ def _response(text: str, model: str | None):
     response = litellm.ModelResponse(
         model=model or "replay", choices=[litellm.Choices(index=0, finish_reason="stop",
                                                           message=litellm.Message(role="assistant", content=text))])
-    response.usage = litellm.Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+    # litellm's ModelResponse carries usage as an extra field its class does not declare (litellm sets it so too)
+    response.usage = litellm.Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)  # type: ignore[attr-defined]
     return response
 
 

@@ -49,14 +49,13 @@ class TokenCounter:
         for i, (key, count) in enumerate(zip(keys, counts, strict=True)):
             if count is None:
                 todo.setdefault(key, i)
+        known: dict[str, int] = {}
         if todo:
             fresh = self._count_messages_batch([list(batch[i]) for i in todo.values()], list(todo))
-            known = {}
             for key, count in zip(todo, fresh, strict=True):
                 known[key] = int(count)
                 self._cache.put(key, int(count))
-            counts = [known[key] if count is None else count for key, count in zip(keys, counts, strict=True)]
-        return [int(c) for c in counts]
+        return [known[key] if count is None else int(count) for key, count in zip(keys, counts, strict=True)]
 
     def _count_messages_batch(self, batch: list[list[dict]], keys: list[str]) -> list[int]:
         """The counts of ``batch`` (``keys``: each conversation's ``messages_key``)."""

@@ -150,6 +150,6 @@ def compile_report_of(program: dspy.Module) -> dict:
     a copy under ``"compile"``) and ``{"predictors": {name: that predictor's report}}``."""
     reports = {name: dict(p.selection.compile_report) for name, p in program.named_predictors()
                if isinstance(p, SelectingPredict)}
-    shared = next((r["compile"] for r in reports.values() if isinstance(r.get("compile"), dict)), {})
+    shared: dict = next((r["compile"] for r in reports.values() if isinstance(r.get("compile"), dict)), {})
     return {**shared, "predictors": {name: {k: v for k, v in r.items() if k != "compile"}
                                      for name, r in reports.items()}}

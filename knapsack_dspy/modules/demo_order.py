@@ -26,12 +26,16 @@ __all__ = ["DemosInGivenOrder", "OrderedChatAdapter", "OrderedJSONAdapter", "Ord
 
 
 class DemosInGivenOrder:
-    """Mixin for a DSPy adapter: ``format_demos`` keeps the given order (each demo formatted on its own)."""
+    """Mixin for a DSPy adapter: ``format_demos`` keeps the given order (each demo formatted on its own).
+
+    A plain mixin, not an ``Adapter`` subclass: DSPy's ``Adapter.__init_subclass__`` wraps ``format`` / ``parse``
+    on every subclass, which here would shadow the adapter's own ``format``."""
 
     def format_demos(self, signature, demos):
+        adapter: Any = super()  # the DSPy adapter this is mixed into (before it in the MRO)
         messages = []
         for demo in demos:
-            messages.extend(super().format_demos(signature, [demo]))
+            messages.extend(adapter.format_demos(signature, [demo]))
         return messages
 
 

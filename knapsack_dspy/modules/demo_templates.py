@@ -73,7 +73,8 @@ class DemoTemplate:
         """``adapter.format_demos(signature, [demo])``: from the template when it applies, else the adapter's."""
         if self._template is not None:
             values = [demo.get(name) for name in self.fields]
-            if all(text_holes.plain_value(v) for v in values):
+            texts = [v for v in values if text_holes.plain_value(v)]
+            if len(texts) == len(values):  # every value a plain text
                 return [{"role": role, "content": content}
-                        for role, content in zip(self._roles, text_holes.fill(self._template, values), strict=True)]
+                        for role, content in zip(self._roles, text_holes.fill(self._template, texts), strict=True)]
         return self.adapter.format_demos(self.signature, [dict(demo)])

@@ -44,12 +44,12 @@ __all__ = ["select_with_evidence"]
 
 
 def select_with_evidence(select, pool: ExemplarPool, selector, request: SelectionRequest, offer: EvidenceOffer, *,
-                         query: str, capacity: float, base_tokens: int, shared_tokens: int, latency,
+                         query: str, budget: int, capacity: float, base_tokens: int, shared_tokens: int, latency,
                          canonical_keys: np.ndarray | None, start: float) -> dspy.Prediction:
     """``SelectExemplars.forward``'s answer for a call offering pieces (see the module docstring): the prediction's
     ``demos``, ``ids``, ``pieces`` (``{field: kept indices}``) and ``selection`` (the info). ``select``: the
-    ``SelectExemplars``; ``query``: the text the pieces' values are read from; ``canonical_keys``: the pool's
-    canonical demo order when the config asks for it."""
+    ``SelectExemplars``; ``query``: the text the pieces' values are read from; ``budget``: its resolved token budget;
+    ``canonical_keys``: the pool's canonical demo order when the config asks for it."""
     config = select.config
     names = list(offer.fields)
     offsets = np.cumsum([0, *(len(offer.fields[name]) for name in names)])
@@ -75,12 +75,10 @@ def select_with_evidence(select, pool: ExemplarPool, selector, request: Selectio
     if canonical_keys is not None:
         selection = in_canonical_order(pool, selection, canonical_keys)
     kept = list(choice.pieces)
-    limit = int(select.resolved_budget) - config.reserve_output_tokens
-    repaired, measured = 0, None
-    for _ in range(len(selection.indices) + len(kept) + 1):
-        measured = offer.measure(_demos(select, selection), _by_field(kept, names, offsets))
-        if measured <= limit:
-            break
+    limit = int(budget) - config.reserve_output_tokens
+    repaired = 0
+    measured = offer.measure(_demos(select, selection), _by_field(kept, names, offsets))
+    while measured > limit:  # at most one round per item chosen
         drop = least_worth_per_token(pool, request, problem, pieces, selection.indices, kept)
         if drop is None:
             break
@@ -90,6 +88,7 @@ def select_with_evidence(select, pool: ExemplarPool, selector, request: Selectio
         else:
             kept.remove(index)
         repaired += 1
+        measured = offer.measure(_demos(select, selection), _by_field(kept, names, offsets))
     demo_value = (None if problem is None else
                   problem.objective(problem.positions(selection.indices)))
     info = _info(select, selector, pool, request, selection, choice, pieces, kept, names, offsets, offer, note=note,
@@ -111,7 +110,11 @@ def _evidence_pieces(select, offer: EvidenceOffer, names: list[str], text: str, 
     """Every selectable field's pieces as knapsack items: measured costs, relevance to the query ``text``, the
     query's terms each covers, the fixed parts as groups (``price``: the selector's token price)."""
     query = request.embedding if text == request.key else select.embedder.encode([text])[0]
-    texts, covered, costs, needs, fixed_costs = [], [], [], [], []
+    texts: list[str] = []
+    covered: list[str] = []
+    costs: list[float] = []
+    needs: list[int] = []
+    fixed_costs: list[float] = []
     for name in names:
         pieces, measured = offer.fields[name], offer.costs[name]
         texts += list(pieces.texts)

@@ -55,7 +55,7 @@ class LMAttributePredictor:
                 idx = [i for i, label in enumerate(labels) if label == value]
                 centroid = embeddings[idx].mean(axis=0)
                 best = idx[int(np.argmax(embeddings[idx] @ centroid))]
-                demos.append({**self.domains[attr].inputs(pool_examples[best]), attr: value})
+                demos.append({**self.domains[attr].question_inputs(pool_examples[best]), attr: value})
             self.demos[attr] = demos
             self.fallback[attr] = Counter(labels).most_common(1)[0][0] if labels else ""
         return self
@@ -73,7 +73,7 @@ class LMAttributePredictor:
         for attr in self.attributes:
             try:
                 demos = [dspy.Example(**d) for d in self.demos.get(attr, [])]
-                pred = self.predictors[attr](**self.domains[attr].inputs(fields), demos=demos)
+                pred = self.predictors[attr](**self.domains[attr].question_inputs(fields), demos=demos)
                 out[attr] = str(getattr(pred, attr))
             except (AdapterParseError, ValueError):  # an unparsable answer must not stop selection
                 out[attr] = self.fallback.get(attr, "")

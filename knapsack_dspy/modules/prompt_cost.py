@@ -131,13 +131,15 @@ class PromptCostModel:
             keys = [self._memo_key("demo", d) for d in chunk]
             costs: list[int | None] = [None if key is None else _counts.get(key) for key in keys]
             todo = [i for i, cost in enumerate(costs) if cost is None]
+            fresh: dict[int, int] = {}
             if todo:
                 counted = _count_batch(self.counter, [self._anchored_demo(chunk[i], templated=True) for i in todo])
                 for i, count in zip(todo, counted, strict=True):
-                    costs[i] = int(count - self._anchor_tokens)
-                    if keys[i] is not None:
-                        _counts.put(keys[i], costs[i])
-            out += [int(c) for c in costs]
+                    fresh[i] = int(count - self._anchor_tokens)
+                    key = keys[i]
+                    if key is not None:
+                        _counts.put(key, fresh[i])
+            out += [fresh[i] if cost is None else int(cost) for i, cost in enumerate(costs)]
             if bar is not None:
                 bar.update(len(chunk))
         if bar is not None:
@@ -146,10 +148,10 @@ class PromptCostModel:
 
     def prompt_tokens(self, inputs: Mapping, demos: Sequence[Mapping] = ()) -> int:
         """Tokens of the fully assembled prompt (system + demos + query)."""
-        demos = [dict(d) for d in demos]
-        key = self._memo_key("prompt", dict(inputs), demos)
-        return self._count_prompt(inputs, demos) if key is None else \
-            _counts.get_or_compute(key, lambda: self._count_prompt(inputs, demos))
+        shown = [dict(d) for d in demos]
+        key = self._memo_key("prompt", dict(inputs), shown)
+        return self._count_prompt(inputs, shown) if key is None else \
+            _counts.get_or_compute(key, lambda: self._count_prompt(inputs, shown))
 
     def _count_prompt(self, inputs: Mapping, demos: list[dict]) -> int:
         return int(self.counter.count_messages(self.adapter.format(self.signature, demos, dict(inputs))))
@@ -157,10 +159,10 @@ class PromptCostModel:
     def prefix_tokens(self, demos: Sequence[Mapping] = ()) -> int:
         """Tokens every prompt of this signature opening with ``demos`` shares: the system message and those
         demos (a prompt cache's reusable prefix; counted with the chat template's framing of one prompt)."""
-        demos = [dict(d) for d in demos]
-        key = self._memo_key("prefix", demos)
-        return self._count_prefix(demos) if key is None else \
-            _counts.get_or_compute(key, lambda: self._count_prefix(demos))
+        shown = [dict(d) for d in demos]
+        key = self._memo_key("prefix", shown)
+        return self._count_prefix(shown) if key is None else \
+            _counts.get_or_compute(key, lambda: self._count_prefix(shown))
 
     def _count_prefix(self, demos: list[dict]) -> int:
         system = {"role": "system", "content": self.adapter.format_system_message(self.signature)}
@@ -173,15 +175,17 @@ class PromptCostModel:
         info = self.signature.input_fields[name]
         texts = [f"[[ ## {name} ## ]]\n{format_field_value(field_info=info, value=value)}" for value in values]
         keys = [self._memo_key("field", text) for text in texts]
-        counts: list[int | None] = [None if key is None else _counts.get(key) for key in keys]
-        todo = [i for i, count in enumerate(counts) if count is None]
+        known: list[int | None] = [None if key is None else _counts.get(key) for key in keys]
+        todo = [i for i, count in enumerate(known) if count is None]
+        fresh: dict[int, int] = {}
         if todo:
             batch = [[*_ANCHOR, {"role": "user", "content": texts[i]}] for i in todo]
             for i, count in zip(todo, _count_batch(self.counter, batch), strict=True):
-                counts[i] = int(count - self._anchor_tokens)
-                if keys[i] is not None:
-                    _counts.put(keys[i], counts[i])
-        return [int(c) for c in counts]
+                fresh[i] = int(count - self._anchor_tokens)
+                key = keys[i]
+                if key is not None:
+                    _counts.put(key, fresh[i])
+        return [fresh[i] if count is None else int(count) for i, count in enumerate(known)]
 
     def base_tokens(self, inputs: Mapping) -> int:
         """Tokens of the query's own prompt (no demos)."""

@@ -160,15 +160,15 @@ class SelectExemplars(dspy.Module, Parameter):
         """The text embedded for a query or an exemplar: its ``embed_fields``, one per line."""
         return query_text(fields, self.config.embed_fields or ())
 
-    def fit(self, pool: PoolSpec | Sequence[dspy.Example], demos: Sequence[Mapping] | None = None,
+    def fit(self, pool_examples: PoolSpec | Sequence[dspy.Example], demos: Sequence[Mapping] | None = None,
             costs: Sequence[float] | None = None, *, budget: int, token_model: str | None = None,
             config: SelectionConfig | None = None, fit_inputs: Mapping | None = None,
             input_fields: Sequence[str] | None = None, signature_fields: Sequence[str] = (),
             prompt_format: str | None = None, progress: bool = False, **pool_fields: Any) -> SelectExemplars:
         """Store the pool and learn what selection needs, with ``config`` (default: the current one).
 
-        ``pool``: the exemplars, their demos in the predictor's fields, their token costs in that prompt and what
-        else is known about them (:class:`~knapsack_dspy.modules.pool_spec.PoolSpec`: ids, attribute functions,
+        ``pool_examples``: the exemplars, their demos in the predictor's fields, their token costs in that prompt and
+        what else is known about them (:class:`~knapsack_dspy.modules.pool_spec.PoolSpec`: ids, attribute functions,
         inputs as queries give them, shared costs); ``fit(examples, demos, costs, ids=..., ...)`` is short for
         ``fit(PoolSpec(examples, demos, costs, ids=..., ...), ...)``. ``budget``: the resolved token budget;
         ``token_model``: the model the costs were counted for. ``fit_inputs``: what the selector's ``fit`` needs
@@ -178,7 +178,7 @@ class SelectExemplars(dspy.Module, Parameter):
         hash). A pool of more than ``pool_store.INLINE_POOL_LIMIT`` exemplars is written to a pool store (under
         ``pool_store.default_store_root()``) and the saved state references it by hash. ``progress``: progress
         bars while the pool is embedded."""
-        spec = as_pool_spec(pool, demos, costs, **pool_fields)
+        spec = as_pool_spec(pool_examples, demos, costs, **pool_fields)
         if spec.costs is None:
             raise ValueError("fit needs the pool's token costs (PoolSpec.costs)")
         if not len(spec):
@@ -196,14 +196,14 @@ class SelectExemplars(dspy.Module, Parameter):
             self.signature_fields = list(signature_fields)
             self.input_fields = list(input_fields or self.config.embed_fields or ())
             self.value_name = _function_name(self.value)
-            demos = [dict(d) for d in spec.demos]  # the selection's own (a spec may be fitted again)
+            own_demos = [dict(d) for d in spec.demos]  # the selection's own (a spec may be fitted again)
             self.pool_columns = PoolColumns(
-                ids=spec.pool_ids(default=lambda position: position), demos=demos, costs=list(spec.costs),
-                doc_ids=spec.doc_ids(), embed_texts=[self.query_text(d) for d in demos],
+                ids=spec.pool_ids(default=lambda position: position), demos=own_demos, costs=list(spec.costs),
+                doc_ids=spec.doc_ids(), embed_texts=[self.query_text(d) for d in own_demos],
                 programs=[solution_of(ex, spec.attributes or {}) for ex in spec.examples],
                 attributes=self._pool_attributes(spec, progress),
                 groups=list(spec.groups or ()), group_costs=list(spec.group_costs or ()),
-                query_digests=query_digests_of(demos, spec.query_inputs, self.input_fields))
+                query_digests=query_digests_of(own_demos, spec.query_inputs, self.input_fields))
             self.resolved_budget = int(budget)
             self.token_model = token_model
             pool = self._pool(progress)
@@ -496,7 +496,7 @@ class SelectExemplars(dspy.Module, Parameter):
         embedding = self.embedder.encode([text])[0]
         targets = (self.predict_attributes(embedding, fields, attribute_fields)
                    if selector.uses_attributes else {})
-        capacity = self.config.exemplar_capacity(self.resolved_budget - int(base_tokens)
+        capacity = self.config.exemplar_capacity(self._budget() - int(base_tokens)
                                                  - self.config.reserve_output_tokens)
         excluded = ({str(i) for i in exclude_ids} | ({str(id)} if id is not None else set())
                     | self.same_inputs_ids(fields))
@@ -521,7 +521,7 @@ class SelectExemplars(dspy.Module, Parameter):
             embedded = self.config.embed_fields or ()
             query = query_text(fields, [name for name in embedded if name not in evidence.fields]) or text
             return select_with_evidence(
-                self, pool, selector, request, evidence, query=query, capacity=capacity,
+                self, pool, selector, request, evidence, query=query, budget=self._budget(), capacity=capacity,
                 base_tokens=int(base_tokens), shared_tokens=int(shared_tokens), latency=latency, start=start,
                 canonical_keys=self._canonical_keys(pool) if self.config.demo_order == "canonical" else None)
         selection = selector.select(pool, within_new_tokens(selector, request))
@@ -541,17 +541,23 @@ class SelectExemplars(dspy.Module, Parameter):
             info["latency_budget"] = self.config.latency_budget
         if self.config.exemplar_budget is not None:
             info["exemplar_budget"] = self.config.exemplar_budget
-        shared = self.config.shared_fields or ()
-        demos = [dspy.Example(**(referring_demo(self.demos[i], shared) if refers else self.demos[i]))
+        shared_fields = self.config.shared_fields or ()
+        demos = [dspy.Example(**(referring_demo(self.demos[i], shared_fields) if refers else self.demos[i]))
                  for i, refers in zip(selection.indices, selection.shared or [False] * len(selection.indices),
                                       strict=True)]
         return dspy.Prediction(demos=demos, ids=info["ids"], selection=info)
+
+    def _budget(self) -> int:
+        """The resolved token budget of a fitted or loaded selection."""
+        if self.resolved_budget is None:
+            raise NotCompiledError("SelectExemplars is not compiled: run KnapsackFewShot.compile or load a program")
+        return self.resolved_budget
 
     def budget_shortfall(self, base_tokens: int) -> str | None:
         """Why no pool exemplar fits a prompt of ``base_tokens`` without demos (``None``: the cheapest fits)."""
         with self._lock:
             pool = self._pool()
-        capacity = self.config.exemplar_capacity(self.resolved_budget - int(base_tokens)
+        capacity = self.config.exemplar_capacity(self._budget() - int(base_tokens)
                                                  - self.config.reserve_output_tokens)
         request = SelectionRequest(embedding=np.zeros(pool.embeddings.shape[1]), capacity=float(capacity))
         reason = self._empty_reason(pool, request, int(base_tokens), "")
@@ -561,7 +567,7 @@ class SelectExemplars(dspy.Module, Parameter):
         """Why a call sends no exemplar, with the numbers (``empty_selection.empty_reason``)."""
         from knapsack_dspy.modules.empty_selection import empty_reason
 
-        return empty_reason(pool, request, budget=self.resolved_budget, base_tokens=base_tokens,
+        return empty_reason(pool, request, budget=self._budget(), base_tokens=base_tokens,
                             reserve_output_tokens=self.config.reserve_output_tokens,
                             latency_budget=self.config.latency_budget, reason=reason)
 

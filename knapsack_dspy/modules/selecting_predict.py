@@ -287,7 +287,7 @@ def _fields(demo) -> dict:
 def adapter_state(adapter) -> dict:
     """An adapter as JSON: its class (and whether a ChatAdapter falls back to JSON)."""
     cls = type(adapter)
-    state = {"class": f"{cls.__module__}:{cls.__qualname__}"}
+    state: dict[str, str | bool] = {"class": f"{cls.__module__}:{cls.__qualname__}"}
     if hasattr(adapter, "use_json_adapter_fallback"):
         state["use_json_adapter_fallback"] = bool(adapter.use_json_adapter_fallback)
     return state

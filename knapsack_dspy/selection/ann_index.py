@@ -431,6 +431,10 @@ class _IVF:
         """The number of pool vectors in each cell."""
         raise NotImplementedError
 
+    def save(self, directory: str | Path) -> None:
+        """Write the index into ``directory`` (a pool store's folder: :func:`load_index` reads it back)."""
+        raise NotImplementedError
+
     def vectors_scanned(self, query: np.ndarray, nprobe: int | None = None) -> int:
         """How many vectors a search for ``query`` scores: every centroid, then the members of the cells it probes
         (:meth:`probe_cells`; the machine-independent cost of a query)."""

@@ -44,8 +44,8 @@ class AttributeClassifier:
         self.max_iter = max_iter
 
     def fit(self, embeddings: np.ndarray, labels: Sequence[str]) -> AttributeClassifier:
-        labels = np.asarray([str(x) for x in labels])
-        classes = np.unique(labels)
+        texts = np.asarray([str(x) for x in labels])
+        classes = np.unique(texts)
         if classes.size == 0:
             raise ValueError("cannot fit an attribute classifier on no labels")
         if classes.size == 1:  # one class: predict it always
@@ -54,7 +54,7 @@ class AttributeClassifier:
             self.intercept_ = np.zeros(1)
             return self
         x = np.ascontiguousarray(embeddings, dtype=np.float64)
-        key = hashlib.sha1(x.tobytes() + "\x00".join(labels).encode() + repr((self.C, self.max_iter)).encode()
+        key = hashlib.sha1(x.tobytes() + "\x00".join(texts).encode() + repr((self.C, self.max_iter)).encode()
                            ).hexdigest()
         with _FIT_LOCK:
             cached = _FIT_CACHE.get(key)
@@ -65,7 +65,7 @@ class AttributeClassifier:
             from sklearn.linear_model import LogisticRegression  # heavy (~1 s): only when a fit is not cached
 
             model = LogisticRegression(C=self.C, max_iter=self.max_iter)
-            model.fit(x, labels)
+            model.fit(x, texts)
             cached = (model.classes_.astype(str), model.coef_.copy(), model.intercept_.copy())
             if disk is not None:
                 disk.set(key, cached)

@@ -48,6 +48,14 @@ class AttributeDomain:
         if (self.signature is None) != (self.inputs is None):
             raise ValueError(f"attribute {self.name!r}: an LM question needs both a signature and an inputs function")
 
+    def question_inputs(self, fields: Mapping) -> dict:
+        """The inputs of the attribute's LM question for a query's or an exemplar's ``fields`` (``ValueError`` when
+        it declares no question)."""
+        if self.inputs is None:
+            raise ValueError(f"attribute {self.name!r} declares no LM question (declare_attribute(name, "
+                             "signature=..., inputs=...))")
+        return self.inputs(fields)
+
     def domain(self, labels) -> list[str]:
         """The values to range over for a pool's ``labels``: the declared values the labels hold, in their order
         (no declared values: the labels' own values, sorted)."""

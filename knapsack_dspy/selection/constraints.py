@@ -42,9 +42,9 @@ def seer_template(values: Sequence[Hashable], predicted: Hashable, max_items: in
     return out
 
 
-def attribute_constraint(members: Sequence[bool], *, min_count: float = 0.0, max_count: float | None = None,
-                         min_fraction: float | None = None, max_fraction: float | None = None,
-                         name: str = "") -> AttributeConstraint:
+def attribute_constraint(members: Sequence[bool] | np.ndarray, *, min_count: float = 0.0,
+                         max_count: float | None = None, min_fraction: float | None = None,
+                         max_fraction: float | None = None, name: str = "") -> AttributeConstraint:
     """A user-defined boolean attribute with count and/or fraction bounds."""
     return AttributeConstraint(np.asarray(members, dtype=bool), min_count=min_count, max_count=max_count,
                                name=name, min_fraction=min_fraction, max_fraction=max_fraction)

@@ -73,9 +73,9 @@ class DemoKnapsack:
 
     def objective(self, positions) -> float:
         """The value of the candidates at ``positions``: their values plus each covered kind's value once."""
-        positions = [int(k) for k in positions]
-        total = float(np.sum(np.asarray(self.values, dtype=float)[positions])) if positions else 0.0
-        if self.kinds is not None and positions:
-            kinds = {int(k) for k in np.asarray(self.kinds)[positions] if k >= 0}
-            total += float(sum(float(self.kind_values[k]) for k in kinds))
+        chosen = np.asarray([int(k) for k in positions], dtype=np.int64)
+        total = float(np.asarray(self.values, dtype=float)[chosen].sum())
+        if self.kinds is not None and self.kind_values is not None and chosen.size:
+            covered = np.unique(np.asarray(self.kinds)[chosen])
+            total += float(np.asarray(self.kind_values, dtype=float)[covered[covered >= 0]].sum())
         return total

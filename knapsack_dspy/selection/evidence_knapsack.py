@@ -36,7 +36,14 @@ from knapsack_dspy.selection.exemplar_pool import (
     make_selection,
     shown_before,
 )
-from knapsack_dspy.selection.knapsack import AttributeConstraint, CostLimit, greedy_knapsack, solve_knapsack
+from knapsack_dspy.selection.knapsack import (
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_WORK_LIMIT,
+    AttributeConstraint,
+    CostLimit,
+    greedy_knapsack,
+    solve_knapsack,
+)
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, within_new_tokens
 
 __all__ = ["EvidenceChoice", "EvidencePieces", "choose_jointly", "choose_sequentially", "least_worth_per_token",
@@ -144,18 +151,21 @@ def choose_jointly(pool: ExemplarPool, request: SelectionRequest, problem: DemoK
     limits = [CostLimit(is_demo, demo_capacity, name="demos")]  # the exemplar budget (at most the capacity)
     if math.isfinite(evidence_budget):
         limits.append(CostLimit(~is_demo, evidence_budget, name="evidence"))
-    arguments = dict(groups=groups if (groups >= 0).any() else None,
-                     group_costs=group_costs if (groups >= 0).any() else None,
-                     kinds=kinds, kind_values=problem.kind_values if kinds is not None else None, covers=covers,
-                     cover_values=pieces.cover_values, cost_limits=limits)
+    shared = bool((groups >= 0).any())
+    kind_values = problem.kind_values if kinds is not None else None
     values = np.concatenate([np.asarray(problem.values, dtype=float), pieces.values])
     costs = np.concatenate([np.asarray(problem.costs, dtype=float), np.asarray(pieces.costs, dtype=float)])
     max_items = problem.max_items + npieces
     if solver == "greedy":
-        solution = greedy_knapsack(values, costs, capacity, max_items, constraints=constraints, **arguments)
+        solution = greedy_knapsack(values, costs, capacity, max_items, constraints=constraints,
+                                   groups=groups if shared else None, group_costs=group_costs if shared else None,
+                                   kinds=kinds, kind_values=kind_values, covers=covers,
+                                   cover_values=pieces.cover_values, cost_limits=limits)
     else:
         solution = solve_knapsack(values, costs, capacity, max_items, constraints, time_limit=problem.time_limit,
-                                  work_limit=problem.work_limit, **arguments)
+                                  work_limit=problem.work_limit, groups=groups if shared else None,
+                                  group_costs=group_costs if shared else None, kinds=kinds, kind_values=kind_values,
+                                  covers=covers, cover_values=pieces.cover_values, cost_limits=limits)
     chosen = sorted(solution.selected)
     demos = [int(problem.candidates[k]) for k in chosen if k < nd]
     kept = tuple(k - nd for k in chosen if k >= nd)
@@ -182,8 +192,9 @@ def choose_sequentially(pool: ExemplarPool, request: SelectionRequest, selector:
     selection = selector.select(pool, within_new_tokens(selector, demo_request))
     demo_value = None if problem is None else problem.objective(problem.positions(selection.indices))
     left = min(capacity - selection.total_cost, evidence_budget)
+    relaxed: tuple[str, ...] = ()
     if by_relevance:
-        kept, status, relaxed, reason = _by_relevance(pieces, left), "optimal", (), ""
+        kept, status, reason = _by_relevance(pieces, left), "optimal", ""
     else:
         kept, status, relaxed, reason = _pieces_knapsack(pieces, left, solver, problem)
     if not kept:
@@ -200,15 +211,19 @@ def _pieces_knapsack(pieces: EvidencePieces, capacity: float, solver: str,
     if n == 0:
         return (), "optimal", (), ""
     fixed = np.asarray(pieces.fixed)
-    arguments = dict(groups=fixed if (fixed >= 0).any() else None,
-                     group_costs=np.asarray(pieces.fixed_costs, dtype=float) if (fixed >= 0).any() else None,
-                     covers=pieces.covers, cover_values=pieces.cover_values)
+    shared = bool((fixed >= 0).any())
+    groups = fixed if shared else None
+    group_costs = np.asarray(pieces.fixed_costs, dtype=float) if shared else None
     constraints = [AttributeConstraint(np.ones(n, dtype=bool), min_count=1, name=AT_LEAST_ONE_PIECE)]
     if solver == "greedy":
-        solution = greedy_knapsack(pieces.values, pieces.costs, capacity, n, constraints=constraints, **arguments)
+        solution = greedy_knapsack(pieces.values, pieces.costs, capacity, n, constraints=constraints, groups=groups,
+                                   group_costs=group_costs, covers=pieces.covers, cover_values=pieces.cover_values)
     else:
-        limits = {} if problem is None else {"time_limit": problem.time_limit, "work_limit": problem.work_limit}
-        solution = solve_knapsack(pieces.values, pieces.costs, capacity, n, constraints, **limits, **arguments)
+        solution = solve_knapsack(pieces.values, pieces.costs, capacity, n, constraints,
+                                  time_limit=DEFAULT_TIME_LIMIT if problem is None else problem.time_limit,
+                                  work_limit=DEFAULT_WORK_LIMIT if problem is None else problem.work_limit,
+                                  groups=groups, group_costs=group_costs, covers=pieces.covers,
+                                  cover_values=pieces.cover_values)
     return tuple(sorted(solution.selected)), solution.status, solution.relaxed, solution.reason
 
 

@@ -30,6 +30,7 @@ search's best as the cutoff) when it stops early; ``tests/optimizer/test_exact_s
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -80,7 +81,7 @@ def exact_search(values: np.ndarray, costs: np.ndarray, capacity: float, max_ite
     members = [np.asarray(c.members, dtype=bool)[order] for c in constraints]
     member = [mask.tolist() for mask in members]
     lows = [float(c.min_count) if c.min_count and c.min_count > 0 else 0.0 for c in constraints]
-    highs = [float(c.max_count) if c.max_count is not None else None for c in constraints]
+    highs = [float(c.max_count) if c.max_count is not None else math.inf for c in constraints]  # inf: no bound
     min_fraction = [c.min_fraction for c in constraints]
     max_fraction = [c.max_fraction for c in constraints]
     # a lower bound's cheapest members: member_cheap[c][d] = the d cheapest own costs of constraint c's members
@@ -115,7 +116,7 @@ def exact_search(values: np.ndarray, costs: np.ndarray, capacity: float, max_ite
         size = len(chosen)
         for c in range(m):
             count = counts[c]
-            if count < lows[c] - _TOL or (highs[c] is not None and count > highs[c] + _TOL):
+            if count < lows[c] - _TOL or count > highs[c] + _TOL:
                 return False
             if min_fraction[c] is not None and count < min_fraction[c] * size - _TOL:
                 return False
@@ -159,8 +160,7 @@ def exact_search(values: np.ndarray, costs: np.ndarray, capacity: float, max_ite
             extra = cost[j] + (shared_cost[g] if g >= 0 and not paid[g] else 0.0)
             if extra > room + _TOL:
                 continue
-            if m and any(member[c][j] and highs[c] is not None and counts[c] + 1 > highs[c] + _TOL
-                         for c in range(m)):
+            if m and any(member[c][j] and counts[c] + 1 > highs[c] + _TOL for c in range(m)):
                 continue
             k = kind[j]
             gain = val[j] + (kind_value[k] if k >= 0 and not covered[k] else 0.0)

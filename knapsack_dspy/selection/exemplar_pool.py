@@ -37,49 +37,46 @@ def _str_array(values) -> np.ndarray:
     return np.asarray([str(x) for x in values])
 
 
-@dataclass
 class ExemplarPool:
-    ids: list[str]
-    embeddings: np.ndarray  # (n, d), unit rows
-    costs: np.ndarray  # (n,), prompt tokens each exemplar adds
-    attributes: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (n,) array of str
-    doc_ids: np.ndarray | None = None  # (n,) str; exemplars from the query's own document are excluded
-    groups: np.ndarray | None = None  # (n,) int group ids sharing a cost (-1: none); see the module docstring
-    group_costs: np.ndarray | None = None  # (number of groups,) the shared cost of each group
-    # an approximate nearest-neighbour index of the embeddings (``ann_index.IVFIndex``; a large pool's store
-    # carries one): SEER's candidate prefilter searches it instead of scoring every exemplar
-    index: Any = None
+    """The exemplars selectors choose from: ``ids``, ``embeddings`` (n, d) with unit rows, ``costs`` (n,) the prompt
+    tokens each adds, ``attributes`` (name -> (n,) values, kept as str), ``doc_ids`` (n,) (exemplars from the
+    query's own document are excluded; ``None``: none known), ``groups`` (n,) int group ids sharing a cost (-1: none;
+    ``None``: no groups) with ``group_costs`` (one shared cost per group, see the module docstring), and ``index``:
+    an approximate nearest-neighbour index of the embeddings (``ann_index.IVFIndex``; a large pool's store carries
+    one) that SEER's candidate prefilter searches instead of scoring every exemplar. Checked and normalised (arrays)
+    when built: a ``ValueError`` names what does not fit."""
 
-    def __post_init__(self):
-        n = len(self.ids)
-        self.embeddings = np.asarray(self.embeddings, dtype=np.float32)
-        self.costs = np.asarray(self.costs, dtype=float)
+    def __init__(self, ids: Sequence[str], embeddings: Any, costs: Any, attributes: Mapping[str, Any] | None = None,
+                 doc_ids: Any = None, groups: Any = None, group_costs: Any = None, index: Any = None):
+        n = len(ids)
+        self.ids = ids
+        self.embeddings: np.ndarray = np.asarray(embeddings, dtype=np.float32)
+        self.costs: np.ndarray = np.asarray(costs, dtype=float)
+        self.index = index
         if self.embeddings.ndim != 2 or self.embeddings.shape[0] != n:
             raise ValueError(f"embeddings must have shape ({n}, d), got {self.embeddings.shape}")
         if self.costs.shape != (n,):
             raise ValueError(f"costs must have shape ({n},), got {self.costs.shape}")
-        if len(set(self.ids)) != n:
+        if len(set(ids)) != n:
             raise ValueError("exemplar pool ids must be unique")
-        self.attributes = {k: _str_array(v) for k, v in self.attributes.items()}
+        self.attributes: dict[str, np.ndarray] = {k: _str_array(v) for k, v in dict(attributes or {}).items()}
         for name, values in self.attributes.items():
             if values.shape != (n,):
                 raise ValueError(f"attribute {name!r} has {values.shape[0]} values for {n} exemplars")
-        if self.doc_ids is not None:
-            self.doc_ids = _str_array(self.doc_ids)
-        self.group_costs = np.asarray([] if self.group_costs is None else self.group_costs, dtype=float)
-        if self.groups is None:
-            self.groups = np.full(n, -1, dtype=int)
-        self.groups = np.asarray(self.groups)
+        self.doc_ids: np.ndarray | None = None if doc_ids is None else _str_array(doc_ids)
+        self.group_costs: np.ndarray = np.asarray([] if group_costs is None else group_costs, dtype=float)
+        self.groups: np.ndarray = np.full(n, -1, dtype=int) if groups is None else np.asarray(groups)
         if self.groups.shape != (n,) or (n and not np.issubdtype(self.groups.dtype, np.integer)):
             raise ValueError(f"groups must be {n} integer group ids (-1: none), got shape {self.groups.shape}")
         if n and (self.groups.min() < -1 or self.groups.max() >= self.group_costs.size):
             raise ValueError(f"groups hold ids outside [-1, {self.group_costs.size - 1}]")
         if self.group_costs.ndim != 1 or not np.isfinite(self.group_costs).all() or (self.group_costs < 0).any():
             raise ValueError("group_costs must be finite non-negative numbers, one per group")
-        self._index = {i: k for k, i in enumerate(self.ids)}
+        self._index = {i: k for k, i in enumerate(ids)}
         # read per query by selectors and prompt order: computed once here, not a pass over the pool per query
         self._has_groups = bool(n and (self.groups >= 0).any())
-        self._doc_rows = None  # (documents, rows in document order, bounds): built when first needed
+        # (documents, rows in document order, bounds): built when first needed
+        self._doc_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -137,11 +137,13 @@ class AttributeConstraint:
                 and self.max_count == other.max_count and self.name == other.name
                 and self.min_fraction == other.min_fraction and self.max_fraction == other.max_fraction)
 
-    __hash__ = None  # mutable-array payload
+    # mutable-array payload: unhashable (the data model's ``__hash__ = None``, which typeshed's object.__hash__ does
+    # not allow for)
+    __hash__ = None  # type: ignore[assignment]
 
     def is_satisfied(self, selected: Sequence[int]) -> bool:
         sel = np.asarray(selected, dtype=int)
-        count = float(self.members[sel].sum()) if sel.size else 0.0
+        count = float(np.asarray(self.members)[sel].sum()) if sel.size else 0.0
         n = float(sel.size)
         ok = count >= float(self.min_count) - _TOL
         if self.max_count is not None:
@@ -160,10 +162,10 @@ class AttributeConstraint:
 class CostLimit:
     """``sum(costs[i] x_i for members i) + shared costs of the members' groups <= capacity``: a budget over part of
     the items, beside the knapsack's ``capacity`` over all of them (e.g. the demos' own tokens, or the evidence's).
-    ``members`` is a boolean vector over the items; a group's shared cost counts when any chosen item of it is a
-    member (a group must lie wholly inside or outside the members)."""
+    ``members`` is a boolean vector over the items (a sequence of booleans becomes an array); a group's shared cost
+    counts when any chosen item of it is a member (a group must lie wholly inside or outside the members)."""
 
-    members: Sequence[bool] | np.ndarray
+    members: np.ndarray
     capacity: float
     name: str = ""
 
@@ -182,7 +184,8 @@ class CostLimit:
         return (np.array_equal(self.members, other.members) and self.capacity == other.capacity
                 and self.name == other.name)
 
-    __hash__ = None  # mutable-array payload
+    # mutable-array payload: unhashable, as AttributeConstraint (typeshed's object.__hash__ does not admit None)
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -233,8 +236,8 @@ def _validate(values, costs, capacity, max_items, constraints):
     for pos, con in enumerate(constraints):
         if not isinstance(con, AttributeConstraint):
             raise ValueError(f"constraints[{pos}] is not an AttributeConstraint: {con!r}")
-        if con.members.size != values.size:
-            raise ValueError(f"{con.label(pos)}: members has {con.members.size} entries for {values.size} items")
+        if len(con.members) != values.size:
+            raise ValueError(f"{con.label(pos)}: members has {len(con.members)} entries for {values.size} items")
     return values, costs, capacity, int(max_items), constraints
 
 
@@ -530,7 +533,7 @@ def _highs_options(work_limit: int, cutoff: float | None) -> dict:
     """HiGHS options passed through ``milp``: feasibility jump off (~6 ms a tiny model), one thread and at most
     ``work_limit`` nodes (a counted limit: deterministic whatever the load), the ``cutoff`` (HiGHS minimises:
     only solutions below ``-cutoff`` are searched for). An option the bundled HiGHS does not know is left out."""
-    wanted = {_FJ_OPTION: False, "threads": 1, "mip_max_nodes": int(work_limit)}
+    wanted: dict[str, bool | int | float] = {_FJ_OPTION: False, "threads": 1, "mip_max_nodes": int(work_limit)}
     if cutoff is not None:
         wanted["objective_bound"] = -float(cutoff)
     known = _highs_known_options()
@@ -567,11 +570,11 @@ def _highs_known_options() -> frozenset:
 
 def _enforce_limits(chosen: np.ndarray, values, costs, capacity, max_items, groups, shared, limits=()) -> np.ndarray:
     """Exact re-check on the caller's numbers: drop the least valuable items until every limit holds."""
-    chosen = list(chosen[np.argsort(-values[chosen], kind="stable")])
-    while chosen and (len(chosen) > max_items or _total_cost(chosen, costs, groups, shared) > capacity + _TOL
-                      or not _limits_hold(chosen, costs, groups, shared, limits)):
-        chosen.pop()
-    return np.asarray(chosen, dtype=int)
+    kept = list(chosen[np.argsort(-values[chosen], kind="stable")])
+    while kept and (len(kept) > max_items or _total_cost(kept, costs, groups, shared) > capacity + _TOL
+                    or not _limits_hold(kept, costs, groups, shared, limits)):
+        kept.pop()
+    return np.asarray(kept, dtype=int)
 
 
 def _objective(chosen, values, kinds, kind_values, cover=None, cover_values=None) -> float:
@@ -609,7 +612,8 @@ def _best_greedy(values, costs, capacity, max_items, constraints, groups, shared
     """The better of two greedy selections satisfying the constraints -- :func:`constrained_greedy`'s, and the
     same procedure opening with the item of the largest own value (which the marginal order can crowd out when it
     is expensive) -- and its objective; ``(None, None)`` when neither satisfies the constraints."""
-    best, best_value = None, None
+    best: tuple[int, ...] | None = None
+    best_value: float | None = None
     seeds = [None] + ([int(np.argmax(values))] if values.size else [])
     extras = {"cover": cover, "cover_values": cover_values, "limits": limits} \
         if (cover is not None and cover.shape[1]) or limits else {}
@@ -618,7 +622,7 @@ def _best_greedy(values, costs, capacity, max_items, constraints, groups, shared
                          first=seed, **extras)
         if chosen is not None:
             value = _objective(chosen, values, kinds, kind_values, cover, cover_values)
-            if best is None or value > best_value + _TOL:
+            if best_value is None or value > best_value + _TOL:
                 best, best_value = chosen, value
     return best, best_value
 
@@ -902,8 +906,8 @@ def _attempt(problem: _Problem, active: Sequence[AttributeConstraint]) -> _Attem
     greedy, cutoff = _best_greedy(p.values, p.costs, p.capacity, p.max_items, active, p.groups, p.shared, p.kinds,
                                   p.kind_values, **p.covering)
     keep = _prune(p, active, cutoff)
-    sub_constraints = [AttributeConstraint(c.members[keep], c.min_count, c.max_count, c.name, c.min_fraction,
-                                           c.max_fraction) for c in active]
+    sub_constraints = [AttributeConstraint(np.asarray(c.members)[keep], c.min_count, c.max_count, c.name,
+                                           c.min_fraction, c.max_fraction) for c in active]
     if not keep.size:  # no item can be in a selection better than the greedy's (all of worth <= 0): it is optimal
         return _Attempt(None if greedy is None else np.asarray(greedy, dtype=int), keep)
     held = "greedy"  # what the selection in hand (``greedy``) is, should a limit end the search

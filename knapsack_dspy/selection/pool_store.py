@@ -182,7 +182,7 @@ class PoolStore:
         self.manifest = manifest
         self.hash: str = manifest["hash"]
         self._offsets = np.load(self.path / "record_offsets.npy", mmap_mode="r")
-        self._records = None
+        self._records: np.memmap | None = None  # records.jsonl, mapped when a record is first read
 
     def __len__(self) -> int:
         return int(self.manifest["size"])
@@ -273,7 +273,7 @@ class PoolStore:
 
     def __setstate__(self, state):  # unpickled (dspy.load, Ray): opened again, with open_store's checks
         opened = open_store(Path(state["path"]), state["manifest"].get("hash"))
-        self.__init__(opened.path, opened.manifest)
+        PoolStore.__init__(self, opened.path, opened.manifest)
 
 
 def _error(hash_: str, what: str) -> PoolStoreError:
@@ -342,7 +342,7 @@ def demo_key(demo: Mapping) -> str:
 
 
 def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddings: np.ndarray,
-                costs: Sequence[float], *, embedder: str, prompt_format: str,
+                costs: Sequence[float] | np.ndarray, *, embedder: str, prompt_format: str,
                 group_costs: Sequence[float] = (), index: bool | None = None,
                 index_options: Mapping[str, Any] | None = None) -> PoolStore:
     """Write a store of ``records`` (with their ``embeddings`` and token ``costs``) under ``root`` and open it; a
@@ -353,10 +353,10 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
     root = Path(root)
     n = len(records)
     embeddings = np.asarray(embeddings, dtype=np.float32)
-    costs = np.asarray(costs, dtype=np.float64)
-    if embeddings.ndim != 2 or embeddings.shape[0] != n or costs.shape != (n,):
+    cost_column = np.asarray(costs, dtype=np.float64)
+    if embeddings.ndim != 2 or embeddings.shape[0] != n or cost_column.shape != (n,):
         raise ValueError(f"a store of {n} records needs ({n}, d) embeddings and {n} costs, got "
-                         f"{embeddings.shape} and {costs.shape}")
+                         f"{embeddings.shape} and {cost_column.shape}")
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=root))
     try:
@@ -386,7 +386,7 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
             np.save(tmp / "inputs_digests.order.npy", rows[order])
         np.save(tmp / "group_costs.npy", np.asarray(group_costs, dtype=np.float64))
         np.save(tmp / "embeddings.npy", embeddings)
-        np.save(tmp / "costs.npy", costs)
+        np.save(tmp / "costs.npy", cost_column)
         built = (n >= ann_index.ANN_MIN_POOL) if index is None else bool(index)
         backend = None
         if built:
@@ -395,7 +395,7 @@ def write_store(root: str | os.PathLike, records: Sequence[PoolRecord], embeddin
             ivf = ann_index.build_index(embeddings, **options)
             ivf.save(tmp)
             backend = ivf.backend
-        files = {}
+        files: dict[str, dict[str, Any]] = {}
         for path in sorted(tmp.iterdir()):
             files[path.name] = {"bytes": path.stat().st_size, "sha256": _sha256_file(path),
                                 "edges_sha256": _sha256_file(path, edges_only=True)}
@@ -460,25 +460,30 @@ def extend_store(root: str | os.PathLike, base: PoolStore | None, records: Seque
     known_vectors: dict[str, int] = {}
     known_costs: dict[str, int] = {}
     if base is not None:
-        for k, record in enumerate(base.iter_records()):
-            known_vectors.setdefault(record["embed_text"], k)
-            known_costs.setdefault(demo_key(record["demo"]), k)
+        for k, saved in enumerate(base.iter_records()):
+            known_vectors.setdefault(saved["embed_text"], k)
+            known_costs.setdefault(demo_key(saved["demo"]), k)
+    # the base's columns (memory-mapped; empty without a base: nothing is known then)
+    base_costs = base.costs if base is not None else np.zeros(0)
+    base_vectors = base.embeddings if base is not None else np.zeros((0, 0), dtype=np.float32)
     n = len(records)
     dim = int(base.manifest["dim"]) if base is not None else None
     costs = np.zeros(n)
-    new_texts, new_text_rows = {}, []
-    new_demos, new_demo_rows = [], []
+    new_texts: dict[str, int] = {}
+    new_text_rows: list[int] = []
+    new_demos: list[dict] = []
+    new_demo_rows: list[int] = []
     vector_source = np.full(n, -1, dtype=np.int64)
     for i, record in enumerate(records):
-        k = known_vectors.get(record.embed_text)
-        if k is not None:
-            vector_source[i] = k
+        row = known_vectors.get(record.embed_text)
+        if row is not None:
+            vector_source[i] = row
         else:
             new_text_rows.append(i)
             new_texts.setdefault(record.embed_text, len(new_texts))
-        k = known_costs.get(demo_key(record.demo))
-        if k is not None:
-            costs[i] = float(base.costs[k])
+        row = known_costs.get(demo_key(record.demo))
+        if row is not None:
+            costs[i] = float(base_costs[row])
         else:
             new_demo_rows.append(i)
             new_demos.append(record.demo)
@@ -488,11 +493,12 @@ def extend_store(root: str | os.PathLike, base: PoolStore | None, records: Seque
     embeddings = np.zeros((n, dim), dtype=np.float32)
     kept = np.flatnonzero(vector_source >= 0)
     if kept.size:
-        embeddings[kept] = base.embeddings[vector_source[kept]]
-    for i in new_text_rows:
-        embeddings[i] = fresh[new_texts[records[i].embed_text]]
+        embeddings[kept] = base_vectors[vector_source[kept]]
+    if fresh is not None:
+        for i in new_text_rows:
+            embeddings[i] = fresh[new_texts[records[i].embed_text]]
     if new_demos:
-        costs[new_demo_rows] = np.asarray(measure(new_demos), dtype=float)
+        costs[new_demo_rows] = np.asarray(measure(new_demos), dtype=np.float64)
     store = write_store(root, records, embeddings, costs, embedder=embedder, prompt_format=prompt_format,
                         group_costs=group_costs, index=index)
     return store, {"embedded": len(new_texts), "measured": len(new_demos)}

@@ -90,7 +90,7 @@ def _check_selection(selector, pool: ExemplarPool, request: SelectionRequest, se
     if len(indices) > selector.max_exemplars:
         _fail(selector, "at most max_exemplars", f"{len(indices)} > {selector.max_exemplars}")
     excluded = [pool.ids[i] for i in indices if pool.ids[i] in request.exclude_ids
-                or (request.doc_id is not None and pool.doc_ids[i] == request.doc_id)]
+                or (request.doc_id is not None and pool.doc_ids is not None and pool.doc_ids[i] == request.doc_id)]
     if excluded:
         _fail(selector, "no excluded exemplar and none of the query's own document", f"chose {excluded}")
     cost = pool.cost_of(tuple(int(i) for i in indices))

@@ -419,8 +419,8 @@ def _litellm_model(lm) -> str | None:
     if type(lm).forward is not _DSPY_LM.forward or type(lm).aforward is not _DSPY_LM.aforward:
         return None
     kwargs = getattr(lm, "kwargs", None) or {}
-    if (not isinstance(getattr(lm, "_engine_spec", "auto"), str) or getattr(lm, "_providers", ())
-            or kwargs.get("custom_llm_provider")):
+    providers = getattr(lm, "_providers", None)  # providers declared to DSPy
+    if not isinstance(getattr(lm, "_engine_spec", "auto"), str) or providers or kwargs.get("custom_llm_provider"):
         return None
     return lm.model
 

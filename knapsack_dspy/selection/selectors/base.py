@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import zlib
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -103,7 +103,8 @@ class ExemplarSelector:
 
     @classmethod
     def _init_parameters(cls) -> list[str]:
-        names = []
+        names: list[str] = []
+        klass: Any  # each class of the MRO: its own __init__ or the one it inherits
         for klass in cls.__mro__:
             if klass is object:
                 continue
@@ -168,6 +169,10 @@ class RankingSelector(ExemplarSelector):
     @property
     def respects_budget(self) -> bool:  # as its parameter says
         return bool(self.respect_budget)
+
+    @respects_budget.setter
+    def respects_budget(self, value: bool) -> None:
+        self.respect_budget = bool(value)
 
     def rank(self, request: SelectionRequest, idx: np.ndarray, sims: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -271,7 +276,7 @@ def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None 
     :func:`uses_index`, by the pool's nearest-neighbour index, with ``reserve`` cheap ones beside them
     (:func:`approximate_candidates`; the similarities then cover the candidates only: :class:`CandidateValues`);
     when the index cannot answer (too many of its hits excluded), exactly."""
-    if uses_index(pool, knn_k, request.values is not None):
+    if knn_k is not None and uses_index(pool, knn_k, request.values is not None):
         found = approximate_candidates(pool, request, knn_k, reserve)
         if found is not None:
             return found
@@ -286,7 +291,8 @@ def candidates(pool: ExemplarPool, request: SelectionRequest, knn_k: int | None 
 def greedy_fill(order, pool: ExemplarPool, capacity: float, limit: int, paid_groups=()) -> list[int]:
     """Take items in the given order, skipping those that no longer fit, up to ``limit`` items (an item's cost
     includes its group's shared cost unless the group is already in: ``paid_groups`` or an earlier item)."""
-    chosen, used, paid = [], 0.0, {int(g) for g in paid_groups}
+    chosen: list[int] = []
+    used, paid = 0.0, {int(g) for g in paid_groups}
     for i in order:
         if len(chosen) >= limit:
             break

@@ -37,12 +37,13 @@ class FixedSetSelector(ExemplarSelector):
             **kwargs):
         self.validate_params()
         rng = np.random.default_rng(self.seed)
-        best, best_score, self.candidate_scores_ = None, -np.inf, []
-        for _ in range(max(1, self.n_candidates)):
+        best: list[int] = []
+        best_score, self.candidate_scores_ = -np.inf, []
+        for k in range(max(1, self.n_candidates)):
             draw = greedy_fill(rng.permutation(len(pool)), pool, capacity, self.max_exemplars)
             score = float(score_fn(draw)) if score_fn is not None else 0.0
             self.candidate_scores_.append({"ids": [pool.ids[i] for i in draw], "score": score})
-            if best is None or score > best_score:
+            if k == 0 or score > best_score:  # the first draw, then any better one
                 best, best_score = draw, score
             if score_fn is None:
                 break
