@@ -31,6 +31,7 @@ _PUBLIC = {
     "save_pool_stores": "knapsack_dspy.modules.compiled_programs",
     "selection_hints": "knapsack_dspy.modules.selection_context",
     "selection_log": "knapsack_dspy.modules.selection_context",
+    "Pieces": "knapsack_dspy.modules.selectable_context",
     "build_pipeline": "knapsack_dspy.docqa.tasks",
     "load_program": "knapsack_dspy.docqa.pipelines.pipeline",
     "save_program": "knapsack_dspy.docqa.pipelines.pipeline",

@@ -14,7 +14,7 @@ still does. The tree (``docs/errors.md``)::
     ├── LLMError                         the LM layer: LLMConfigError > LocalModelError > LocalWeightsError
     ├── GGUFError, NotRecordedError, EmbedderError   a GGUF file; a replay's unrecorded prompt; the embedder
     ├── SelectionConfigError, PoolStoreError, NotFittedError, SelectorContractError   the selection engine
-    ├── CompileError, PoolError, NotCompiledError                the teleprompter and selecting predictors
+    ├── CompileError, PoolError, NotCompiledError, PiecesError   the teleprompter and selecting predictors
     ├── ScoringInputError                a metric's input (FinQAScoreError)
     ├── SuiteError, ResultsFileError, ResultsBusyError, ProvenanceMismatchError, ResultsReadError,
     │   QuestionRangeError, ArmError, ResultsPageError, RescoreError, RayWorkerError,

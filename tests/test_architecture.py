@@ -152,7 +152,8 @@ DEFERRED_IMPORTS = {
     # What a DSPy user's import of the optimizer does not need (test_the_optimizer_imports_alone: at most 40 of our
     # modules), loaded where it is first used: a large pool's store, the classifier / LM attribute sources, latency
     # budgets, saving and loading, an empty selection's diagnosis, a fixed set, a compile's model check and cost,
-    # an error's wording, a model's tokenizer and context window, a provider's prompt cache.
+    # an error's wording, a model's tokenizer and context window, a provider's prompt cache, a call with evidence
+    # pieces (selectable context).
     "knapsack_dspy.llm.errors": {"knapsack_dspy.llm.empty_reply"},
     "knapsack_dspy.llm.token_counter": {"knapsack_dspy.llm.litellm_provider", "knapsack_dspy.llm.local_models"},
     "knapsack_dspy.modules.compiled_programs": {"knapsack_dspy.file_limits", "knapsack_dspy.selection.pool_store"},
@@ -163,14 +164,18 @@ DEFERRED_IMPORTS = {
         "knapsack_dspy.modules.lm_attribute_predictor", "knapsack_dspy.selection.latency",
         "knapsack_dspy.llm.latency_rates", "knapsack_dspy.selection.selectors.fixed_set",
         "knapsack_dspy.modules.empty_selection", "knapsack_dspy.saved_format",
-        "knapsack_dspy.modules.select_exemplars_state"},
-    "knapsack_dspy.modules.selecting_predict": {"knapsack_dspy.llm.prompt_cache"},
+        "knapsack_dspy.modules.select_exemplars_state", "knapsack_dspy.modules.evidence_selection",
+        "knapsack_dspy.modules.selectable_context"},
+    "knapsack_dspy.modules.selecting_predict": {"knapsack_dspy.llm.prompt_cache",
+                                                "knapsack_dspy.modules.selectable_context"},
     "knapsack_dspy.selection.config": {"knapsack_dspy.selection.latency"},
     # installed plug-ins are read when a selector name is not found or the names are listed
     "knapsack_dspy.selection.selectors.registry": {"knapsack_dspy.plugins"},
+    "knapsack_dspy.selection.selectors.base": {"knapsack_dspy.selection.demo_knapsack"},
     "knapsack_dspy.teleprompt.knapsack_few_shot": {
         "knapsack_dspy.messages", "knapsack_dspy.llm.call_counter", "knapsack_dspy.llm.model_check"},
     "knapsack_dspy.teleprompt.settings_search": {"knapsack_dspy.teleprompt.selection_proxies"},
+    "knapsack_dspy.teleprompt.compile_report": {"knapsack_dspy.modules.selectable_context"},
 }
 
 
@@ -220,8 +225,8 @@ def test_the_optimizer_imports_alone():
     assert [m for m in loaded if wing_of(m) != "optimizer"] == []
     # at most 47 (47 today: compiling a predictor is measure / sample / search / report, a module each, with the
     # pool's specification, the compile target and the teleprompter's errors): built-in selectors, local-model token
-    # counting, pool stores, attribute classifiers, the LM attribute predictor, latency rates, saved-state reading
-    # and model checks load when first used
+    # counting, pool stores, attribute classifiers, the LM attribute predictor, latency rates, saved-state reading,
+    # model checks and selectable context load when first used
     assert len(loaded) <= 47, loaded
 
 

@@ -2,7 +2,9 @@
 
 An exemplar's cost is what it adds to the prompt as the DSPy adapter formats it (a user/assistant
 message pair per demo) counted by the model's own tokenizer. The capacity left for exemplars for one
-query is ``budget - tokens(query prompt without demos) - reserved output tokens``.
+query is ``budget - tokens(query prompt without demos) - reserved output tokens``. A selectable input's pieces are
+measured the same way (``field_tokens``: the field's text as the adapter writes it, for
+``selectable_context.measure_pieces``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import dspy
+from dspy.adapters.utils import format_field_value
 
 from knapsack_dspy.memo import BoundedMemo
 from knapsack_dspy.modules.demo_order import in_given_order
@@ -164,6 +167,25 @@ class PromptCostModel:
     def _count_prefix(self, demos: list[dict]) -> int:
         system = {"role": "system", "content": self.adapter.format_system_message(self.signature)}
         return int(self.counter.count_messages([system, *self.adapter.format_demos(self.signature, demos)]))
+
+    def field_tokens(self, name: str, values: Sequence[Any]) -> list[int]:
+        """Tokens of input field ``name`` holding each of ``values``, as the adapter writes a field (its header and
+        DSPy's ``format_field_value`` of the value) in a user message, counted after the anchor (batched; remembered
+        per process). Differences between two values are what one adds to a prompt over the other."""
+        info = self.signature.input_fields[name]
+        texts = [f"[[ ## {name} ## ]]\n{format_field_value(field_info=info, value=value)}" for value in values]
+        keys = [self._memo_key("field", text) for text in texts]
+        known: list[int | None] = [None if key is None else _counts.get(key) for key in keys]
+        todo = [i for i, count in enumerate(known) if count is None]
+        fresh: dict[int, int] = {}
+        if todo:
+            batch = [[*_ANCHOR, {"role": "user", "content": texts[i]}] for i in todo]
+            for i, count in zip(todo, _count_batch(self.counter, batch), strict=True):
+                fresh[i] = int(count - self._anchor_tokens)
+                key = keys[i]
+                if key is not None:
+                    _counts.put(key, fresh[i])
+        return [fresh[i] if count is None else int(count) for i, count in enumerate(known)]
 
     def base_tokens(self, inputs: Mapping) -> int:
         """Tokens of the query's own prompt (no demos)."""

@@ -51,7 +51,8 @@ from knapsack_dspy.selection.config import SelectionConfig
 from knapsack_dspy.selection.exemplar_pool import ExemplarPool, SelectionRequest, canonical_keys, in_canonical_order
 from knapsack_dspy.selection.selectors.base import candidate_search, within_new_tokens
 
-if TYPE_CHECKING:  # loaded when used: a pool's classifiers (fit, load_state), latency rates (latency_model)
+if TYPE_CHECKING:  # loaded when used: a pool's classifiers (fit, load_state), latency rates (latency_model), pieces
+    from knapsack_dspy.modules.selectable_context import EvidenceOffer
     from knapsack_dspy.selection.attribute_classifier import AttributeClassifier
     from knapsack_dspy.selection.latency import LatencyModel
 
@@ -465,13 +466,18 @@ class SelectExemplars(dspy.Module, Parameter):
     # -- inference -----------------------------------------------------------------------------------
     def forward(self, base_tokens: int = 0, id: str | None = None, doc_id: str | None = None, *,
                 exclude_ids: Sequence[str] = (), attribute_fields: Mapping[str, Any] | None = None,
-                shared_tokens: int = 0, **fields):
+                shared_tokens: int = 0, evidence: EvidenceOffer | None = None, **fields):
         """Return ``dspy.Prediction(demos, ids, selection)`` for the query described by ``fields`` (at least the
         ``embed_fields``; gold attribute values for oracle selectors); ``base_tokens`` is the query prompt's own
         size, of which ``shared_tokens`` open every prompt (the system message: the declared shared prefix a
         latency budget does not price). ``id`` / ``doc_id``: the query's own exemplar and its document's are
         never chosen; nor are ``exclude_ids``. ``attribute_fields``: what LM attribute prediction reads (default:
         ``fields``).
+
+        ``evidence``: the call's selectable fields, their pieces measured (``selectable_context.EvidenceOffer``,
+        from ``SelectingPredict``): the demos and the pieces to show are then chosen together
+        (``modules/evidence_selection.py``), ``base_tokens`` is the prompt with no piece, ``fields`` hold the
+        selectable fields whole, and the prediction also has ``pieces`` (``{field: kept indices}``).
 
         The selection info has ``predicted_latency_s`` (and ``new_prompt_tokens``, the tokens after the declared
         shared prefix) when latency rates are known for the model (``latency_model``)."""
@@ -509,6 +515,15 @@ class SelectExemplars(dspy.Module, Parameter):
                                    doc_id=str(doc_id) if (doc_id is not None and self.config.exclude_same_doc)
                                    else None, seed=self.config.seed, key=text, values=values,
                                    new_token_capacity=new_capacity)
+        if evidence is not None:
+            from knapsack_dspy.modules.evidence_selection import select_with_evidence  # a call with pieces
+
+            embedded = self.config.embed_fields or ()
+            query = query_text(fields, [name for name in embedded if name not in evidence.fields]) or text
+            return select_with_evidence(
+                self, pool, selector, request, evidence, query=query, budget=self._budget(), capacity=capacity,
+                base_tokens=int(base_tokens), shared_tokens=int(shared_tokens), latency=latency, start=start,
+                canonical_keys=self._canonical_keys(pool) if self.config.demo_order == "canonical" else None)
         selection = selector.select(pool, within_new_tokens(selector, request))
         if self.config.demo_order == "canonical":
             selection = in_canonical_order(pool, selection, self._canonical_keys(pool))

@@ -12,7 +12,14 @@ At call time, ``forward(**inputs)``:
   static set or hybrid core first, in one order; the per-query ones least similar first). For a provider whose
   prompt cache needs an explicit breakpoint (Anthropic), one is put after the shared prefix
   (``llm.prompt_cache``). The capacity is ``budget - tokens of this prompt without the selected demos
-  (measured now, with the current signature, so changed instructions keep the budget exact) - reserve``.
+  (measured now, with the current signature, so changed instructions keep the budget exact) - reserve``;
+- when an input is selectable (a ``selectable_context.Pieces`` value, or a list in a field of the config's
+  ``context_fields``), the demos and the pieces of that input to show are chosen together: the base prompt shows
+  no piece, each piece's cost is measured in the prompt format (``selectable_context.measure_pieces``), the
+  prompt with the chosen demos and pieces is measured again (a repair drops items while it exceeds the budget),
+  and the call sends the field cut to the chosen pieces in document order (``docs/core.md``, "Selectable
+  context"). A call with ``demos=`` given shows every piece. A program with no selectable input selects exactly as
+  before.
 
 The demos go to that one call; nothing shared is mutated, so threaded ``dspy.Evaluate`` is safe. Hints about
 the query that are not inputs (its id and document, gold attributes) come from
@@ -131,6 +138,13 @@ class SelectingPredict(dspy.Predict):
         fixed = list(self.demos)
         hints = current_hints()
         costs = self.cost_model(signature)
+        from knapsack_dspy.modules.selectable_context import Pieces, selectable_fields  # loaded at the first call
+
+        pieces = selectable_fields(inputs, self.selection.config.context_fields)
+        if any(len(p) for p in pieces.values()):
+            return self._select_with_pieces(inputs, pieces, fixed, hints, costs)
+        shown = {name: p.whole() for name, p in pieces.items() if isinstance(inputs[name], Pieces)}
+        inputs = {**inputs, **shown}
         base = costs.prompt_tokens(inputs, [_fields(d) for d in fixed])
         shared = costs.prefix_tokens([_fields(d) for d in fixed]) if self.selection.latency_model() else 0
         chosen = self.selection(base_tokens=base, id=hints.id, doc_id=hints.doc_id,
@@ -138,7 +152,34 @@ class SelectingPredict(dspy.Predict):
                                 shared_tokens=shared, **inputs, **hints.attributes)
         info = dict(chosen.selection, predictor=self.predictor_name, fixed_demos=len(fixed),
                     token_count=token_count_kind(self.token_counter))  # "estimate": within_budget is approximate
-        return SelectionRecord(self.predictor_name, [*fixed, *chosen.demos], info)
+        return SelectionRecord(self.predictor_name, [*fixed, *chosen.demos], info, shown)
+
+    def _select_with_pieces(self, inputs: dict, pieces: dict, fixed: list, hints,
+                            costs: PromptCostModel) -> SelectionRecord:
+        """``select_demos`` for a call with selectable inputs (``pieces``: ``{field: Pieces}``): the demos and the
+        pieces chosen together (the base prompt shows no piece; each piece measured in the prompt format; the chosen
+        prompt measured again)."""
+        from knapsack_dspy.modules.selectable_context import EvidenceOffer, measure_pieces
+
+        fixed_fields = [_fields(d) for d in fixed]
+        empty = {name: p.show(()) for name, p in pieces.items()}
+        base = costs.prompt_tokens({**inputs, **empty}, fixed_fields)
+        shared = costs.prefix_tokens(fixed_fields) if self.selection.latency_model() else 0
+
+        def measure(demos, kept) -> int:  # the real prompt with these demos and the pieces kept
+            shown = {name: p.show(kept.get(name, ())) for name, p in pieces.items()}
+            return costs.prompt_tokens({**inputs, **shown}, [*fixed_fields, *(_fields(d) for d in demos)])
+
+        offer = EvidenceOffer(pieces, {name: measure_pieces(costs, name, p) for name, p in pieces.items()}, measure,
+                              instruction_tokens=costs.prefix_tokens([]))
+        whole = {name: p.whole() for name, p in pieces.items()}
+        chosen = self.selection(base_tokens=base, id=hints.id, doc_id=hints.doc_id,
+                                exclude_ids=self._fixed_ids(fixed), attribute_fields=hints.fields or None,
+                                shared_tokens=shared, evidence=offer, **{**inputs, **whole}, **hints.attributes)
+        info = dict(chosen.selection, predictor=self.predictor_name, fixed_demos=len(fixed),
+                    token_count=token_count_kind(self.token_counter))
+        shown = {name: p.show(chosen.pieces[name]) for name, p in pieces.items()}
+        return SelectionRecord(self.predictor_name, [*fixed, *chosen.demos], info, shown)
 
     def _check_fields(self, signature) -> None:
         fitted = self.selection.signature_fields
@@ -162,8 +203,10 @@ class SelectingPredict(dspy.Predict):
 
     # -- inference -----------------------------------------------------------------------------------------
     def _prepared(self, kwargs: dict) -> dict:
-        if "demos" in kwargs:
-            return kwargs
+        if "demos" in kwargs:  # exactly those demos; a Pieces input shows every piece
+            from knapsack_dspy.modules.selectable_context import Pieces
+
+            return {k: v.whole() if isinstance(v, Pieces) else v for k, v in kwargs.items()}
         record = self.select_demos(**kwargs)
         record_selection(record)
         # the demos every prompt opens with: this predictor's own, then a static set / hybrid core
@@ -172,7 +215,7 @@ class SelectingPredict(dspy.Predict):
         breakpoint_settings = cache_breakpoint(getattr(lm, "model", None), shared)
         if breakpoint_settings:
             kwargs = {**kwargs, "config": {**breakpoint_settings, **dict(kwargs.get("config") or {})}}
-        return {**kwargs, "demos": record.demos}
+        return {**kwargs, **record.inputs, "demos": record.demos}
 
     def forward(self, **kwargs):
         kwargs = self._prepared(kwargs)

@@ -44,11 +44,14 @@ class SelectionHints:
 
 @dataclass
 class SelectionRecord:
-    """One selecting call: which predictor, the demos it sent (fixed prefix + selected) and the selection info."""
+    """One selecting call: which predictor, the demos it sent (fixed prefix + selected) and the selection info;
+    ``inputs``: the input fields it sent in place of the ones given (a selectable field cut to the pieces chosen;
+    ``{}``: the inputs as given)."""
 
     predictor: str
     demos: list
     info: dict
+    inputs: dict = field(default_factory=dict)
 
 
 class _Log(list):

@@ -24,10 +24,16 @@ from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.selection.selectors.base import ATTRIBUTE_SOURCES, ExemplarSelector
 from knapsack_dspy.selection.selectors.registry import DEFAULT_SELECTOR, make_selector, selector_class
 
-__all__ = ["DEMO_ORDERS", "SELECTOR_SETTINGS", "SelectionConfig", "SelectionConfigError", "check_setting"]
+__all__ = ["DEMO_ORDERS", "EVIDENCE_MODES", "EVIDENCE_SOLVERS", "SELECTOR_SETTINGS", "SelectionConfig",
+           "SelectionConfigError", "check_setting"]
 
 #: How the per-query exemplars are ordered in the prompt (``SelectionConfig.demo_order``).
 DEMO_ORDERS = ("similarity", "canonical")
+#: How demos and the pieces of selectable input fields are chosen when a call has pieces (``SelectionConfig.evidence``):
+#: in one knapsack; the demos first, then the pieces by a knapsack; the demos first, then the pieces by relevance.
+EVIDENCE_MODES = ("joint", "sequential", "relevance")
+#: How that knapsack is solved (``SelectionConfig.evidence_solver``): exactly (milp) or by its greedy.
+EVIDENCE_SOLVERS = ("knapsack", "greedy")
 
 #: Settings handed to the selector when its ``__init__`` takes them (a selector ignores the ones it has no
 #: use for: KATE has no ``alpha``).
@@ -156,6 +162,35 @@ def _check_derive_kinds(value):
     return value
 
 
+def _check_context_fields(value):
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) \
+            or not all(isinstance(v, str) and v for v in value):
+        _fail(f"context_fields must be a list of input field names, got {value!r}")
+    if len(set(value)) != len(value):
+        _fail(f"context_fields names a field twice: {list(value)!r}")
+    return tuple(value)
+
+
+def _one_of(name: str, choices: tuple[str, ...]):
+    def check(value):
+        if value not in choices:
+            _fail(f"{name} must be one of {choices}, got {value!r}")
+        return value
+    return check
+
+
+def _check_evidence_weight(value):
+    if not _is_number(value) or value < 0:
+        _fail(f"evidence_weight must be a number >= 0, got {value!r}")
+    return value
+
+
+def _check_evidence_budget(value):
+    if value is not None and (not _is_int(value) or value <= 0):
+        _fail(f"evidence_budget must be a positive number of tokens or None, got {value!r}")
+    return value
+
+
 def _check_selector_params(value):
     if not isinstance(value, Mapping):
         _fail(f"selector_params must be a mapping of parameter names to values, got {value!r}")
@@ -190,6 +225,11 @@ _CHECKS = {
     "latency_budget": _check_latency_budget,
     "latency_rates": _check_latency_rates,
     "derive_kinds": _check_derive_kinds,
+    "context_fields": _check_context_fields,
+    "evidence": _one_of("evidence", EVIDENCE_MODES),
+    "evidence_solver": _one_of("evidence_solver", EVIDENCE_SOLVERS),
+    "evidence_weight": _check_evidence_weight,
+    "evidence_budget": _check_evidence_budget,
 }
 
 
@@ -251,6 +291,20 @@ class SelectionConfig:
         ``kind`` label from a hook, an ``attributes={"kind": f}`` function or an example field), derive them
         from the pool itself: k-means of the demos' output embeddings (``attribute_classifier.derive_kinds``).
         ``False``: no kinds, the selector's similarity-only fallback.
+    context_fields: input fields whose value is a list of strings (a RAG program's ``context: list[str]``) that
+        the predictor may cut per call: it then chooses its demos and which of those pieces to show together
+        (``docs/core.md``, "Selectable context"). An input whose value is a
+        ``knapsack_dspy.modules.selectable_context.Pieces`` is selectable whatever this says. ``()``: none.
+    evidence: how demos and pieces are chosen when a call has pieces: ``"joint"`` (one knapsack over both),
+        ``"sequential"`` (the selector's demos first, at the capacity the pieces every prompt shows leave -- the
+        most relevant piece and its fixed part --, then the pieces by a knapsack in what is left) or
+        ``"relevance"`` (the demos as in sequential, then the pieces in relevance order while they fit). A selector
+        that exposes no knapsack problem makes ``"joint"`` sequential, and the selection info says so.
+    evidence_solver: ``"knapsack"`` (exact, milp) or ``"greedy"`` (its greedy: the same objective).
+    evidence_weight: lambda, the exchange rate between a piece's value (relevance to the query plus the query's
+        terms it covers) and a demo's value: a plain number, to be fitted on data.
+    evidence_budget: the most tokens the pieces (with their fixed parts) may take, beside ``budget``; ``None``:
+        none.
     """
 
     selector: str = DEFAULT_SELECTOR
@@ -275,6 +329,11 @@ class SelectionConfig:
     latency_budget: float | None = None
     latency_rates: Mapping[str, Any] | None = None
     derive_kinds: bool = True
+    context_fields: tuple[str, ...] = ()
+    evidence: str = "joint"
+    evidence_solver: str = "knapsack"
+    evidence_weight: float = 1.0
+    evidence_budget: int | None = None
 
     def __post_init__(self):
         for f in fields(self):  # each setting on its own (check_setting), then how they go together
@@ -343,7 +402,7 @@ class SelectionConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-compatible (tuples become lists)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out.update(attributes=list(self.attributes),
+        out.update(attributes=list(self.attributes), context_fields=list(self.context_fields),
                    embed_fields=None if self.embed_fields is None else list(self.embed_fields),
                    shared_fields=None if self.shared_fields is None else list(self.shared_fields),
                    selector_params=dict(self.selector_params),

@@ -31,6 +31,19 @@ own value -- diminishing returns, optimised exactly). The ILP has a variable ``z
 ``z_k <= sum of its members' x_i`` and ``kind_values[k] * z_k`` in the objective; dominance pruning compares
 items of the same kind only, so it stays exact. :func:`greedy_knapsack` solves the same objective greedily.
 
+**Covers** (optional ``covers`` / ``cover_values``): where a kind gives each item at most one, an item may cover
+several *elements* (a passage naming several of the terms a question names), each element's value collected once
+when any chosen item covers it. ``covers`` lists, per element, the items covering it (or is an ``(items,
+elements)`` 0/1 matrix); the ILP has a variable ``z_e`` per element with ``z_e <= sum of its covering items' x_i``
+and ``cover_values[e] * z_e`` in the objective. Dominance pruning compares only items with identical cover sets
+(so it stays exact), the bound pruning counts every element an item covers as its own (an upper bound), and the
+exact search is not used (``milp`` decides).
+
+**Cost limits** (optional ``cost_limits``: :class:`CostLimit`): further budgets over part of the items -- the chosen
+members' costs, plus each of their groups' shared costs once, ``<= capacity`` (the demos' own token budget beside
+the whole prompt's). Items are compared in the dominance pruning only with items of the same limits; a group
+must lie inside or outside each limit. With cost limits the exact search is not used either.
+
 Infeasible attribute constraints never crash: they are dropped **last given first** until the problem is
 feasible, and the dropped names are reported in ``relaxed`` (status ``"relaxed"``). The returned
 selection never exceeds ``capacity`` or ``max_items``, whatever happens (the solver's answer is
@@ -67,8 +80,9 @@ from scipy.sparse import csr_array
 
 from knapsack_dspy.selection import exact_search
 
-__all__ = ["DEFAULT_TIME_LIMIT", "DEFAULT_WORK_LIMIT", "OUTCOMES", "AttributeConstraint", "KnapsackSolution",
-           "bound_prune", "constrained_greedy", "greedy_knapsack", "prune_dominated", "solve_knapsack"]
+__all__ = ["DEFAULT_TIME_LIMIT", "DEFAULT_WORK_LIMIT", "OUTCOMES", "AttributeConstraint", "CostLimit",
+           "KnapsackSolution", "bound_prune", "constrained_greedy", "greedy_knapsack", "prune_dominated",
+           "solve_knapsack"]
 
 _FJ_OPTION = "mip_heuristic_run_feasibility_jump"
 _TOL = 1e-9
@@ -142,6 +156,36 @@ class AttributeConstraint:
 
     def label(self, position: int) -> str:
         return self.name or f"constraint[{position}]"
+
+
+@dataclass(frozen=True)
+class CostLimit:
+    """``sum(costs[i] x_i for members i) + shared costs of the members' groups <= capacity``: a budget over part of
+    the items, beside the knapsack's ``capacity`` over all of them (e.g. the demos' own tokens, or the evidence's).
+    ``members`` is a boolean vector over the items (a sequence of booleans becomes an array); a group's shared cost
+    counts when any chosen item of it is a member (a group must lie wholly inside or outside the members)."""
+
+    members: np.ndarray
+    capacity: float
+    name: str = ""
+
+    def __post_init__(self):
+        members = np.asarray(self.members)
+        if members.ndim != 1 or (members.size and not np.isin(members, (0, 1)).all()):
+            raise ValueError(f"cost limit {self.name!r}: members must be a 1-D vector of booleans or 0/1")
+        object.__setattr__(self, "members", members.astype(bool))
+        if isinstance(self.capacity, bool) or math.isnan(float(self.capacity)):
+            raise ValueError(f"cost limit {self.name!r}: capacity must be a number, got {self.capacity!r}")
+        object.__setattr__(self, "capacity", float(self.capacity))
+
+    def __eq__(self, other):
+        if not isinstance(other, CostLimit):
+            return NotImplemented
+        return (np.array_equal(self.members, other.members) and self.capacity == other.capacity
+                and self.name == other.name)
+
+    # mutable-array payload: unhashable, as AttributeConstraint (typeshed's object.__hash__ does not admit None)
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -235,10 +279,70 @@ def _validate_kinds(kinds, kind_values, n: int):
     return kinds.astype(int), values
 
 
-def _coverage(chosen, kinds, kind_values) -> float:
-    """The kind values a selection collects: each covered kind's value once."""
-    covered = {int(k) for k in kinds[np.asarray(chosen, dtype=int)] if k >= 0}
-    return float(sum(kind_values[k] for k in covered))
+def _validate_covers(covers, cover_values, n: int):
+    """``covers``: per element the items covering it (or an ``(n, elements)`` 0/1 matrix); ``cover_values``: each
+    element's value. Returns the ``(n, elements)`` boolean matrix and the values."""
+    if covers is None:
+        if cover_values is not None:
+            raise ValueError("cover_values given without covers")
+        return np.zeros((n, 0), dtype=bool), np.zeros(0)
+    values = np.asarray(cover_values if cover_values is not None else [], dtype=float)
+    if values.ndim != 1:
+        raise ValueError("cover_values must be a 1-D sequence (one value per element)")
+    if not np.isfinite(values).all() or (values < 0).any():
+        raise ValueError("cover_values must be finite and non-negative")
+    if isinstance(covers, np.ndarray) and covers.ndim == 2:
+        if covers.shape != (n, values.size) or (covers.size and not np.isin(covers, (0, 1)).all()):
+            raise ValueError(f"covers as a matrix must be ({n}, {values.size}) booleans, got shape {covers.shape}")
+        return covers.astype(bool), values
+    covers = list(covers)
+    if len(covers) != values.size:
+        raise ValueError(f"covers lists {len(covers)} elements, cover_values has {values.size}")
+    matrix = np.zeros((n, values.size), dtype=bool)
+    for e, items in enumerate(covers):
+        items = np.asarray(list(items), dtype=np.int64)
+        if items.size and (items.min() < 0 or items.max() >= n):
+            raise ValueError(f"covers[{e}] names items outside [0, {n - 1}]")
+        matrix[items, e] = True
+    return matrix, values
+
+
+def _validate_limits(cost_limits, groups, n: int) -> tuple[CostLimit, ...]:
+    """``cost_limits``: :class:`CostLimit`s over the ``n`` items, each group inside or outside each limit."""
+    limits = tuple(cost_limits or ())
+    for pos, limit in enumerate(limits):
+        if not isinstance(limit, CostLimit):
+            raise ValueError(f"cost_limits[{pos}] is not a CostLimit: {limit!r}")
+        if limit.members.size != n:
+            raise ValueError(f"cost limit {limit.name or pos!r}: members has {limit.members.size} entries for {n} "
+                             "items")
+        grouped = groups >= 0
+        inside = {int(g) for g in groups[grouped & limit.members]}
+        outside = {int(g) for g in groups[grouped & ~limit.members]}
+        if inside & outside:
+            raise ValueError(f"cost limit {limit.name or pos!r}: group {min(inside & outside)} has members inside "
+                             "and outside it")
+    return limits
+
+
+def _coverage(chosen, kinds, kind_values, cover=None, cover_values=None) -> float:
+    """The kind and element values a selection collects: each covered kind's and element's value once."""
+    chosen = np.asarray(chosen, dtype=int)
+    covered = {int(k) for k in kinds[chosen] if k >= 0}
+    total = float(sum(kind_values[k] for k in covered))
+    if cover is not None and cover.shape[1] and chosen.size:
+        total += float(cover_values[cover[chosen].any(axis=0)].sum())
+    return total
+
+
+def _limits_hold(chosen, costs, groups, shared, limits) -> bool:
+    """Every cost limit holds for the selection ``chosen``."""
+    chosen = np.asarray(chosen, dtype=int)
+    for limit in limits:
+        inside = chosen[limit.members[chosen]]
+        if _total_cost(inside, costs, groups, shared) > limit.capacity + _TOL:
+            return False
+    return True
 
 
 def _total_cost(chosen, costs, groups, shared) -> float:
@@ -250,7 +354,7 @@ def _total_cost(chosen, costs, groups, shared) -> float:
 
 def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray, max_items: int,
                     capacity: float, fit_costs: np.ndarray | None = None,
-                    dominator_costs: np.ndarray | None = None) -> np.ndarray:
+                    dominator_costs: np.ndarray | None = None, caps: np.ndarray | None = None) -> np.ndarray:
     """Indices of the items that can appear in some optimal solution (see the module docstring).
 
     ``profiles`` is an ``(n, m)`` boolean matrix of constraint memberships; items are only compared with
@@ -258,7 +362,9 @@ def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray,
     with shared group costs, its own cost plus its group's). ``dominator_costs``: what an item costs when it
     replaces another (default ``costs``): with shared group costs, its own cost plus its group's -- an item that
     is at least as valuable and costs, group included, no more than another's own cost dominates it whatever the
-    groups (the comparison across groups). Returns sorted indices.
+    groups (the comparison across groups). ``caps``: per item, the most items of its profile a feasible selection
+    holds (default ``max_items``; the same for every item of a profile: e.g. a constraint's ``max_count`` over its
+    members), so that many dominators suffice. Returns sorted indices.
     """
     n = values.size
     fits = (costs if fit_costs is None else fit_costs) <= capacity + _TOL
@@ -275,18 +381,20 @@ def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray,
     order = np.lexsort((np.arange(n), charged, -values, group))
     keep = np.zeros(n, dtype=bool)
     current_group = None
-    heap: list[float] = []  # max-heap (negated) of the max_items smallest costs seen in the group
+    cap = max_items
+    heap: list[float] = []  # max-heap (negated) of the cap smallest costs seen in the group
     for j in order:
         if not fits[j]:
             continue
         if group[j] != current_group:
             current_group, heap = group[j], []
+            cap = max_items if caps is None else max(1, min(max_items, int(caps[j])))
         c = costs[j]
-        if len(heap) >= max_items and -heap[0] <= c:
-            continue  # at least max_items earlier items cost no more: dominated
+        if len(heap) >= cap and -heap[0] <= c:
+            continue  # at least cap earlier items cost no more: dominated
         keep[j] = True
         d = charged[j]
-        if len(heap) < max_items:
+        if len(heap) < cap:
             heapq.heappush(heap, -d)
         elif d < -heap[0]:
             heapq.heapreplace(heap, -d)
@@ -294,7 +402,7 @@ def prune_dominated(values: np.ndarray, costs: np.ndarray, profiles: np.ndarray,
 
 
 def bound_prune(values, costs, capacity, max_items, floor: float, *, fit_costs=None, kinds=None,
-                kind_values=None) -> np.ndarray:
+                kind_values=None, cover=None, cover_values=None) -> np.ndarray:
     """Indices of the items that can belong to a selection worth at least ``floor`` (e.g. a feasible greedy's
     objective, so an optimal selection survives). Exact: an item goes only when an upper bound on every selection
     containing it is below ``floor``.
@@ -306,7 +414,10 @@ def bound_prune(values, costs, capacity, max_items, floor: float, *, fit_costs=N
     selection's other items are worth at most that: each covered kind's value is collected once, and swapping a
     kind's member for the kind's most valuable item in the list only raises the sum (see DEVELOPERS.md,
     "Exact selection"). ``fit_costs``: what each item costs alone (its own cost plus its group's); the others
-    count their own costs only (a group's cost may already be paid)."""
+    count their own costs only (a group's cost may already be paid). With ``cover`` (an ``(n, elements)`` boolean
+    matrix) and ``cover_values``, every item counts the values of all the elements it covers as its own (each
+    entry and the item itself; a kind's value then goes on its item of the largest value with its elements):
+    a selection collects an element once, so no more than that."""
     values = np.asarray(values, dtype=float)
     costs = np.asarray(costs, dtype=float)
     n = values.size
@@ -314,9 +425,11 @@ def bound_prune(values, costs, capacity, max_items, floor: float, *, fit_costs=N
     kinds = np.full(n, -1) if kinds is None else np.asarray(kinds)
     kind_values = np.zeros(0) if kind_values is None else np.asarray(kind_values, dtype=float)
     own_kind = np.where(kinds >= 0, kind_values[np.maximum(kinds, 0)] if kind_values.size else 0.0, 0.0)
-    entries = values.copy()
+    own_cover = (np.asarray(cover, dtype=float) @ np.asarray(cover_values, dtype=float)
+                 if cover is not None and np.shape(cover)[1] else np.zeros(n))
+    entries = values + own_cover
     if (kinds >= 0).any():  # each kind's value once, on its most valuable item (ties: the lower index)
-        order = np.lexsort((np.arange(n), -values, kinds))
+        order = np.lexsort((np.arange(n), -entries, kinds))
         first = order[np.r_[True, kinds[order][1:] != kinds[order][:-1]]]
         first = first[kinds[first] >= 0]
         entries[first] += own_kind[first]
@@ -326,28 +439,35 @@ def bound_prune(values, costs, capacity, max_items, floor: float, *, fit_costs=N
     # never fewer than over the others)
     others = np.searchsorted(cheapest, capacity - fit_costs + _TOL, side="right") - 1
     others = np.clip(np.minimum(others, max_items - 1), 0, n - 1)
-    bound = values + own_kind + top[others]
+    bound = values + own_cover + own_kind + top[others]
     keep = (fit_costs <= capacity + _TOL) & (bound >= floor - _TOL * max(1.0, abs(floor)))
     return np.flatnonzero(keep)
 
 
 def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=None, shared=None, kinds=None,
-          kind_values=None, *, work_limit: int = DEFAULT_WORK_LIMIT, cutoff: float | None = None):
+          kind_values=None, *, work_limit: int = DEFAULT_WORK_LIMIT, cutoff: float | None = None, cover=None,
+          cover_values=None, limits=()):
     """Solve the ILP on the given (already pruned) items. Returns (x or None, status string, limit): status
     ``"optimal"``, ``"infeasible"`` (with a ``cutoff``: nothing strictly better than it), ``"limit"`` (x: the
     incumbent) or ``"limit_no_solution"``; limit ``"work"`` / ``"time"`` / ``""``. With ``groups`` (ids into
     ``shared``, -1 for none), one extra binary per used group pays its shared cost; with ``kinds`` (ids into
-    ``kind_values``), one extra binary per present kind collects its value once. ``cutoff``: an objective value
-    already achieved (the greedy's): only solutions better than it are searched for."""
+    ``kind_values``), one extra binary per present kind collects its value once; with ``cover`` (an ``(n,
+    elements)`` boolean matrix), one extra binary per coverable element of positive value collects it once;
+    ``limits``: :class:`CostLimit` rows over the items. ``cutoff``: an objective value already achieved (the
+    greedy's): only solutions better than it are searched for."""
     n = values.size
     used = sorted({int(g) for g in groups if g >= 0}) if groups is not None else []
     present = sorted({int(c) for c in kinds if c >= 0}) if kinds is not None else []
-    k = len(used) + len(present)
+    elements = ([int(e) for e in np.flatnonzero(cover.any(axis=0) & (cover_values > 0))]
+                if cover is not None and cover.shape[1] else [])
+    k = len(used) + len(present) + len(elements)
     column = {g: n + j for j, g in enumerate(used)}
     kind_column = {c: n + len(used) + j for j, c in enumerate(present)}
+    element_column = {e: n + len(used) + len(present) + j for j, e in enumerate(elements)}
     pad = np.zeros(k)
-    rows = [np.concatenate([costs, [shared[g] for g in used], np.zeros(len(present))]),
-            np.concatenate([np.ones(n), pad])]
+    group_costs = [shared[g] for g in used]
+    rest = np.zeros(len(present) + len(elements))
+    rows = [np.concatenate([costs, group_costs, rest]), np.concatenate([np.ones(n), pad])]
     lower = [-np.inf, -np.inf]
     upper = [capacity, float(max_items)]
     for i in range(n):  # x_i <= y_g
@@ -364,6 +484,19 @@ def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=No
         rows.append(link)
         lower.append(-np.inf)
         upper.append(0.0)
+    for e in elements:  # z_e <= sum of its covering x_i
+        link = np.zeros(n + k)
+        link[np.flatnonzero(cover[:, e])] = -1.0
+        link[element_column[e]] = 1.0
+        rows.append(link)
+        lower.append(-np.inf)
+        upper.append(0.0)
+    for limit in limits:  # the members' costs and their groups' shared costs
+        in_group = [bool(limit.members[groups == g].any()) for g in used]
+        rows.append(np.concatenate([np.where(limit.members, costs, 0.0),
+                                    np.where(in_group, group_costs, 0.0) if used else [], rest]))
+        lower.append(-np.inf)
+        upper.append(limit.capacity)
     for con in constraints:
         m = np.concatenate([con.members.astype(float), pad])
         if con.min_count > 0 or con.max_count is not None:
@@ -382,7 +515,8 @@ def _milp(values, costs, capacity, max_items, constraints, time_limit, groups=No
     # ~1 ms a call on these models (median 3.3 -> 2.4 ms at k=200, M=8, four constraints).
     options = {"mip_rel_gap": 0.0, "time_limit": float(time_limit), "presolve": False,
                **_highs_options(work_limit, cutoff)}
-    objective = np.concatenate([-values, np.zeros(len(used)), [-kind_values[c] for c in present]])
+    objective = np.concatenate([-values, np.zeros(len(used)), [-kind_values[c] for c in present],
+                                [-cover_values[e] for e in elements]])
     result = milp(objective, integrality=np.ones(n + k), bounds=Bounds(0, 1),
                   constraints=LinearConstraint(csr_array(np.vstack(rows)), lower, upper), options=options)
     if result.status == 0:
@@ -434,21 +568,24 @@ def _highs_known_options() -> frozenset:
     return frozenset(known)
 
 
-def _enforce_limits(chosen: np.ndarray, values, costs, capacity, max_items, groups, shared) -> np.ndarray:
-    """Exact re-check on the caller's numbers: drop the least valuable items until both limits hold."""
+def _enforce_limits(chosen: np.ndarray, values, costs, capacity, max_items, groups, shared, limits=()) -> np.ndarray:
+    """Exact re-check on the caller's numbers: drop the least valuable items until every limit holds."""
     kept = list(chosen[np.argsort(-values[chosen], kind="stable")])
-    while kept and (len(kept) > max_items or _total_cost(kept, costs, groups, shared) > capacity + _TOL):
+    while kept and (len(kept) > max_items or _total_cost(kept, costs, groups, shared) > capacity + _TOL
+                    or not _limits_hold(kept, costs, groups, shared, limits)):
         kept.pop()
     return np.asarray(kept, dtype=int)
 
 
-def _objective(chosen, values, kinds, kind_values) -> float:
+def _objective(chosen, values, kinds, kind_values, cover=None, cover_values=None) -> float:
     chosen = np.asarray(chosen, dtype=int)
-    return float(values[chosen].sum()) + _coverage(chosen, kinds, kind_values) if chosen.size else 0.0
+    return float(values[chosen].sum()) + _coverage(chosen, kinds, kind_values, cover, cover_values) \
+        if chosen.size else 0.0
 
 
 def constrained_greedy(values, costs, capacity, max_items, constraints=(), *, groups=None, group_costs=None,
-                       kinds=None, kind_values=None) -> tuple[int, ...] | None:
+                       kinds=None, kind_values=None, covers=None, cover_values=None,
+                       cost_limits=()) -> tuple[int, ...] | None:
     """A greedy selection of :func:`solve_knapsack`'s objective that satisfies every constraint, or ``None`` when
     this greedy finds none (the constraints may still be satisfiable).
 
@@ -456,34 +593,42 @@ def constrained_greedy(values, costs, capacity, max_items, constraints=(), *, gr
     marginal value that still fit (whatever their value: the ILP would too); then the items of the largest
     positive marginal value that fit and keep every upper bound (counts and fractions), as
     :func:`greedy_knapsack` (which this is without constraints). A marginal value is an item's value plus its
-    kind's value when the kind is not yet covered; its cost, its own plus its group's shared cost when the group
-    is not yet in. Ties go to the lower index. The result is checked against every constraint. Returns the
+    kind's value when the kind is not yet covered, plus the values of the elements it covers that no chosen item
+    covers yet; its cost, its own plus its group's shared cost when the group is not yet in (which must also keep
+    every cost limit). Ties go to the lower index. The result is checked against every constraint. Returns the
     indices in the order taken."""
     values, costs, capacity, max_items, constraints = _validate(values, costs, capacity, max_items, constraints)
     n = values.size
     groups, shared = _validate_groups(groups, group_costs, n)
     kinds, kind_values = _validate_kinds(kinds, kind_values, n)
-    return _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values)
+    cover, cover_values = _validate_covers(covers, cover_values, n)
+    limits = _validate_limits(cost_limits, groups, n)
+    return _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values, cover=cover,
+                   cover_values=cover_values, limits=limits)
 
 
-def _best_greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values):
+def _best_greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values, *, cover=None,
+                 cover_values=None, limits=()):
     """The better of two greedy selections satisfying the constraints -- :func:`constrained_greedy`'s, and the
     same procedure opening with the item of the largest own value (which the marginal order can crowd out when it
     is expensive) -- and its objective; ``(None, None)`` when neither satisfies the constraints."""
     best: tuple[int, ...] | None = None
     best_value: float | None = None
     seeds = [None] + ([int(np.argmax(values))] if values.size else [])
+    extras = {"cover": cover, "cover_values": cover_values, "limits": limits} \
+        if (cover is not None and cover.shape[1]) or limits else {}
     for seed in seeds:
         chosen = _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values,
-                         first=seed)
+                         first=seed, **extras)
         if chosen is not None:
-            value = _objective(chosen, values, kinds, kind_values)
+            value = _objective(chosen, values, kinds, kind_values, cover, cover_values)
             if best_value is None or value > best_value + _TOL:
                 best, best_value = chosen, value
     return best, best_value
 
 
-def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values, first=None):
+def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kinds, kind_values, first=None, *,
+            cover=None, cover_values=None, limits=()):
     """:func:`constrained_greedy`'s procedure; ``first``: an item taken before anything else (when it fits)."""
     n = values.size
     members = np.array([c.members for c in constraints], dtype=bool).reshape(len(constraints), n)
@@ -496,12 +641,23 @@ def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kin
     in_group, in_kind = groups >= 0, kinds >= 0
     group_cost = np.where(in_group, shared[np.maximum(groups, 0)] if shared.size else 0.0, 0.0)
     kind_value = np.where(in_kind, kind_values[np.maximum(kinds, 0)] if kind_values.size else 0.0, 0.0)
+    has_cover = cover is not None and cover.shape[1] > 0
+    open_elements = np.ones(cover.shape[1] if has_cover else 0, dtype=bool)  # elements no chosen item covers yet
+    limit_used = np.zeros(len(limits))
 
     def margins():
         extra = costs + np.where(in_group & ~paid[np.maximum(groups, 0)] if shared.size else in_group, group_cost, 0.0)
         gain = values + np.where(in_kind & ~covered[np.maximum(kinds, 0)] if kind_values.size else in_kind,
                                  kind_value, 0.0)
+        if has_cover:
+            gain = gain + cover[:, open_elements].astype(float) @ cover_values[open_elements]
         return extra, gain
+
+    def within_limits(extra) -> np.ndarray:  # items whose addition keeps every cost limit
+        ok = np.ones(n, dtype=bool)
+        for j, limit in enumerate(limits):
+            ok &= ~limit.members | (limit_used[j] + extra <= limit.capacity + _TOL)
+        return ok
 
     def keeps_upper_bounds() -> np.ndarray:  # items whose addition keeps every max count and max fraction
         ok = np.ones(n, dtype=bool)
@@ -518,6 +674,8 @@ def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kin
         nonlocal used
         extra, gain = margins()
         fits = mask & available & (used + extra <= capacity + _TOL) & keeps_upper_bounds()
+        if limits:
+            fits &= within_limits(extra)
         if len(chosen) >= max_items or not fits.any():
             return False
         candidates = np.flatnonzero(fits)
@@ -526,10 +684,15 @@ def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kin
         available[best] = False
         used += float(extra[best])
         counts[:] += members[:, best]
+        for j, limit in enumerate(limits):
+            if limit.members[best]:
+                limit_used[j] += float(extra[best])
         if groups[best] >= 0:
             paid[groups[best]] = True
         if kinds[best] >= 0:
             covered[kinds[best]] = True
+        if has_cover:
+            open_elements[cover[best]] = False
         return True
 
     if first is not None:
@@ -550,7 +713,8 @@ def _greedy(values, costs, capacity, max_items, constraints, groups, shared, kin
 
 def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limit: float = DEFAULT_TIME_LIMIT, *,
                    work_limit: int = DEFAULT_WORK_LIMIT, groups=None, group_costs=None, kinds=None,
-                   kind_values=None, search_limit: int = exact_search.DEFAULT_NODE_LIMIT) -> KnapsackSolution:
+                   kind_values=None, search_limit: int = exact_search.DEFAULT_NODE_LIMIT, covers=None,
+                   cover_values=None, cost_limits=()) -> KnapsackSolution:
     """Choose items maximising total value under a capacity, a maximum count and attribute constraints.
 
     Parameters
@@ -567,6 +731,10 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
         ``group_costs[g]`` a cost paid once when any item of group g is chosen (see the module docstring).
     kinds / kind_values: optional coverage values: ``kinds[i]`` is item i's kind id (-1: none) and
         ``kind_values[k]`` (>= 0) a value collected once when any item of kind k is chosen.
+    covers / cover_values: optional coverage where an item may cover several elements: ``covers[e]`` lists the
+        items covering element e (or ``covers`` is an ``(items, elements)`` 0/1 matrix) and ``cover_values[e]``
+        (>= 0) is collected once when any of them is chosen.
+    cost_limits: optional :class:`CostLimit` budgets over part of the items, beside ``capacity``.
 
     Returns a ``KnapsackSolution``: ``selected`` (indices, highest value first), ``objective``,
     ``status`` (``"optimal"`` or ``"relaxed"``), ``relaxed`` (names of dropped constraints), ``outcome``
@@ -579,7 +747,8 @@ def solve_knapsack(values, costs, capacity, max_items, constraints=(), time_limi
     turns the last attempt into the solution and its reasons.
     """
     problem, constraints = _problem(values, costs, capacity, max_items, constraints, time_limit, work_limit,
-                                    search_limit, groups, group_costs, kinds, kind_values)
+                                    search_limit, groups, group_costs, kinds, kind_values, covers, cover_values,
+                                    cost_limits)
     why = _why_nothing_fits(problem)
     if why:
         return _empty_solution(constraints, why)
@@ -604,6 +773,9 @@ class _Problem:
     time_limit: float
     work_limit: int
     search_limit: int
+    cover: np.ndarray  # (items, elements) booleans: which elements each item covers
+    cover_values: np.ndarray
+    limits: tuple[CostLimit, ...] = ()
 
     @property
     def has_groups(self) -> bool:
@@ -613,13 +785,28 @@ class _Problem:
     def has_kinds(self) -> bool:
         return bool((self.kinds >= 0).any())
 
+    @property
+    def has_covers(self) -> bool:
+        return bool(self.cover.shape[1])
+
+    @property
+    def covering(self) -> dict:
+        """The element coverage and cost limits as the greedy, ``milp`` and the bound take them (``{}``: none)."""
+        if not self.has_covers and not self.limits:
+            return {}
+        return {"cover": self.cover, "cover_values": self.cover_values, "limits": self.limits}
+
+    def objective(self, chosen) -> float:
+        return _objective(chosen, self.values, self.kinds, self.kind_values, self.cover, self.cover_values)
+
     def limit_name(self, limit: str) -> str:
         """How a reason names the limit ``limit`` (``"work"``, ``"time"``; ``""``: a limit)."""
         return _LIMIT_NAMES[limit](self.work_limit, self.time_limit)
 
 
 def _problem(values, costs, capacity, max_items, constraints, time_limit, work_limit, search_limit, groups,
-             group_costs, kinds, kind_values) -> tuple[_Problem, list[AttributeConstraint]]:
+             group_costs, kinds, kind_values, covers=None, cover_values=None,
+             cost_limits=()) -> tuple[_Problem, list[AttributeConstraint]]:
     """:func:`solve_knapsack`'s arguments checked (a ``ValueError`` naming the first bad one) and put together."""
     values, costs, capacity, max_items, constraints = _validate(values, costs, capacity, max_items, constraints)
     if isinstance(work_limit, bool) or int(work_limit) != work_limit or work_limit < 1:
@@ -632,10 +819,12 @@ def _problem(values, costs, capacity, max_items, constraints, time_limit, work_l
     n = values.size
     groups, shared = _validate_groups(groups, group_costs, n)
     kinds, kind_values = _validate_kinds(kinds, kind_values, n)
+    cover, cover_values = _validate_covers(covers, cover_values, n)
+    limits = _validate_limits(cost_limits, groups, n)
     # what one item costs alone: its own cost plus its group's shared cost
     alone = costs + np.where(groups >= 0, shared[np.maximum(groups, 0)] if shared.size else 0.0, 0.0)
     return _Problem(values, costs, capacity, max_items, groups, shared, kinds, kind_values, alone, time_limit,
-                    work_limit, search_limit), constraints
+                    work_limit, search_limit, cover, cover_values, limits), constraints
 
 
 # -- prune: what can never be chosen, and what an optimal selection can do without --------------------------------
@@ -659,20 +848,38 @@ def _prune(problem: _Problem, active: Sequence[AttributeConstraint], cutoff: flo
     cannot be in a selection as good (:func:`bound_prune`)."""
     p = problem
     # items are compared with items of the same constraint memberships and kind (a swap inside a kind keeps
-    # its coverage value), and first of the same group (a swap inside a group keeps its shared cost)
-    profiles = np.column_stack([c.members for c in active] + ([p.kinds] if p.has_kinds else [])) \
-        if active or p.has_kinds else np.zeros((p.values.size, 0), dtype=bool)
+    # its coverage value), of the same cover set and cost limits, and first of the same group (a swap inside a
+    # group keeps its shared cost)
+    columns = ([c.members for c in active] + ([p.kinds] if p.has_kinds else [])
+               + ([p.cover[:, e] for e in range(p.cover.shape[1])] if p.has_covers else [])
+               + [limit.members for limit in p.limits])
+    profiles = np.column_stack(columns) if columns else np.zeros((p.values.size, 0), dtype=bool)
     within = np.column_stack([profiles, p.groups]) if p.has_groups else profiles
-    keep = prune_dominated(p.values, p.costs, within, p.max_items, p.capacity, fit_costs=p.alone)
+    caps = _profile_caps(p, active) if p.covering else None
+    keep = prune_dominated(p.values, p.costs, within, p.max_items, p.capacity, fit_costs=p.alone, caps=caps)
     if p.has_groups:  # then across groups: an item whose cost, group included, is at most another's own cost
         sub = prune_dominated(p.values[keep], p.costs[keep], profiles[keep], p.max_items, p.capacity,
-                              fit_costs=p.alone[keep], dominator_costs=p.alone[keep])
+                              fit_costs=p.alone[keep], dominator_costs=p.alone[keep],
+                              caps=None if caps is None else caps[keep])
         keep = keep[sub]
     if cutoff is not None:  # and what cannot be in a selection as good as the greedy's
         keep = np.intersect1d(keep, bound_prune(p.values, p.costs, p.capacity, p.max_items, cutoff,
                                                 fit_costs=p.alone, kinds=p.kinds if p.has_kinds else None,
-                                                kind_values=p.kind_values))
+                                                kind_values=p.kind_values,
+                                                cover=p.cover if p.has_covers else None,
+                                                cover_values=p.cover_values))
     return keep
+
+
+def _profile_caps(problem: _Problem, active: Sequence[AttributeConstraint]) -> np.ndarray:
+    """Per item, the most items of its constraint profile a selection holds: ``max_items``, or less where a constraint
+    it is a member of has a smaller ``max_count`` (the demos' M in a problem of demos and evidence pieces). Used with
+    covers or cost limits only, so that selections without them are pruned exactly as before."""
+    caps = np.full(problem.values.size, problem.max_items, dtype=np.int64)
+    for con in active:
+        if con.max_count is not None:
+            caps[con.members] = np.minimum(caps[con.members], max(0, math.floor(con.max_count + _TOL)))
+    return caps
 
 
 # -- attempt: one solve under the constraints still kept ------------------------------------------------------------
@@ -697,14 +904,15 @@ def _attempt(problem: _Problem, active: Sequence[AttributeConstraint]) -> _Attem
     ``milp``, the better of its best and the greedy's (or the stopped search's) selection."""
     p = problem
     greedy, cutoff = _best_greedy(p.values, p.costs, p.capacity, p.max_items, active, p.groups, p.shared, p.kinds,
-                                  p.kind_values)
+                                  p.kind_values, **p.covering)
     keep = _prune(p, active, cutoff)
     sub_constraints = [AttributeConstraint(np.asarray(c.members)[keep], c.min_count, c.max_count, c.name,
                                            c.min_fraction, c.max_fraction) for c in active]
     if not keep.size:  # no item can be in a selection better than the greedy's (all of worth <= 0): it is optimal
         return _Attempt(None if greedy is None else np.asarray(greedy, dtype=int), keep)
     held = "greedy"  # what the selection in hand (``greedy``) is, should a limit end the search
-    if p.max_items <= exact_search.MAX_ITEMS:  # small M: the exact search, milp only if it stops early
+    # small M: the exact search, milp only if it stops early (covers and cost limits: milp decides)
+    if p.max_items <= exact_search.MAX_ITEMS and not p.covering:
         found = exact_search.exact_search(
             p.values[keep], p.costs[keep], p.capacity, p.max_items, sub_constraints, p.groups[keep], p.shared,
             p.kinds[keep], p.kind_values, floor=-np.inf if cutoff is None else cutoff, node_limit=p.search_limit)
@@ -719,7 +927,7 @@ def _attempt(problem: _Problem, active: Sequence[AttributeConstraint]) -> _Attem
     x, status, limit = _milp(p.values[keep], p.costs[keep], p.capacity, p.max_items, sub_constraints, p.time_limit,
                              p.groups[keep] if p.has_groups else None, p.shared,
                              p.kinds[keep] if p.has_kinds else None, p.kind_values, work_limit=p.work_limit,
-                             cutoff=cutoff)
+                             cutoff=cutoff, **_kept_covering(p, keep))
     if status == "infeasible":  # no set satisfies the constraints or, with a cutoff, beats the greedy (then optimal)
         return _Attempt(None if greedy is None else np.asarray(greedy, dtype=int), keep)
     if status == "limit_no_solution":
@@ -728,10 +936,18 @@ def _attempt(problem: _Problem, active: Sequence[AttributeConstraint]) -> _Attem
         return _Attempt(np.asarray(greedy, dtype=int), keep, outcome=held, limit=limit, unfound=True)
     proven = status == "optimal"
     chosen, outcome = keep[x], "optimal" if proven else "incumbent"
-    if greedy is not None and _objective(greedy, p.values, p.kinds, p.kind_values) > \
-            _objective(chosen, p.values, p.kinds, p.kind_values) + _TOL:
+    if greedy is not None and p.objective(greedy) > p.objective(chosen) + _TOL:
         chosen, outcome = np.asarray(greedy, dtype=int), "optimal" if proven else held
     return _Attempt(chosen, keep, outcome=outcome, limit=limit)
+
+
+def _kept_covering(problem: _Problem, keep: np.ndarray) -> dict:
+    """The problem's covers and cost limits restricted to the items ``keep`` (for ``milp``; ``{}``: none)."""
+    p = problem
+    if not p.covering:
+        return {}
+    return {"cover": p.cover[keep], "cover_values": p.cover_values,
+            "limits": tuple(CostLimit(limit.members[keep], limit.capacity, limit.name) for limit in p.limits)}
 
 
 # -- explain: the constraints dropped, and the solution with its reasons -------------------------------------------
@@ -787,9 +1003,12 @@ def _explain(problem: _Problem, attempt: _Attempt, relaxation: _Relaxation) -> K
     # an item's value as the first of its kind (what it can add at most): for the re-check and the order
     marginal = p.values + np.where(p.kinds >= 0, p.kind_values[np.maximum(p.kinds, 0)] if p.kind_values.size
                                    else 0.0, 0.0)
-    chosen = _enforce_limits(attempt.selected, marginal, p.costs, p.capacity, p.max_items, p.groups, p.shared)
+    if p.has_covers:  # and every element it covers
+        marginal = marginal + p.cover.astype(float) @ p.cover_values
+    chosen = _enforce_limits(attempt.selected, marginal, p.costs, p.capacity, p.max_items, p.groups, p.shared,
+                             p.limits)
     order = sorted(chosen.tolist(), key=lambda i: (-marginal[i], i))
-    objective = _objective(order, p.values, p.kinds, p.kind_values)
+    objective = p.objective(order)
     notes = list(relaxation.notes)
     if relaxation.relaxed:
         notes.insert(0, "infeasible constraints dropped (last given first): " + ", ".join(relaxation.relaxed))
@@ -814,19 +1033,33 @@ _LIMIT_NAMES = {"work": lambda nodes, seconds: f"work limit ({nodes:,} nodes)",
 
 
 def greedy_knapsack(values, costs, capacity, max_items, *, groups=None, group_costs=None, kinds=None,
-                    kind_values=None) -> KnapsackSolution:
-    """The objective of :func:`solve_knapsack` (without attribute constraints) solved greedily: repeatedly take
-    the item of the largest marginal value (its own value, plus its kind's value when the kind is not yet
-    covered) among those that still fit (its cost, plus its group's shared cost when the group is not yet in),
-    while that value is positive and fewer than ``max_items`` are taken. The knapsack's own greedy: what the ILP
-    must beat. ``selected`` is in the order taken."""
-    values, costs, capacity, max_items, _ = _validate(values, costs, capacity, max_items, ())
+                    kind_values=None, covers=None, cover_values=None, cost_limits=(),
+                    constraints=()) -> KnapsackSolution:
+    """The objective of :func:`solve_knapsack` solved greedily: repeatedly take the item of the largest marginal
+    value (its own value, plus its kind's value when the kind is not yet covered, plus the values of the elements
+    of ``covers`` it covers that are not yet covered) among those that still fit (its cost, plus its group's shared
+    cost when the group is not yet in, within ``capacity`` and every cost limit), while that value is positive and
+    fewer than ``max_items`` are taken. The knapsack's own greedy: what the ILP must beat. ``selected`` is in the
+    order taken. With ``constraints`` (``AttributeConstraint``s) it is :func:`constrained_greedy`'s selection,
+    the constraints dropped last given first (``relaxed``) while it finds none, as ``solve_knapsack`` drops them."""
+    values, costs, capacity, max_items, constraints = _validate(values, costs, capacity, max_items, constraints)
     n = values.size
     groups, shared = _validate_groups(groups, group_costs, n)
     kinds, kind_values = _validate_kinds(kinds, kind_values, n)
-    chosen = list(_greedy(values, costs, capacity, max_items, [], groups, shared, kinds, kind_values) or ())
-    objective = _objective(chosen, values, kinds, kind_values)
-    reason = "" if chosen else ("empty selection: no item of positive value fits" if max_items else
-                                "empty selection: max_items is 0")
-    return KnapsackSolution(tuple(chosen), objective, "greedy", reason=reason, candidates=n, proven_optimal=False,
-                            outcome="greedy")
+    cover, cover_values = _validate_covers(covers, cover_values, n)
+    limits = _validate_limits(cost_limits, groups, n)
+    extras = {"cover": cover, "cover_values": cover_values, "limits": limits} if cover.shape[1] or limits else {}
+    active, relaxed = list(constraints), []
+    found = _greedy(values, costs, capacity, max_items, active, groups, shared, kinds, kind_values, **extras)
+    while found is None and active:
+        relaxed.append(active[-1].label(len(active) - 1))
+        active.pop()
+        found = _greedy(values, costs, capacity, max_items, active, groups, shared, kinds, kind_values, **extras)
+    chosen = list(found or ())
+    objective = _objective(chosen, values, kinds, kind_values, cover, cover_values)
+    notes = ["infeasible constraints dropped (last given first): " + ", ".join(relaxed)] if relaxed else []
+    if not chosen:
+        notes.append("empty selection: no item of positive value fits" if max_items else
+                     "empty selection: max_items is 0")
+    return KnapsackSolution(tuple(chosen), objective, "relaxed" if relaxed else "greedy", tuple(relaxed),
+                            reason="; ".join(notes), candidates=n, proven_optimal=False, outcome="greedy")

@@ -5,6 +5,7 @@ candidates are searched, where its kinds came from, how many sample queries get 
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -58,8 +59,12 @@ def check_zero_shot(target: CompileTarget, pool: PredictorPool, val_subset: list
                     measured: PoolMeasurement) -> dict:
     """Select for a sample of queries (validation queries, else pool examples asked as queries: each never
     selects itself) and warn (``ZeroShotWarning``) when most get no exemplar, with the first one's reason.
+    A query's selectable inputs (``context_fields``, ``Pieces``) count with no piece shown: the evidence competes with
+    the demos per call, so only a demo that fits beside no evidence at all is sure to be left out.
     Returns ``{"queries", "empty", "reason"}`` for the compile report. (Called by ``KnapsackFewShot``'s compile of a
     predictor: the warning names the caller of ``compile``.)"""
+    from knapsack_dspy.modules.selectable_context import selectable_fields  # a call's pieces
+
     select, functions = target.select, target.attribute_functions
     if not select.config.selector_class.selects_demos or select.config.max_exemplars == 0:
         return {"queries": 0, "empty": 0, "reason": "the selector sends no exemplars by design"}
@@ -69,6 +74,11 @@ def check_zero_shot(target: CompileTarget, pool: PredictorPool, val_subset: list
                                       measured.base_tokens)
     empty, reasons = 0, []
     for q in queries:
+        pieces = selectable_fields(q.inputs, select.config.context_fields)
+        if pieces:  # the prompt without any piece
+            shown = {**q.inputs, **{name: p.show(()) for name, p in pieces.items()}}
+            q = dataclasses.replace(q, inputs={**q.inputs, **{name: p.whole() for name, p in pieces.items()}},
+                                    base_tokens=measured.base_tokens(shown))
         if select.attribute_source == "lm":  # selecting would ask the LM for the attributes: the budget only
             reason = select.budget_shortfall(q.base_tokens)
             empty += reason is not None

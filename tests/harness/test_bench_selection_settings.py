@@ -30,7 +30,9 @@ OTHER_VALUES = {"selector": "kate", "max_exemplars": 3, "budget": 1024, "reserve
                 "exclude_same_doc": False, "shared_fields": (), "selector_params": {"respect_budget": True},
                 "demo_order": "canonical", "latency_budget": 9.0,
                 "latency_rates": {"prefill_tokens_per_s": 65.0, "decode_tokens_per_s": 21.4, "overhead_s": 0.5,
-                                  "output_tokens": 60}}
+                                  "output_tokens": 60},
+                "context_fields": ("context",), "evidence": "sequential", "evidence_solver": "greedy",
+                "evidence_weight": 0.5, "evidence_budget": 300}
 
 
 @pytest.mark.skipif(not COMMITTED, reason="no committed results")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import zlib
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from knapsack_dspy.selection.exemplar_pool import (
     query_values,
 )
 from knapsack_dspy.selection.query_similarity import query_similarities
+
+if TYPE_CHECKING:  # what knapsack_problem returns (loaded by the selectors that expose one)
+    from knapsack_dspy.selection.demo_knapsack import DemoKnapsack
 
 #: How a query's target attributes can be obtained (``SelectionConfig.attribute_source``): a classifier on the
 #: embeddings trained on the pool labels, an LM prediction, the gold labels (oracle runs), or none.
@@ -73,7 +76,8 @@ class ExemplarSelector:
       selector to what it declares).
 
     Parameters are the ``__init__`` arguments (``get_params`` reads them back); ``SelectionConfig`` checks
-    its ``selector_params`` against them.
+    its ``selector_params`` against them. A selector whose choice is a knapsack may expose it per query
+    (``knapsack_problem``), so that one knapsack can choose its demos and a call's evidence pieces together.
     """
 
     name = "base"
@@ -145,6 +149,12 @@ class ExemplarSelector:
     # -- selection -------------------------------------------------------------------------------------
     def select(self, pool: ExemplarPool, request: SelectionRequest) -> Selection:
         raise NotImplementedError
+
+    def knapsack_problem(self, pool: ExemplarPool, request: SelectionRequest) -> DemoKnapsack | None:
+        """This query's demo selection as a knapsack instance (``selection.demo_knapsack.DemoKnapsack``) that
+        ``select`` solves, for a larger problem to hold (the joint choice of demos and evidence pieces); ``None``
+        (the default): the selector exposes none, and such a choice falls back to the selector's demos first."""
+        return None
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -42,13 +42,15 @@ default, makes ``SelectExemplars.fit`` call it when the pool carries no ``kind``
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
 
 from knapsack_dspy.errors import KnapsackDspyWarning
 from knapsack_dspy.selection.attribute_classifier import KIND, AttributeClassifier
-from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT, greedy_knapsack, solve_knapsack
+from knapsack_dspy.selection.demo_knapsack import DemoKnapsack
+from knapsack_dspy.selection.knapsack import DEFAULT_TIME_LIMIT, DEFAULT_WORK_LIMIT
 from knapsack_dspy.selection.selectors.base import ExemplarSelector, NotFittedError, candidates, make_selection
 from knapsack_dspy.selection.token_price import PriceFit, fit_token_price, is_auto
 
@@ -207,11 +209,32 @@ class CaseCoverageSelector(ExemplarSelector):
     def select_at_prices(self, pool, request, prices) -> list:
         """The selection for ``request`` at each price of ``prices`` (the query's candidates, kind probabilities
         and the knapsack's structure computed once): what ``select`` returns with ``token_price`` set to each."""
+        unpriced = self.knapsack_problem(pool, request, price=0.0)
+        out = []
+        for price in prices:
+            problem = dataclasses.replace(unpriced, values=unpriced.values - float(price) * unpriced.costs,
+                                          token_price=float(price))
+            if not len(problem):
+                out.append(make_selection(pool, request, [], problem.similarities,
+                                          reason="empty selection: no eligible exemplar"))
+                continue
+            sol = problem.solve(request.capacity)
+            chosen = [int(problem.candidates[i]) for i in sol.selected]
+            out.append(make_selection(pool, request, chosen, problem.similarities, status=sol.status,
+                                      reason=sol.reason, solution=sol))
+        return out
+
+    def knapsack_problem(self, pool, request, price: float | None = None) -> DemoKnapsack:
+        """The knapsack ``select`` solves for this query (see the module docstring): the ``knn_k`` nearest eligible
+        exemplars, valued by their nearness less the token price of their own tokens (``price``, default the
+        selector's: ``token_price``, or the one read from the pool), their kinds worth ``P(kind | query)`` once
+        each, a document's shared cost paid once."""
+        price = self.price if price is None else float(price)
         probabilities = self.kind_probabilities(request.embedding)
         idx, sims = candidates(pool, request, self.knn_k)
         if idx.size == 0:
-            empty = make_selection(pool, request, [], sims, reason="empty selection: no eligible exemplar")
-            return [empty for _ in prices]
+            return DemoKnapsack(idx, np.zeros(0), np.zeros(0), self.max_exemplars, sims, token_price=price,
+                                solver=self.solver)
         s = sims[idx].astype(float)
         nearness = self.similarity_weight * np.exp((s - s.max()) / self.temperature)
         labels = self._labels(pool)[idx] if probabilities else np.full(idx.size, "")
@@ -220,18 +243,7 @@ class CaseCoverageSelector(ExemplarSelector):
         kinds = np.asarray([number.get(label, -1) for label in labels], dtype=int)
         kind_values = np.asarray([probabilities.get(label, 0.0) for label in present])
         groups, group_costs = pool.knapsack_groups(idx)
-        options = dict(groups=groups, group_costs=group_costs, kinds=kinds if present else None,
-                       kind_values=kind_values if present else None)
-        costs = pool.costs[idx]
-        out = []
-        for price in prices:
-            values = nearness - float(price) * costs
-            if self.solver == "greedy":
-                sol = greedy_knapsack(values, costs, request.capacity, self.max_exemplars, **options)
-            else:
-                sol = solve_knapsack(values, costs, request.capacity, self.max_exemplars,
-                                     time_limit=self.time_limit, work_limit=self.work_limit, **options)
-            chosen = [int(idx[i]) for i in sol.selected]
-            out.append(make_selection(pool, request, chosen, sims, status=sol.status, reason=sol.reason,
-                                      solution=sol))
-        return out
+        return DemoKnapsack(idx, nearness - price * pool.costs[idx], pool.costs[idx], self.max_exemplars, sims,
+                            groups=groups, group_costs=group_costs, kinds=kinds if present else None,
+                            kind_values=kind_values if present else None, token_price=price, solver=self.solver,
+                            time_limit=self.time_limit, work_limit=self.work_limit)
