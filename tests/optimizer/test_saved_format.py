@@ -15,7 +15,7 @@ def test_the_versions_are_the_ones_files_were_written_with():
     # a change here is a format change: bump on purpose, with a history line and a migration
     assert (saved_format.PIPELINE_SPEC_VERSION, saved_format.SELECT_EXEMPLARS_STATE_VERSION,
             saved_format.ROUTER_STATE_VERSION, saved_format.RESULT_ROW_SCHEMA_VERSION,
-            saved_format.PROMPT_FORMAT_VERSION, saved_format.PAGE_DATA_VERSION) == (3, 5, 1, 2, 2, 1)
+            saved_format.PROMPT_FORMAT_VERSION, saved_format.PAGE_DATA_VERSION) == (3, 5, 1, 3, 2, 1)
     assert saved_format.PIPELINE_SPEC_VERSIONS[-1] == saved_format.PIPELINE_SPEC_VERSION
     assert saved_format.SELECT_EXEMPLARS_STATE_VERSIONS[-1] == saved_format.SELECT_EXEMPLARS_STATE_VERSION
 
