@@ -537,7 +537,21 @@ def _highs_options(work_limit: int, cutoff: float | None) -> dict:
     if cutoff is not None:
         wanted["objective_bound"] = -float(cutoff)
     known = _highs_known_options()
+    _silence_known_options(known)
     return {name: value for name, value in wanted.items() if name in known}
+
+
+def _silence_known_options(known: frozenset) -> None:
+    """scipy's "Unrecognized options detected" warning for a call passing only ``known`` options of ours, ignored
+    (a process-wide filter on that exact message). Put back whenever it is gone: a caller's ``catch_warnings``
+    block restores the filters it found, dropping one added inside it."""
+    if not known:
+        return
+    names = "|".join(re.escape(name) for name in sorted(known))
+    message = rf"Unrecognized options detected: \{{'(?:{names})'(?:, '(?:{names})')*\}}"
+    if not any(f[0] == "ignore" and f[2] is RuntimeWarning and getattr(f[1], "pattern", None) == message
+               for f in warnings.filters):
+        warnings.filterwarnings("ignore", category=RuntimeWarning, message=message)
 
 
 _PASSED_OPTIONS = {_FJ_OPTION: False, "threads": 1, "mip_max_nodes": 1, "objective_bound": 1.0}
@@ -549,8 +563,8 @@ def _highs_known_options() -> frozenset:
 
     ``milp`` hands options it does not know itself to HiGHS verbatim with a ``RuntimeWarning``; HiGHS warns
     (``OptimizeWarning``) about options it does not know either, as an older build would. scipy's warning for a
-    call passing only known ones of ours is silenced from then on (a process-wide filter on that exact message,
-    installed here, once: ``warnings.catch_warnings`` around each solve would race in threads)."""
+    call passing only known ones of ours is silenced (``_silence_known_options``: a process-wide filter on that exact
+    message; ``warnings.catch_warnings`` around each solve would race in threads)."""
     known = set()
     for option, value in _PASSED_OPTIONS.items():
         with warnings.catch_warnings(record=True) as caught:
@@ -561,10 +575,6 @@ def _highs_known_options() -> frozenset:
                 continue
         if not any(issubclass(w.category, OptimizeWarning) for w in caught):
             known.add(option)
-    if known:
-        names = "|".join(re.escape(name) for name in sorted(known))
-        warnings.filterwarnings("ignore", category=RuntimeWarning,
-                                message=rf"Unrecognized options detected: \{{'(?:{names})'(?:, '(?:{names})')*\}}")
     return frozenset(known)
 
 

@@ -243,3 +243,26 @@ def test_bad_groups_are_rejected():
         solve_knapsack([1.0], [1.0], 10, 1, group_costs=[1.0])
     with pytest.raises(ValueError, match="non-negative"):
         solve_knapsack([1.0], [1.0], 10, 1, groups=[0], group_costs=[-1.0])
+
+
+def test_scipy_option_warnings_stay_silenced_after_a_callers_catch_warnings_block():
+    """The first solve inside a caller's ``warnings.catch_warnings()`` block: the filter silencing scipy's
+    "Unrecognized options detected" for HiGHS's known options must survive the block (a fresh interpreter: the
+    options are probed once per process)."""
+    import subprocess
+    import sys
+
+    code = """
+import warnings
+import numpy as np
+from knapsack_dspy.selection.knapsack import solve_knapsack
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    solve_knapsack(np.linspace(0.1, 1, 20), np.linspace(1, 10, 20), 30, 9)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("default")
+    solve_knapsack(np.linspace(0.1, 1, 20), np.linspace(1, 10, 20), 30, 9)
+print(sum("Unrecognized options" in str(w.message) for w in caught))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "0", done.stdout + done.stderr

@@ -150,9 +150,8 @@ class CaseCoverageSelector(ExemplarSelector):
             params = {**self.get_params(), "token_price": float(price)}
             return CaseCoverageSelector(**{name: params[name] for name in CaseCoverageSelector.param_names()})
 
-        with warnings.catch_warnings():  # a half without kinds falls back as the whole pool would say
-            warnings.simplefilter("ignore", CaseCoverageFallback)
-            return fit_token_price(pool, at_price, float(capacity), kind=self.kind)
+        # each half has kinds (fit_token_price falls back before fitting a half without): no fallback warning
+        return fit_token_price(pool, at_price, float(capacity), kind=self.kind)
 
     @property
     def price(self) -> float:
