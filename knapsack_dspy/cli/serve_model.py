@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import threading
 
@@ -16,7 +17,8 @@ EPILOG = """examples:
 
 Loads the model once, in this process, and serves llama.cpp's endpoints on 127.0.0.1: POST /v1/chat/completions
 (OpenAI), /tokenize and /apply-template (what the clients count prompt tokens with), GET /health, /slots,
-/props. One line says where when it is ready; it serves until interrupted (Ctrl-C or SIGTERM: it stops cleanly).
+/props. One line says where when it is ready; it serves until interrupted (Ctrl-C or SIGTERM: it stops cleanly,
+once the requests in flight are answered; a second signal stops it at once).
 Clients reach it like any OpenAI-compatible server: --lm openai/<name> --api-base http://127.0.0.1:PORT/v1 (the
 key is not checked), or dspy.LM("openai/<name>", api_base=..., api_key="local"); their processes load no
 weights, and count prompt tokens on this server. --slots N decodes N requests at once, each slot with the
@@ -61,7 +63,13 @@ def run(args) -> int:
                              threads=args.threads, batch_threads=args.batch_threads, cache_prompt=args.prompt_cache,
                              cache_dir=args.cache_dir)
     stop = threading.Event()
-    previous = {number: signal.signal(number, lambda *_: stop.set()) for number in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(number, frame) -> None:
+        if stop.is_set():  # a second signal: do not wait for the requests in flight
+            os._exit(128 + number)
+        stop.set()
+
+    previous = {number: signal.signal(number, on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         try:
             server = start_model_server(settings)
@@ -75,6 +83,8 @@ def run(args) -> int:
               flush=True)
         while not stop.wait(0.5):  # a signal sets it (the handler runs in this thread, between two waits)
             pass
+        print("kdspy serve-model: stopping (the requests in flight finish first; signal again to stop at once)",
+              flush=True)
         server.stop()
         print(f"kdspy serve-model: {server.spec.model} stopped", flush=True)
         return 0

