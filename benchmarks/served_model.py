@@ -22,8 +22,8 @@ prompts and the same replies; and the same answers), cached prompt tokens per qu
 prompt tokens as the project counted them equal those the model reported. Printed as a table and written to
 ``OUT/served_model.json``.
 
-    python benchmarks/served_model.py --model local/qwen2.5-coder-1.5b-instruct   # the measurement (~1.5 h here)
-    python benchmarks/served_model.py --quick --out /tmp/served_smoke             # a functional check: 0.5B, 2 questions
+    python benchmarks/served_model.py --model local/qwen2.5-coder-1.5b-instruct   # the measurement (40 questions)
+    python benchmarks/served_model.py --quick --out DIR      # a functional check, not a measurement: 0.5B, 2 questions
 
 Run it on an otherwise idle machine: the arms are compared with each other.
 """

@@ -27,9 +27,21 @@ __all__ = ["ModelServerProcess"]
 _READY = re.compile(r"ready at (http://\S+/v1)")
 
 
-def _read_lines(stream, lines: queue.SimpleQueue) -> None:
+def _read_lines(stream, lines: queue.SimpleQueue, kept: list[str]) -> None:
     for line in stream:
+        kept.append(line)
         lines.put(line)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child, before it executes the server
+    """Linux: the server gets SIGKILL when the process that started it dies (no orphaned server after a crashed
+    test run); elsewhere nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 class ModelServerProcess:
@@ -50,6 +62,7 @@ class ModelServerProcess:
         self.base_url: str | None = None
         self.ready_line = ""
         self._process: subprocess.Popen | None = None
+        self._stdout: list[str] = []
         self._stderr = Path(tempfile.mkstemp(prefix="kdspy-serve-model-", suffix=".log")[1])
 
     def command(self) -> list[str]:
@@ -70,9 +83,9 @@ class ModelServerProcess:
         lines: queue.SimpleQueue = queue.SimpleQueue()
         with self._stderr.open("ab") as stderr:
             self._process = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                             env={**os.environ, **self.env})
+                                             env={**os.environ, **self.env}, preexec_fn=_die_with_parent)
         process = self._process
-        threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True).start()
+        threading.Thread(target=_read_lines, args=(process.stdout, lines, self._stdout), daemon=True).start()
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:
             try:
@@ -114,7 +127,12 @@ class ModelServerProcess:
                 self._process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
+        time.sleep(0.2)  # its last line read
         return self._process.returncode
+
+    def stdout_text(self) -> str:
+        """What the server printed so far (its ready line, and "stopped" after a clean stop), every start's."""
+        return "".join(self._stdout)
 
     def stderr_text(self) -> str:
         try:

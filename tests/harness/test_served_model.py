@@ -1,10 +1,12 @@
 """The embedded 0.5B behind a real llama.cpp server in another process (``kdspy serve-model``), driven through LiteLLM
 as any OpenAI-compatible server: ``kdspy bench / compile / ask --lm openai/<name> --api-base``.
 
-- One slot, greedy, started as the in-process model is (``KDSPY_LOCAL_REPRODUCIBLE=1``, the same threads): 5 TAT-QA
-  and 5 GSM8K questions get the in-process model's selections, prompts and replies; every call's prompt tokens as
-  the project counted them (on the server) equal the ones the server reported; the client never loads weights;
-  the server killed mid-run and restarted on its port, the run resumes and loses no row.
+- One slot, greedy, started as the in-process model is (the same threads; the prompt cache on in both, the same
+  prompts in the same order): 5 TAT-QA and 5 GSM8K questions get the in-process model's selections, prompts,
+  replies and cache reuse; every call's prompt tokens as the project counted them (on the server) equal the ones
+  the server reported; the client never loads weights.
+- The server killed mid-run and restarted on its port: the run resumes and loses no row; SIGTERM stops it cleanly.
+  A context it cannot give is one line.
 - Two slots: ``--workers 2`` (threads, not the embedded model's path) and ``--ray``; ``compile`` and ``ask``.
 - Faults from a proxy in front of the real server (500, 429, a slow answer): retried, or asked again on resume.
 
@@ -30,8 +32,9 @@ from knapsack_dspy.testing.model_server_process import ModelServerProcess
 DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
 MODEL = "local/qwen2.5-coder-0.5b-instruct"
 SERVED = "openai/qwen2.5-coder-0.5b-instruct"
-#: the two runtimes started alike: one generation thread, two prompt threads, every prompt processed whole
-SAME_SETTINGS = {"KDSPY_LOCAL_REPRODUCIBLE": "1", "KDSPY_LOCAL_THREADS": "1", "KDSPY_LOCAL_BATCH_THREADS": "2"}
+#: the two runtimes started alike: one generation thread, two prompt threads (the prompt cache on in both: one slot
+#: sees the same prompts in the same order, so it reuses the same prefixes)
+SAME_SETTINGS = {"KDSPY_LOCAL_THREADS": "1", "KDSPY_LOCAL_BATCH_THREADS": "2"}
 LOADED = "client loaded xllamacpp:"
 
 
@@ -111,6 +114,11 @@ def _kdspy(args: list[str], *, env: dict | None = None, background: bool = False
     return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=1800)
 
 
+def _gsm8k_suite(model: str, limit: int) -> str:
+    return (SUITE.split("[[runs]]")[0].format(model=model, limit=limit)
+            + 'dataset = "gsm8k"\npool_split = "pool"\neval_split = "tune"\npipeline = "cot"\n')
+
+
 def _bench(suite: Path, out: Path, data_dir: Path, *extra: str) -> list[str]:
     return ["bench", str(suite), "--out", str(out), "--data-dir", str(data_dir), "--no-cache", "--quiet", *extra]
 
@@ -122,56 +130,71 @@ def _rows(out: Path) -> dict:
     return keyed
 
 
-def test_the_served_model_answers_as_in_process_counts_as_it_reports_and_survives_a_restart(tmp_path, data_dir):
-    suite = _suite(tmp_path, SERVED)
+def test_the_served_model_answers_as_in_process_and_counts_as_it_reports(tmp_path, data_dir):
     served_out, local_out = tmp_path / "served", tmp_path / "in_process"
     with ModelServerProcess(MODEL, slots=1, env=SAME_SETTINGS) as server:
-        assert "1 slot x 4096 tokens, 1 generation / 2 prompt threads, prompt cache off" in server.ready_line
-        command = _bench(suite, served_out, data_dir, "--lm", SERVED, "--api-base", server.base_url,
-                         "--num-retries", "1")
-        first = _kdspy(command, background=True)
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline and first.poll() is None:  # a few rows in: the server dies mid-run
-            if (served_out / "predictions.jsonl").exists() and len(load_rows(served_out)) >= 3:
-                break
-            time.sleep(0.5)
-        server.kill()
-        _, err = first.communicate(timeout=900)
-        # the questions asked after the kill failed transiently (their rows say so), or a run could not compile
-        # (its pool's token counts need the server): either way the command says so in one line, exit 2
-        assert first.returncode == 2, err[-3000:]
-        assert "could not be asked" in err or "did not answer a token count" in err, err[-3000:]
-        before = _rows(served_out)
-        assert 3 <= len(before) <= 10 and all(row.error_kind in (None, "answer", "transient")
-                                              for row in before.values())
-
-        server.start()  # the same port: the run's key holds its api_base
-        again = _kdspy(command)
-        assert again.returncode == 0, again.stderr[-3000:]
-        assert f"{LOADED} False" in again.stdout  # the client loaded no weights, nor their runtime
-    served = _rows(served_out)
-    assert len(served) == 10 and all(row.error_kind in (None, "answer") for row in served.values())
-
+        assert "1 slot x 4096 tokens, 1 generation / 2 prompt threads, prompt cache on" in server.ready_line
+        done = _kdspy(_bench(_suite(tmp_path, SERVED), served_out, data_dir, "--lm", SERVED, "--api-base",
+                             server.base_url))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"{LOADED} False" in done.stdout  # the client loaded no weights, nor their runtime
     local = _kdspy(_bench(_suite(tmp_path, MODEL, name="local.toml"), local_out, data_dir), env=SAME_SETTINGS)
     assert local.returncode == 0, local.stderr[-3000:]
     assert f"{LOADED} True" in local.stdout
-    in_process = _rows(local_out)
-    assert set(in_process) == set(served)
+    served, in_process = _rows(served_out), _rows(local_out)
+    assert len(served) == 10 and set(in_process) == set(served)
     for key, row in served.items():
         mine = in_process[key]
-        # the same selections and prompts (counted exactly on both sides), and the same greedy replies
+        assert row.error_kind in (None, "answer"), (key, row.error)
+        # the same selections and prompts (counted exactly on both sides), and the same greedy replies from the
+        # same prompt-cache reuse (one slot, the prompts in the same order)
         assert (row.exemplar_ids, row.prompt_tokens, row.prompt_sha256) == (
             mine.exemplar_ids, mine.prompt_tokens, mine.prompt_sha256), key
-        assert row.completions == mine.completions, key
+        assert (row.completions, row.cached_prompt_tokens) == (mine.completions, mine.cached_prompt_tokens), key
         assert (row.answer, row.correct) == (mine.answer, mine.correct), key
         # the project's count of every call is what the server reported for it
         assert row.token_count == "exact" and row.lm_calls == len(row.prompt_sha256) >= 1
         assert row.reported_prompt_tokens == row.counted_prompt_tokens, key
         assert row.reported_prompt_tokens[0] == row.prompt_tokens and None not in row.reported_prompt_tokens
-        assert row.cached_prompt_tokens == 0  # prompt cache off: every prompt processed whole
         assert "xllamacpp" not in row.provenance["packages"] and row.provenance["model"] == SERVED
+    assert sum(row.cached_prompt_tokens for row in served.values()) > 0  # the prompt cache reused prefixes
     report = (served_out / "report.md").read_text()
     assert "identical on every call" in report
+
+
+def test_a_server_killed_mid_run_and_restarted_loses_no_row(tmp_path, data_dir):
+    suite = tmp_path / "gsm8k.toml"
+    suite.write_text(_gsm8k_suite(SERVED, limit=4))
+    out = tmp_path / "out"
+    with ModelServerProcess(MODEL, slots=1, env={"KDSPY_LOCAL_THREADS": "1"}) as server:
+        command = _bench(suite, out, data_dir, "--api-base", server.base_url, "--num-retries", "1")
+        first = _kdspy(command, background=True)
+        deadline = time.monotonic() + 1200
+        while time.monotonic() < deadline and first.poll() is None:  # a row or two in: the server dies mid-run
+            if (out / "predictions.jsonl").exists() and len(load_rows(out)) >= 2:
+                break
+            time.sleep(0.5)
+        server.kill()
+        _, err = first.communicate(timeout=1200)
+        assert first.returncode == 2 and "could not be asked" in err, err[-3000:]
+        before = _rows(out)
+        assert len(before) == 4 and any(row.error_kind == "transient" for row in before.values())
+        assert all(row.error_kind in (None, "answer", "transient") for row in before.values())
+
+        server.start()  # the same port: the run's key holds its api_base
+        again = _kdspy(command)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert server.stop() == 0 and "stopped" in server.stdout_text()  # SIGTERM: a clean stop
+    after = _rows(out)
+    assert set(after) == set(before) and all(row.error_kind in (None, "answer") for row in after.values())
+    for key, row in before.items():  # the rows answered before the kill were kept, not asked again
+        if row.error_kind != "transient":
+            assert after[key].completions == row.completions and after[key].latency_s == row.latency_s
+
+
+def test_a_context_the_server_cannot_give_is_one_line():
+    with pytest.raises(RuntimeError, match="serves at most 32768 tokens per slot, fewer than the 40000 asked"):
+        ModelServerProcess(MODEL, ctx=40000, env={"KDSPY_LOCAL_THREADS": "1"}, ready_timeout=600).start()
 
 
 @pytest.fixture(scope="module")
@@ -184,8 +207,7 @@ def two_slots():
 def test_two_workers_share_one_server_and_compile_and_ask_work_against_it(tmp_path, two_slots, data_dir):
     assert "2 slots x 4096 tokens" in two_slots.ready_line and "prompt cache on" in two_slots.ready_line
     suite = tmp_path / "gsm8k.toml"
-    suite.write_text(SUITE.split("[[runs]]")[0].format(model=SERVED, limit=4)
-                     + 'dataset = "gsm8k"\npool_split = "pool"\neval_split = "tune"\npipeline = "cot"\n')
+    suite.write_text(_gsm8k_suite(SERVED, limit=4))
     done = _kdspy(_bench(suite, tmp_path / "out", data_dir, "--api-base", two_slots.base_url, "--workers", "2"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"{LOADED} False" in done.stdout
@@ -209,8 +231,7 @@ def test_two_workers_share_one_server_and_compile_and_ask_work_against_it(tmp_pa
 
 def test_faults_in_front_of_the_real_server_lose_no_row(tmp_path, two_slots, data_dir):
     suite = tmp_path / "gsm8k.toml"
-    suite.write_text(SUITE.split("[[runs]]")[0].format(model=SERVED, limit=3)
-                     + 'dataset = "gsm8k"\npool_split = "pool"\neval_split = "tune"\npipeline = "cot"\n')
+    suite.write_text(_gsm8k_suite(SERVED, limit=3))
     with FaultProxy(two_slots.base_url) as proxy:
         command = _bench(suite, tmp_path / "out", data_dir, "--api-base", proxy.base_url, "--num-retries", "1")
         # question 1: a 500, then a 429 on its retry (asked again next run); question 2: answered 3 s late;
@@ -233,8 +254,7 @@ def test_faults_in_front_of_the_real_server_lose_no_row(tmp_path, two_slots, dat
 def test_ray_workers_share_one_server(tmp_path, two_slots, data_dir):
     pytest.importorskip("ray")
     suite = tmp_path / "gsm8k.toml"
-    suite.write_text(SUITE.split("[[runs]]")[0].format(model=SERVED, limit=2)
-                     + 'dataset = "gsm8k"\npool_split = "pool"\neval_split = "tune"\npipeline = "cot"\n')
+    suite.write_text(_gsm8k_suite(SERVED, limit=2))
     done = _kdspy(_bench(suite, tmp_path / "out", data_dir, "--api-base", two_slots.base_url, "--workers", "2",
                          "--ray"))
     assert done.returncode == 0, done.stderr[-3000:]
