@@ -25,6 +25,8 @@ EPILOG = """examples:
   kdspy bench benchmarks/seer_table1.toml --lm openai/gpt-4o-mini --workers 8      # 8 requests at once
   kdspy bench benchmarks/seer_table1.toml --lm openai/gpt-4o-mini --workers 8 --ray  # on a local Ray cluster
   kdspy bench benchmarks/seer_table1.toml --workers 16 --ray=auto                   # on a running cluster
+  kdspy bench benchmarks/gsm8k_cot.toml --lm openai/qwen2.5-coder-1.5b-instruct \\
+              --api-base http://127.0.0.1:8080/v1 --workers 2     # 2 workers, one served model (kdspy serve-model)
 
 Writes OUT/predictions.jsonl (one line per example, flushed as it finishes), OUT/metrics.json,
 OUT/report.md (rows = selectors, columns = metrics with 90% CIs) and PNG plots. Interrupted runs
@@ -42,9 +44,10 @@ it to OUT/predictions.jsonl, which it appends to (the .gz is left; recompress wi
 compile report, program; report, plots, predictions and page as artifacts) to a local store (OUT/mlruns) or URI.
 
 --workers N answers N questions at once (default: the suite's num_threads, else 1): threads of this process
-for API models; for an embedded local/ model, N llama.cpp slots in this process (the default stays 1 worker:
-see docs/scale_out.md). --ray runs the workers as Ray actors (a local cluster, or ADDRESS). Either way this
-process alone writes predictions.jsonl (each question once; rows arrive in the order they finish).
+for API models and served ones (openai/NAME with --api-base: many workers, one model); for an embedded local/
+model, N llama.cpp slots in this process (the default stays 1 worker: see docs/scale_out.md). --ray runs the
+workers as Ray actors (a local cluster, or ADDRESS). Either way this process alone writes predictions.jsonl
+(each question once; rows arrive in the order they finish).
 """
 
 

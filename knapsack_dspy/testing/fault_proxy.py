@@ -95,6 +95,8 @@ class FaultProxy:
     @property
     def base_url(self) -> str:
         """The ``api_base`` to give a client instead of the server's (ends in ``/v1``)."""
+        if self._httpd is None:
+            raise RuntimeError("the proxy is not started")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     # -- faults ----------------------------------------------------------------------------------------
