@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 from pathlib import Path
 
 from knapsack_dspy.cli.common import (
@@ -197,7 +198,20 @@ def _reusing(args):
     except ResultsFileError as exc:
         raise UserError(f"--reuse: {exc}") from None
     print(f"--reuse: {recorded.summary()}")
-    return replaying(recorded.replies, keyed=recorded.keyed, only=args.replay_only, verify=args.verify)
+    if not args.replay_only:
+        return replaying(recorded.replies, keyed=recorded.keyed, verify=args.verify)
+    return _replaying_only(recorded)
+
+
+@contextmanager
+def _replaying_only(recorded):
+    """``--replay-only``: recorded replies answer, and nothing contacts a model's server -- its token counts
+    included: a served model is counted as without one (an estimate; docs/llm.md, "Serving a model")."""
+    from knapsack_dspy.llm.recorded_replies import replaying
+    from knapsack_dspy.llm.served_models import without_servers
+
+    with without_servers(), replaying(recorded.replies, keyed=recorded.keyed, only=True) as check:
+        yield check
 
 
 def _check_lm_setup(args, suite) -> None:

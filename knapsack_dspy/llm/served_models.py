@@ -5,19 +5,30 @@ server without building an LM (``kdspy compile --api-base``, a bench run's ``api
 asks here, so that the prompt tokens of ``openai/<name>`` at ``http://127.0.0.1:8080/v1`` are counted by that
 server (``served_token_counter``) wherever a counter is made for the model string alone (a reloaded program, a
 Ray worker). The last server noted for a model string wins. Embedded ``local/`` models are never noted: they are
-served in-process.
+served in-process. Inside ``with without_servers():`` (``kdspy bench --reuse --replay-only``: nothing may contact a
+model's server) no server is known: models are counted as without one (an estimate).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from knapsack_dspy.llm.local_models import is_local_model
 
-__all__ = ["forget_served_models", "note_served_model", "served_address", "server_root"]
+__all__ = [
+    "forget_served_models",
+    "note_served_model",
+    "served_address",
+    "server_of",
+    "server_root",
+    "without_servers",
+]
 
 _addresses: dict[str, str] = {}
 _lock = threading.Lock()
+_hidden = [0]  # ``without_servers`` blocks entered and not left
 
 
 def server_root(api_base: str) -> str:
@@ -37,9 +48,30 @@ def note_served_model(model: str, api_base: str | None) -> None:
 
 
 def served_address(model: str) -> str | None:
-    """The ``api_base`` noted for ``model``, or None."""
+    """The ``api_base`` noted for ``model``, or None (always inside ``without_servers``)."""
     with _lock:
-        return _addresses.get(str(model).strip())
+        return None if _hidden[0] else _addresses.get(str(model).strip())
+
+
+def server_of(model: str, api_base: str | None = None) -> str | None:
+    """The server ``model`` is counted on: ``api_base``, else the one noted for it; None inside ``without_servers``
+    or when there is none."""
+    with _lock:
+        if _hidden[0]:
+            return None
+    return (str(api_base).strip().rstrip("/") if api_base and str(api_base).strip() else None) or served_address(model)
+
+
+@contextmanager
+def without_servers() -> Iterator[None]:
+    """No model is known to be served inside the block (process-wide): its counters are made without a server."""
+    with _lock:
+        _hidden[0] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _hidden[0] -= 1
 
 
 def forget_served_models() -> None:

@@ -131,8 +131,8 @@ def _local_counter_class():
 def get_token_counter(model: str, api_base: str | None = None) -> TokenCounter:
     """The shared ``TokenCounter`` of ``model`` (a LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or
     ``local/qwen2.5-coder-1.5b-instruct``), for its server ``api_base`` (default: the one noted for the model,
-    ``served_models``; none: counted without a server). Local models are loaded on the first count, not here; a
-    server is asked what it counts on the first count."""
+    ``served_models``; none, or inside ``served_models.without_servers``: counted without a server). Local models
+    are loaded on the first count, not here; a server is asked what it counts on the first count."""
     if not isinstance(model, str) or not model.strip():
         raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
     from knapsack_dspy.llm.local_models import is_local_model  # the model's string is read when a counter is made
@@ -140,9 +140,9 @@ def get_token_counter(model: str, api_base: str | None = None) -> TokenCounter:
     model = model.strip()
     if is_local_model(model):
         return shared_counter(model, _local_counter_class())
-    from knapsack_dspy.llm.served_models import served_address  # a model with a server: counted there
+    from knapsack_dspy.llm.served_models import server_of  # a model with a server: counted there
 
-    api_base = (api_base or served_address(model) or "").strip()
+    api_base = server_of(model, api_base)
     if api_base:
         return _served_counter_function()(model, api_base, LiteLLMTokenCounter)
     return shared_counter(model, LiteLLMTokenCounter)

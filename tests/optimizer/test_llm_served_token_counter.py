@@ -134,3 +134,15 @@ def test_compiling_with_a_plain_dspy_lm_counts_on_its_server():
             counter, model = KnapsackFewShot()._counter()
         assert model == MODEL and isinstance(counter, ServedTokenCounter) and counter.api_base == server.base_url
         assert counter.count_messages(MESSAGES) == len(stub_template(MESSAGES).split())
+
+
+def test_without_servers_nothing_is_counted_on_a_server():
+    """``kdspy bench --reuse --replay-only``: nothing contacts a model's server, its token counts included."""
+    from knapsack_dspy.llm.served_models import without_servers
+
+    note_served_model(MODEL, _dead_address())
+    with without_servers():
+        assert not isinstance(get_token_counter(MODEL), ServedTokenCounter)
+        assert not isinstance(get_token_counter(MODEL, api_base=_dead_address()), ServedTokenCounter)
+        assert served_address(MODEL) is None
+    assert isinstance(get_token_counter(MODEL), ServedTokenCounter)
