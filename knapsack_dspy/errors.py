@@ -11,7 +11,8 @@ still does. The tree (``docs/errors.md``)::
     ├── FileLimitError, DuplicateKeyError   a file we were given is too large or malformed (file_limits)
     ├── StatuteParseError                a statute text that does not parse
     ├── ProgramError                     a FinQA DSL program that does not parse
-    ├── LLMError                         the LM layer: LLMConfigError > LocalModelError > LocalWeightsError
+    ├── LLMError                         the LM layer: LLMConfigError > LocalModelError > LocalWeightsError,
+    │                                    ModelServerError; ModelServerUnavailable (transient)
     ├── GGUFError, NotRecordedError, EmbedderError   a GGUF file; a replay's unrecorded prompt; the embedder
     ├── SelectionConfigError, PoolStoreError, NotFittedError, SelectorContractError   the selection engine
     ├── CompileError, PoolError, NotCompiledError, PiecesError   the teleprompter and selecting predictors

@@ -60,3 +60,15 @@ def env(tmp_path, small_data, monkeypatch):
     monkeypatch.setenv("KDSPY_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _no_served_model_outlives_its_test():
+    """Where a test's models were served (``make_lm(..., api_base=...)`` notes it) and what those servers count with
+    are forgotten after it: its stub server is gone, and the next test's model strings are counted afresh."""
+    yield
+    from knapsack_dspy.llm.served_models import forget_served_models
+    from knapsack_dspy.llm.server_tokenizer import forget_server_tokenizers
+
+    forget_served_models()
+    forget_server_tokenizers()

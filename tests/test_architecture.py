@@ -155,7 +155,8 @@ DEFERRED_IMPORTS = {
     # an error's wording, a model's tokenizer and context window, a provider's prompt cache, a call with evidence
     # pieces (selectable context).
     "knapsack_dspy.llm.errors": {"knapsack_dspy.llm.empty_reply"},
-    "knapsack_dspy.llm.token_counter": {"knapsack_dspy.llm.litellm_provider", "knapsack_dspy.llm.local_models"},
+    "knapsack_dspy.llm.token_counter": {"knapsack_dspy.llm.litellm_provider", "knapsack_dspy.llm.local_models",
+                                        "knapsack_dspy.llm.served_models"},
     "knapsack_dspy.modules.compiled_programs": {"knapsack_dspy.file_limits", "knapsack_dspy.selection.pool_store"},
     "knapsack_dspy.modules.pool_columns": {"knapsack_dspy.selection.pool_store"},
     "knapsack_dspy.modules.select_exemplars_state": {"knapsack_dspy.selection.pool_store"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 from pathlib import Path
 
 from knapsack_dspy.cli.common import (
@@ -27,6 +28,8 @@ EPILOG = """examples:
   kdspy bench benchmarks/seer_table1.toml --lm openai/gpt-4o-mini --workers 8      # 8 requests at once
   kdspy bench benchmarks/seer_table1.toml --lm openai/gpt-4o-mini --workers 8 --ray  # on a local Ray cluster
   kdspy bench benchmarks/seer_table1.toml --workers 16 --ray=auto                   # on a running cluster
+  kdspy bench benchmarks/gsm8k_cot.toml --lm openai/qwen2.5-coder-1.5b-instruct \\
+              --api-base http://127.0.0.1:8080/v1 --workers 2     # 2 workers, one served model (kdspy serve-model)
 
 Writes OUT/predictions.jsonl (one line per example, flushed as it finishes), OUT/metrics.json,
 OUT/report.md (rows = selectors, columns = metrics with 90% CIs) and PNG plots. Interrupted runs
@@ -44,9 +47,10 @@ it to OUT/predictions.jsonl, which it appends to (the .gz is left; recompress wi
 compile report, program; report, plots, predictions and page as artifacts) to a local store (OUT/mlruns) or URI.
 
 --workers N answers N questions at once (default: the suite's num_threads, else 1): threads of this process
-for API models; for an embedded local/ model, N llama.cpp slots in this process (the default stays 1 worker:
-see docs/scale_out.md). --ray runs the workers as Ray actors (a local cluster, or ADDRESS). Either way this
-process alone writes predictions.jsonl (each question once; rows arrive in the order they finish).
+for API models and served ones (openai/NAME with --api-base: many workers, one model); for an embedded local/
+model, N llama.cpp slots in this process (the default stays 1 worker: see docs/scale_out.md). --ray runs the
+workers as Ray actors (a local cluster, or ADDRESS). Either way this process alone writes predictions.jsonl
+(each question once; rows arrive in the order they finish).
 """
 
 
@@ -197,7 +201,20 @@ def _reusing(args):
     except ResultsFileError as exc:
         raise UserError(f"--reuse: {exc}") from None
     print(f"--reuse: {recorded.summary()}")
-    return replaying(recorded.replies, keyed=recorded.keyed, only=args.replay_only, verify=args.verify)
+    if not args.replay_only:
+        return replaying(recorded.replies, keyed=recorded.keyed, verify=args.verify)
+    return _replaying_only(recorded)
+
+
+@contextmanager
+def _replaying_only(recorded):
+    """``--replay-only``: recorded replies answer, and nothing contacts a model's server -- its token counts
+    included: a served model is counted as without one (an estimate; docs/llm.md, "Serving a model")."""
+    from knapsack_dspy.llm.recorded_replies import replaying
+    from knapsack_dspy.llm.served_models import without_servers
+
+    with without_servers(), replaying(recorded.replies, keyed=recorded.keyed, only=True) as check:
+        yield check
 
 
 def _check_lm_setup(args, suite) -> None:

@@ -170,6 +170,10 @@ def run(args) -> int:
 
     uses_lm = bool(args.search and args.lm_configs > 0)  # otherwise compiling calls no LM: LiteLLM stays unloaded
     setup_caches(args, lm=uses_lm)
+    if args.api_base:  # the model's server counts its tokens (when it can), whether or not an LM is called
+        from knapsack_dspy.llm.served_models import note_served_model
+
+        note_served_model(args.lm, args.api_base)
     data_dir = resolve_data_dir(args)
     try:
         pool_split, val_split = task_named(args.dataset).compile_splits

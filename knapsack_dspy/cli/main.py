@@ -17,7 +17,7 @@ from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
 
 # Sub-command modules, in the order shown by --help. Missing ones are skipped.
-SUBCOMMAND_MODULES = ("score", "compile", "ask", "bench", "report", "serve", "demo")
+SUBCOMMAND_MODULES = ("score", "compile", "ask", "bench", "report", "serve", "serve_model", "demo")
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a process ended by SIGPIPE (128 + 13)
 
 

@@ -19,6 +19,12 @@ Counts are kept process-wide (``call_counts()`` / ``real_call_count()``; take a 
 after, which covers every thread) and, inside ``with counting_calls() as counts:``, for the current thread /
 asyncio task only (what one prediction cost under a threaded ``dspy.Evaluate``).
 
+Each completed call can also be observed whole, its request's keyword arguments (model, messages, api_base, ...)
+with its response: by a listener of every call of the process (``add_call_listener``: a served model's token
+calibration, ``token_calibration``) or, inside ``with observing_calls(observer):``, by an observer of the current
+thread / task's calls (a bench row's per-call token counts). Observers run in the calling thread after the call
+is counted; one that raises is logged and ignored.
+
 Calls made through DSPy's native (non-LiteLLM) engine are not seen: ``make_lm`` always selects LiteLLM.
 """
 
@@ -26,8 +32,9 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
@@ -35,6 +42,8 @@ from typing import Any
 import dspy
 
 from knapsack_dspy.llm.empty_reply import check_reply
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -133,8 +142,50 @@ def note_replayed() -> None:
     _add(replayed=1)
 
 
-def _record_success(response: Any) -> None:
+#: ``observer(request_kwargs, response)``: told of one completed call (see the module docstring)
+CallObserver = Callable[[dict, Any], None]
+_listeners: list[CallObserver] = []
+_observers: contextvars.ContextVar[tuple[CallObserver, ...]] = contextvars.ContextVar("kdspy_call_observers",
+                                                                                     default=())
+
+
+def add_call_listener(listener: CallObserver) -> None:
+    """Tell ``listener`` of every completed call of the process from now on (idempotent per listener)."""
+    with _lock:
+        if listener not in _listeners:
+            _listeners.append(listener)
+
+
+def remove_call_listener(listener: CallObserver) -> None:
+    with _lock:
+        if listener in _listeners:
+            _listeners.remove(listener)
+
+
+@contextmanager
+def observing_calls(observer: CallObserver) -> Iterator[CallObserver]:
+    """Tell ``observer`` of every call the current thread / asyncio task completes inside the block (nestable)."""
+    token = _observers.set((*_observers.get(), observer))
+    try:
+        yield observer
+    finally:
+        _observers.reset(token)
+
+
+def _tell_observers(kwargs: dict, response: Any) -> None:
+    with _lock:
+        listeners = list(_listeners)
+    for observer in (*listeners, *_observers.get()):
+        try:
+            observer(kwargs, response)
+        except Exception:
+            logger.warning("an LM call observer failed", exc_info=True)
+
+
+def _record_success(response: Any, kwargs: dict | None = None) -> None:
     _add(**usage_deltas(response))
+    if kwargs is not None:
+        _tell_observers(kwargs, response)
 
 
 def _wrap_sync(fn):
@@ -151,7 +202,7 @@ def _wrap_sync(fn):
             raise
         finally:
             _inside_call.reset(token)
-        _record_success(response)
+        _record_success(response, kwargs)
         return response
 
     setattr(counted, _MARK, True)
@@ -172,7 +223,7 @@ def _wrap_async(fn):
             raise
         finally:
             _inside_call.reset(token)
-        _record_success(response)
+        _record_success(response, kwargs)
         return response
 
     setattr(counted, _MARK, True)

@@ -29,6 +29,13 @@ class LocalModelError(LLMConfigError):
     """The embedded local model cannot be loaded (weights missing or corrupt, runtime not installed)."""
 
 
+class ModelServerUnavailable(LLMError):
+    """The server of a served model did not answer a token count (connection refused or dropped, a timeout, a
+    5xx): like an LM call failing so, transient (``lm_error_kind``): asked again on resume."""
+
+    transient = True
+
+
 # -- describe_lm_error ---------------------------------------------------------------------------------------
 _MAX_DETAIL = 160
 
@@ -127,8 +134,9 @@ def lm_error_kind(exc: BaseException) -> str | None:
     asking again fails the same way until something is changed), or ``None`` when ``exc`` is not an LM
     failure at all."""
     chain = _chain(exc)
-    if any(isinstance(item, LLMError) for item in chain):
-        return CONFIG
+    ours = [item for item in chain if isinstance(item, LLMError)]
+    if ours:
+        return TRANSIENT if any(getattr(item, "transient", False) for item in ours) else CONFIG
     kind = _kind(chain)
     if kind in _TRANSIENT_KINDS:
         return TRANSIENT

@@ -26,6 +26,7 @@ from knapsack_dspy.llm.call_counter import install_call_counter
 from knapsack_dspy.llm.errors import LLMConfigError
 from knapsack_dspy.llm.local_models import is_local_model, local_model_spec
 from knapsack_dspy.llm.local_provider import register_local_provider
+from knapsack_dspy.llm.served_models import note_served_model
 
 DEFAULT_TIMEOUT_S = 120.0
 LOCAL_DEFAULT_TIMEOUT_S = 600.0  # of generation (see local_provider)
@@ -55,7 +56,8 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
         for any OpenAI-compatible server, or an embedded model ``local/qwen2.5-coder-1.5b-instruct`` /
         ``local/qwen2.5-coder-0.5b-instruct`` (registered with LiteLLM here; loaded on first call).
     api_base / api_key: the server and key; the key defaults to the provider's usual environment variable
-        (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...), read by LiteLLM at call time.
+        (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...), read by LiteLLM at call time. The server is noted for
+        the model (``served_models``): its prompt tokens are then counted there when it can (``get_token_counter``).
     timeout: seconds per attempt (default 120 s; for ``local/`` models, 600 s of generation).
     num_retries: extra attempts on transient failures (see module docstring); default 3, 0 for ``local/`` models.
     cache: use DSPy's response cache (configure where with ``knapsack_dspy.llm.cache.configure_cache``);
@@ -87,6 +89,7 @@ def make_lm(model: str, *, api_base: str | None = None, api_key: str | None = No
     lm_kwargs["timeout"] = float(timeout)
     if api_base:
         lm_kwargs["api_base"] = api_base.rstrip("/")
+        note_served_model(model, api_base)
     provider = provider_of(model)
     if api_key:
         lm_kwargs["api_key"] = api_key

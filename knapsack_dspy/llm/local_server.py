@@ -114,6 +114,12 @@ def _default_batch_threads() -> int:
     return _threads_from_env(BATCH_THREADS_ENV)
 
 
+def default_threads(threads: int | None = None, batch_threads: int | None = None) -> tuple[int, int]:
+    """The (generation, prompt-processing) threads a model loaded now gets unless given: what ``get_local_server``
+    chooses, and a served model (``http_model_server``) too (docs/llm.md, "Threads")."""
+    return threads or _default_threads(), batch_threads or _default_batch_threads()
+
+
 def _text_content(content: Any, index: int) -> str:
     if content is None or isinstance(content, str):
         return content or ""
@@ -145,13 +151,15 @@ class LocalServer:
     """A loaded local model. Create through ``get_local_server``; every method is thread-safe."""
 
     def __init__(self, spec: LocalModelSpec, model_path: Path, *, n_ctx: int, n_threads: int,
-                 n_batch_threads: int | None = None, slots: int = 1):
+                 n_batch_threads: int | None = None, slots: int = 1, port: int = 0, cache_prompt: bool = True):
         self.spec = spec
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx  # per slot
         self.n_threads = n_threads
         self.n_batch_threads = n_batch_threads or n_threads
         self.slots = slots
+        self.port = port  # its HTTP endpoints' port on 127.0.0.1 (0: a free one; ``http_model_server`` chooses)
+        self.cache_prompt = cache_prompt  # llama.cpp's default for requests that do not say (prefix reuse)
         self.load_seconds: float | None = None
         self._server: Any = None  # xllamacpp's server, once started
         self._address = ""  # its address, once started
@@ -179,6 +187,9 @@ class LocalServer:
         # A trailing assistant message is a finished turn (OpenAI semantics), not text to continue: otherwise
         # the template drops its <|im_end|> and the generation prompt, and token counts stop being additive.
         params.prefill_assistant = False
+        params.port = self.port
+        params.model_alias = {self.spec.name}  # the model name the OpenAI endpoints answer with (a set of names)
+        params.cache_prompt = self.cache_prompt
         started = time.perf_counter()
         try:
             server = xllamacpp.Server(params)
@@ -195,6 +206,11 @@ class LocalServer:
     def address(self) -> str:
         self.start()
         return self._address
+
+    def stop(self) -> None:
+        """Unload the model: its HTTP endpoints stop listening (a later call loads it again)."""
+        self._server = None
+        self._address = None
 
     # -- completions -----------------------------------------------------------------------------------
     def chat(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,11 @@
 - API models: ``LiteLLMTokenCounter`` uses ``litellm.token_counter`` (tiktoken files bundled with LiteLLM:
   no network), with OpenAI's chat overhead (3 tokens per message, 3 for the reply). OpenAI models LiteLLM
   knows get their own encoding (``o200k_base`` for gpt-4o*, ...); ``.exact`` is True for them.
-- Anything else (an ``openai/<name>`` served by vLLM, Anthropic, Ollama, ...): the same counter on tiktoken's
+- A model with a server (``api_base`` given, or noted for the model string by ``make_lm``: ``served_models``):
+  ``ServedTokenCounter`` (``served_token_counter.py``) counts on the server when it can (llama.cpp's
+  ``/apply-template`` + ``/tokenize``, vLLM's ``/tokenize``: exact for any model it serves), else estimates as
+  below, calibrated by the prompt tokens the server reports.
+- Anything else (Anthropic, Ollama without a server address, ...): the same counter on tiktoken's
   ``cl100k_base`` with a one-time warning that counts are approximate (``.exact`` False). A model string whose
   provider LiteLLM cannot tell (``DummyLM``'s ``"dummy"``) is counted so without asking LiteLLM about it, which
   would print its "Provider List" banner (``litellm_provider``).
@@ -124,12 +128,26 @@ def _local_counter_class():
     return importlib.import_module("knapsack_dspy.llm.local_token_counter").LocalTokenCounter
 
 
-def get_token_counter(model: str) -> TokenCounter:
+def get_token_counter(model: str, api_base: str | None = None) -> TokenCounter:
     """The shared ``TokenCounter`` of ``model`` (a LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or
-    ``local/qwen2.5-coder-1.5b-instruct``). Local models are loaded on the first count, not here."""
+    ``local/qwen2.5-coder-1.5b-instruct``), for its server ``api_base`` (default: the one noted for the model,
+    ``served_models``; none, or inside ``served_models.without_servers``: counted without a server). Local models
+    are loaded on the first count, not here; a server is asked what it counts on the first count."""
     if not isinstance(model, str) or not model.strip():
         raise LLMConfigError(f"model must be a LiteLLM model string such as 'openai/gpt-4o-mini', got {model!r}")
     from knapsack_dspy.llm.local_models import is_local_model  # the model's string is read when a counter is made
 
     model = model.strip()
-    return shared_counter(model, _local_counter_class() if is_local_model(model) else LiteLLMTokenCounter)
+    if is_local_model(model):
+        return shared_counter(model, _local_counter_class())
+    from knapsack_dspy.llm.served_models import server_of  # a model with a server: counted there
+
+    api_base = server_of(model, api_base)
+    if api_base:
+        return _served_counter_function()(model, api_base, LiteLLMTokenCounter)
+    return shared_counter(model, LiteLLMTokenCounter)
+
+
+def _served_counter_function():
+    """``served_token_counter.shared_served_counter``, imported for the first model with a server."""
+    return importlib.import_module("knapsack_dspy.llm.served_token_counter").shared_served_counter

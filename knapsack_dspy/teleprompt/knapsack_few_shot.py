@@ -127,7 +127,8 @@ class KnapsackFewShot(Teleprompter):
     value: ``value(query, demo) -> float`` in place of the embeddings' cosine similarity (both arguments are
         mappings of the predictor's fields); code is not saved: pass it again to ``load``.
     num_threads: threads of the LM evaluations (``dspy.Evaluate``).
-    token_counter: a ``TokenCounter`` (default: ``get_token_counter(lm.model)``).
+    token_counter: a ``TokenCounter`` (default: ``get_token_counter(lm.model)``, counted by the configured LM's server
+        when it has an ``api_base`` that can count: ``llm.served_token_counter``).
     lm_model: the model name whose tokenizer is used (default: the configured ``dspy.settings.lm``).
     embedder: embeds queries and exemplars (default: the student's ``embedder``, else all-MiniLM-L6-v2).
     adapter: the adapter prompts are formatted and measured with (default: the configured one, else a
@@ -235,10 +236,13 @@ class KnapsackFewShot(Teleprompter):
     def _counter(self):
         if self.token_counter is not None:
             return self.token_counter, self.lm_model or getattr(self.token_counter, "model", None)
-        model = self.lm_model or getattr(dspy.settings.lm, "model", None)
+        lm = dspy.settings.lm
+        model = self.lm_model or getattr(lm, "model", None)
         if model is None:
             raise CompileError("no LM configured: call dspy.configure(lm=...) or pass lm_model / token_counter")
-        return get_token_counter(model), model
+        # the configured LM's server counts its model's tokens (a plain dspy.LM(..., api_base=...) included)
+        api_base = (getattr(lm, "kwargs", None) or {}).get("api_base") if getattr(lm, "model", None) == model else None
+        return get_token_counter(model, api_base=api_base), model
 
     def _embedder(self, program):
         if self.embedder is not None:

@@ -5,6 +5,10 @@ can be queued to exercise clients: HTTP errors with or without ``Retry-After`` (
 (the request is held open for a while), garbage bodies, dropped connections, each for the next N requests;
 later requests succeed again. Every request is logged (``server.requests``).
 
+``tokenize="llama.cpp"`` / ``"vLLM"`` also answers that server's token-count endpoints (llama.cpp:
+``/apply-template``, ``/tokenize``, ``/props``; vLLM: ``/tokenize``) for a toy tokenizer -- words of a toy chat
+template (:func:`stub_template`) -- and reports the same count as a completion's ``usage.prompt_tokens``.
+
     with StubOpenAIServer(reply="hello") as server:
         server.fail_next(2, status=500)          # two 500s, then success
         ... make_lm("openai/stub-model", api_base=server.base_url, api_key="x") ...
@@ -72,6 +76,11 @@ def _message_words(messages: list[dict]) -> list[str]:
     return out
 
 
+def stub_template(messages: list[dict]) -> str:
+    """The stub's chat template: each message as ``<|role|> content``, then ``<|assistant|>`` (its tokens: words)."""
+    return " ".join([*(f"<|{m.get('role')}|> {m.get('content', '')}" for m in messages or []), "<|assistant|>"])
+
+
 def _block_texts(content) -> list[tuple[str, bool]]:
     """(text, marked with cache_control) of each block of an Anthropic content (a string is one block)."""
     if isinstance(content, str):
@@ -84,10 +93,14 @@ class StubOpenAIServer:
     """See the module docstring. ``reply`` is a string or ``callable(request_body) -> str``."""
 
     def __init__(self, reply: str | Callable[[dict], str] = "stub answer", model_name: str | None = None,
-                 prefix_cache: bool = False):
+                 prefix_cache: bool = False, tokenize: str | None = None, context_window: int = 4096):
+        if tokenize not in (None, "llama.cpp", "vLLM"):
+            raise ValueError(f"tokenize must be None, 'llama.cpp' or 'vLLM', got {tokenize!r}")
         self.reply = reply
         self.model_name = model_name
         self.prefix_cache = prefix_cache
+        self.tokenize = tokenize
+        self.context_window = context_window
         self._previous_words: list[str] = []
         self._anthropic_cache: set[str] = set()
         self.requests: list[LoggedRequest] = []
@@ -234,6 +247,28 @@ class StubOpenAIServer:
         with self._lock:
             return [r for r in self.requests if r.path.split("?", 1)[0].rstrip("/").endswith("/messages")]
 
+    # -- token counts (tokenize=...) -------------------------------------------------------------------
+    def _token_endpoint(self, method: str, path: str, body: Any) -> dict | None:
+        """The answer of a token-count endpoint of the server ``tokenize`` names (None: not one of them)."""
+        body = body if isinstance(body, dict) else {}
+        if self.tokenize == "llama.cpp":
+            if method == "POST" and path == "/apply-template":
+                return {"prompt": stub_template(body.get("messages") or [])}
+            if method == "POST" and path == "/tokenize":
+                content = body.get("content", "")
+                pieces = content if isinstance(content, list) else [content]
+                tokens: list[int] = []
+                for piece in pieces:
+                    tokens += [piece] if isinstance(piece, int) else [7] * len(str(piece).split())
+                return {"tokens": tokens}
+            if method == "GET" and path == "/props":
+                return {"default_generation_settings": {"n_ctx": self.context_window}, "total_slots": 1}
+        if self.tokenize == "vLLM" and method == "POST" and path == "/tokenize":
+            text = stub_template(body["messages"]) if "messages" in body else str(body.get("prompt", ""))
+            count = len(text.split())
+            return {"count": count, "max_model_len": self.context_window, "tokens": [7] * count}
+        return None
+
     # -- handling --------------------------------------------------------------------------------------
     def _send(self, handler: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict | None = None,
               content_type: str = "application/json") -> None:
@@ -264,6 +299,10 @@ class StubOpenAIServer:
         if method == "POST" and path.endswith("/messages"):
             entry.outcome = "ok"
             return self._send(handler, 200, json.dumps(self._anthropic_reply(body)).encode())
+        counted = self._token_endpoint(method, path, body)
+        if counted is not None:
+            entry.outcome = "tokens"
+            return self._send(handler, 200, json.dumps(counted).encode())
         if not (method == "POST" and path.endswith("/chat/completions")):
             entry.outcome = "404"
             return self._send(handler, 404, json.dumps({"error": {"message": f"no route {path}"}}).encode())
@@ -291,7 +330,7 @@ class StubOpenAIServer:
         entry.outcome = entry.outcome or "ok"
         content = self.reply(body) if callable(self.reply) else str(self.reply)
         messages = body.get("messages", []) if isinstance(body, dict) else []
-        prompt_tokens = _words(messages) + 1
+        prompt_tokens = len(stub_template(messages).split()) if self.tokenize else _words(messages) + 1
         completion_tokens = len(content.split())
         data = {
             "id": f"chatcmpl-stub-{len(self.requests)}",

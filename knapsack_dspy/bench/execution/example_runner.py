@@ -7,7 +7,9 @@ latency (``latency_s``, of which ``lm_seconds`` inside LM calls and ``selection_
 if any and its kind (``error_kind``, see ``row_outcomes``). What the provider's prompt cache served:
 ``cached_prompt_tokens`` (of the example's real calls; 0 when the provider does not say), ``cache_write_tokens``
 (Anthropic cache writes, when any), and for the embedded models the LM time split into ``prefill_s`` (prompt
-processing) and ``decode_s`` (generation), from llama.cpp's timings.
+processing) and ``decode_s`` (generation), from llama.cpp's timings. Per LM call, the prompt tokens the provider
+reported beside the run's own count of the call's messages (``reported_prompt_tokens`` /
+``counted_prompt_tokens``, ``call_tokens``).
 
 :func:`run_example` is the per-example guard: answering, scoring and writing the row all happen inside it
 (:func:`example_row` is the same without the writing, for workers that hand their rows to the one writer),
@@ -25,12 +27,14 @@ from types import SimpleNamespace
 
 import dspy
 
+from knapsack_dspy.bench.execution.call_tokens import CallTokens, run_token_counter
 from knapsack_dspy.bench.execution.lm_timing import LMTimer
 from knapsack_dspy.bench.results.prompt_record import PromptRecorder
-from knapsack_dspy.bench.results.row_outcomes import ANSWER, INTERNAL
+from knapsack_dspy.bench.results.row_outcomes import ANSWER, INTERNAL, TRANSIENT
 from knapsack_dspy.bench.results.row_schema import ResultRow
 from knapsack_dspy.bench.scoring.example_scores import score_prediction, selection_quality
 from knapsack_dspy.llm import counting_calls, lm_error_kind
+from knapsack_dspy.llm.call_counter import observing_calls
 from knapsack_dspy.llm.errors import describe_lm_error
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.paths import portable_traceback
@@ -116,6 +120,8 @@ def select_example(program, example) -> dict:
         row["error"] = None
     except Exception as exc:  # noqa: BLE001 - any failure is recorded; the run goes on
         row = _internal_failure(exc)
+        if lm_error_kind(exc) == TRANSIENT:  # a model server that did not answer a token count: asked again
+            row.update(error=_describe(exc), error_kind=TRANSIENT)
     return row
 
 
@@ -144,7 +150,8 @@ def answer_example(program, example, lm) -> dict:
     inputs = program.example_inputs(example)
     prompts = PromptRecorder()  # the fingerprint of every prompt this example sends
     timer = LMTimer()  # the seconds spent inside its LM calls
-    with counting_calls() as calls:  # this example's provider calls, cache hits and cost (thread-safe)
+    tokens = CallTokens()  # each call's prompt tokens as the provider reported them
+    with counting_calls() as calls, observing_calls(tokens):  # this example's calls, cache hits, cost (thread-safe)
         try:
             with dspy.context(lm=lm, track_usage=True, callbacks=[*dspy.settings.callbacks, prompts, timer]):
                 prediction = program(**inputs)
@@ -157,10 +164,13 @@ def answer_example(program, example, lm) -> dict:
             row.update({"output": None, "answer": None, "error_kind": kind or INTERNAL,
                         "error": _describe(exc) if kind else _exception_line(exc), **_call_fields(calls),
                         "traceback": portable_traceback(traceback.format_exc(limit=3)),  # no path of this machine
-                        **prompts.row_fields(), **timer.row_fields()})
+                        **prompts.row_fields(), **timer.row_fields(),
+                        **tokens.row_fields(prompts.hashes, run_token_counter(program, lm))})
             return row
     try:
-        return _answered_row(program, example, prediction, calls, prompts, timer)
+        row = _answered_row(program, example, prediction, calls, prompts, timer)
+        row.update(tokens.row_fields(prompts.hashes, run_token_counter(program, lm)))
+        return row
     except Exception as exc:  # noqa: BLE001 - the answer is kept as far as it can be; the run goes on
         row = _internal_failure(exc, "could not record the answer: ")
         row.update(output=_jsonable(getattr(prediction, "program", None)), correct=False,

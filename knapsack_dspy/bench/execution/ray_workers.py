@@ -50,6 +50,7 @@ from knapsack_dspy.bench.execution.run_job import Task, default_lm, spec_provena
 from knapsack_dspy.docqa.pipelines.pipeline import program_from_state
 from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.llm.cache import configure_cache
+from knapsack_dspy.llm.served_models import note_served_model
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.selection.pool_store import searching
 
@@ -113,6 +114,7 @@ class BenchActor:
         shipment = ray.get(ref)
         spec = shipment["spec"]
         setup = self.setup
+        note_served_model(spec.model, spec.api_base)  # its server counts its tokens here too
         counter = setup.token_counter_factory(spec.model) if setup.token_counter_factory else None
         with searching(*shipment.get("pool_store_dirs", ())):  # a large pool's store: where the driver has it
             program = program_from_state(json.loads(shipment["program_json"]), embedder=setup.embedder,

@@ -41,6 +41,7 @@ from knapsack_dspy.bench.suites.suite import RunSpec, Suite, SuiteError
 from knapsack_dspy.llm.local_models import is_local_model
 from knapsack_dspy.llm.local_server import request_slots
 from knapsack_dspy.llm.recorded_replies import REPLAY_CHECK_FILE, active_check, replaying_now
+from knapsack_dspy.llm.served_models import note_served_model
 from knapsack_dspy.modules.compile_hooks import PrefetchesEmbeddings
 from knapsack_dspy.paths import portable_path
 
@@ -169,6 +170,7 @@ def _tasks(plan, provenances: dict, out_dir: Path, data_dir, embedder, token_cou
                 pool = kept
             pools = {key: pool}
         pool = pools[key]
+        note_served_model(spec.model, spec.api_base)  # its server counts its tokens, selection-only runs included
         counter = token_counter_factory(spec.model) if token_counter_factory else None
         lm = None if spec.selection_only else (lm_factory(spec) if lm_factory else default_lm(spec))
         program, _ = run_program.compile_program(spec, pool, run_program.validation_slice(pool, spec), out_dir,

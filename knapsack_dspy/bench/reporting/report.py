@@ -4,7 +4,8 @@
 rows = selectors, columns = metrics with 90 % confidence intervals; then paired comparisons of the selectors
 on the questions they share (per question and by document, also per gold answer type: ``comparisons.json``),
 the selection-quality metrics (model-free), exact match per gold answer type and per route, the time per
-question, the runs whose token counts are estimates (``token_count`` of the rows), the provenance of the rows and
+question, the runs whose token counts are estimates (``token_count`` of the rows), how each LM call's prompt
+tokens as counted here agree with those its provider reported (``token_agreement``), the provenance of the rows and
 the plots (``bench.reporting.plots``; a plot without data is listed with the
 reason). The parts: ``run_metrics`` (per-run metrics), ``comparisons``, ``report_tables``, ``plots``.
 The per-question page is ``kdspy report`` (``bench.reporting.results_page``).
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from knapsack_dspy.bench.reporting.plots import Plots, make_plots
 from knapsack_dspy.bench.reporting.report_tables import Table, report_tables
+from knapsack_dspy.bench.reporting.token_agreement import token_agreement_lines
 from knapsack_dspy.bench.results.provenance import code_provenance, describe_code, provenance_summary
 from knapsack_dspy.bench.results.question_facts import QuestionFacts
 from knapsack_dspy.bench.results.row_schema import as_row
@@ -114,7 +116,8 @@ def replay_lines(rows: list, out_dir: Path) -> list[str]:
 
 def render_markdown(tables: list[Table], suite_name: str, plots: Plots,
                     provenance: list[tuple[str, int]] | None = None,
-                    token_counts: list[str] | None = None, replays: list[str] | None = None) -> str:
+                    token_counts: list[str] | None = None, replays: list[str] | None = None,
+                    token_agreement: list[str] | None = None) -> str:
     lines = [f"# Benchmark report: {suite_name}", "", INTRO, ""]
     heading = None
     for table in tables:
@@ -126,6 +129,7 @@ def render_markdown(tables: list[Table], suite_name: str, plots: Plots,
             lines += ["## Across settings", ""]
         lines += table.markdown()
     lines += token_counts or []
+    lines += token_agreement or []
     lines += replays or []
     lines += _provenance_lines(provenance or [])
     if plots.written or plots.not_drawn:
@@ -150,7 +154,8 @@ def write_report_files(rows: Iterable[dict], out_dir: Path, suite_name: str,
     plots = make_plots(metrics, out_dir)
     tables = report_tables(metrics, comparisons)
     (out_dir / "report.md").write_text(render_markdown(tables, suite_name, plots, provenance_summary(rows),
-                                                       token_count_lines(metrics), replay_lines(rows, out_dir)))
+                                                       token_count_lines(metrics), replay_lines(rows, out_dir),
+                                                       token_agreement_lines(rows, metrics)))
     return Report(metrics, comparisons, tables, plots)
 
 

@@ -191,6 +191,13 @@ class ResultRow(Mapping):
     lm_seconds = RowField("float", "seconds inside LM calls (``bench.execution.lm_timing``)")
     prompt_tokens_used = RowField("int", "prompt tokens the LM reported")
     completion_tokens_used = RowField("int", "completion tokens the LM reported")
+    reported_prompt_tokens = RowField("list", "each LM call's prompt tokens as its provider reported them "
+                                              "(``usage.prompt_tokens``), in the order of ``prompt_sha256``; None "
+                                              "for a call no provider answered (a DSPy cache hit, a replay, a "
+                                              "failure); absent when no call reached a provider")
+    counted_prompt_tokens = RowField("list", "each LM call's prompt tokens as the run's own token counter counts "
+                                             "its messages (what the budget is checked with; ``token_count``: "
+                                             "exact or estimate), in the same order (``bench.execution.call_tokens``)")
     prompt_sha256 = RowField("list", "the sha256 of each LM call's messages, in call order "
                                        "(``bench.results.prompt_record``)")
     prompt_format = RowField("int", "the prompt format version that rendered them (``PROMPT_FORMAT_VERSION``)")
