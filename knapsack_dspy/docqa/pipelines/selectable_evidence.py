@@ -29,7 +29,8 @@ __all__ = ["EVIDENCE_SELECTIONS", "MAX_OFFERED_PIECES", "OfferedDocument", "Stat
 #: How a pipeline chooses a query's evidence: today's fixed rules (the default) or one knapsack with the demos.
 EVIDENCE_SELECTIONS = ("rules", "knapsack")
 #: The most pieces a query offers (data rows and paragraphs together): a longer document is cut to the most similar
-#: to the question first (FinQA: 10 of dev_docs_pool's 544 questions have more; no TAT-QA document does).
+#: to the question first (FinQA: 9 of dev_docs_pool's 544 questions have more, 5 of dev_docs_tune's 304; no TAT-QA
+#: question: at most 32).
 MAX_OFFERED_PIECES = 60
 
 
