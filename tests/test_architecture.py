@@ -158,7 +158,8 @@ DEFERRED_IMPORTS = {
     "knapsack_dspy.llm.token_counter": {"knapsack_dspy.llm.litellm_provider", "knapsack_dspy.llm.local_models",
                                         "knapsack_dspy.llm.served_models"},
     "knapsack_dspy.modules.compiled_programs": {"knapsack_dspy.file_limits", "knapsack_dspy.selection.pool_store"},
-    "knapsack_dspy.modules.pool_columns": {"knapsack_dspy.selection.pool_store"},
+    "knapsack_dspy.modules.pool_columns": {"knapsack_dspy.selection.pool_store",
+                                           "knapsack_dspy.modules.selectable_context"},
     "knapsack_dspy.modules.select_exemplars_state": {"knapsack_dspy.selection.pool_store"},
     "knapsack_dspy.modules.select_exemplars": {
         "knapsack_dspy.selection.pool_store", "knapsack_dspy.selection.attribute_classifier",
@@ -177,6 +178,7 @@ DEFERRED_IMPORTS = {
         "knapsack_dspy.messages", "knapsack_dspy.llm.call_counter", "knapsack_dspy.llm.model_check"},
     "knapsack_dspy.teleprompt.settings_search": {"knapsack_dspy.teleprompt.selection_proxies"},
     "knapsack_dspy.teleprompt.compile_report": {"knapsack_dspy.modules.selectable_context"},
+    "knapsack_dspy.teleprompt.pool_measurement": {"knapsack_dspy.modules.selectable_context"},
 }
 
 

@@ -63,6 +63,10 @@ def register(subparsers) -> None:
                    help="what a TAT-QA demo's table shows: gold_rows, the header rows and the rows its gold solution "
                         "reads; all, the whole table; auto (default): gold_rows for TAT-QA's pot pipeline (the "
                         "measured fewest-token setting), all otherwise")
+    p.add_argument("--evidence-selection", default="rules", choices=["rules", "knapsack"],
+                   help="how a query's evidence is chosen: rules (default: the top paragraphs, the whole table unless "
+                        "long) or knapsack (the document's rows and paragraphs -- SARA: its statute subsections -- "
+                        "chosen with the demos in one knapsack)")
     p.add_argument("--demo-paragraphs", default="auto", choices=["auto", "all", "gold"],
                    help="what a TAT-QA demo's text shows: gold, its evidence paragraphs; all, what its retrieval "
                         "keeps; auto (default): gold for TAT-QA's pot pipeline, all otherwise")
@@ -194,7 +198,9 @@ def run(args) -> int:
         student = build_pipeline(dataset=args.dataset, pipeline=args.pipeline, selection=selection,
                                  top_n_paragraphs=args.top_n_paragraphs, model=args.lm,
                                  route=None if args.route == "none" else args.route,
-                                 demo_table=args.demo_table, demo_paragraphs=args.demo_paragraphs)
+                                 demo_table=args.demo_table, demo_paragraphs=args.demo_paragraphs,
+                                 **({"evidence_selection": args.evidence_selection}
+                                    if args.evidence_selection != "rules" else {}))
     except ValueError as exc:
         raise UserError(str(exc)) from None
     metric = None

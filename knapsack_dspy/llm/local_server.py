@@ -210,7 +210,7 @@ class LocalServer:
     def stop(self) -> None:
         """Unload the model: its HTTP endpoints stop listening (a later call loads it again)."""
         self._server = None
-        self._address = None
+        self._address = ""
 
     # -- completions -----------------------------------------------------------------------------------
     def chat(self, request: dict[str, Any]) -> dict[str, Any]:

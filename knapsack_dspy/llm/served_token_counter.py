@@ -96,7 +96,7 @@ class ServedTokenCounter(TokenCounter):
         return True if isinstance(source, ServerTokenizer) else bool(getattr(source, "exact", False))
 
     @property
-    def context_window(self) -> int | None:  # type: ignore[override]
+    def context_window(self) -> int | None:
         source = self._counting()
         return source.context_window if source.context_window else self._given_window
 

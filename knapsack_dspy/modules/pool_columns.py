@@ -154,8 +154,12 @@ _INLINE = ("ids", "demos", "costs", "doc_ids", "embed_texts", "programs", "attri
 
 def inputs_key(fields: Mapping[str, Any], names: Sequence[str]) -> tuple[str, ...]:
     """The inputs ``names`` of ``fields`` as compared for self-selection: each value's text (a list joined by
-    spaces) case-folded, with whitespace runs collapsed to one space."""
+    spaces; a selectable field's ``Pieces`` as its whole value, every piece shown) case-folded, with whitespace runs
+    collapsed to one space."""
+    from knapsack_dspy.modules.selectable_context import Pieces  # selectable context: loaded when first used
+
     def text(value) -> str:
+        value = value.whole() if isinstance(value, Pieces) else value
         value = " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
         return " ".join(value.casefold().split())
 

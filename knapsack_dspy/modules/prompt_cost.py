@@ -165,8 +165,13 @@ class PromptCostModel:
             _counts.get_or_compute(key, lambda: self._count_prefix(shown))
 
     def _count_prefix(self, demos: list[dict]) -> int:
-        system = {"role": "system", "content": self.adapter.format_system_message(self.signature)}
+        system = {"role": "system", "content": self.instructions()}
         return int(self.counter.count_messages([system, *self.adapter.format_demos(self.signature, demos)]))
+
+    def instructions(self) -> str:
+        """The system message every prompt of this signature opens with, as the adapter writes it (the fields'
+        descriptions and the instructions): the same in every prompt, whatever the demos and inputs."""
+        return self.adapter.format_system_message(self.signature)
 
     def field_tokens(self, name: str, values: Sequence[Any]) -> list[int]:
         """Tokens of input field ``name`` holding each of ``values``, as the adapter writes a field (its header and

@@ -25,7 +25,9 @@ The demos go to that one call; nothing shared is mutated, so threaded ``dspy.Eva
 the query that are not inputs (its id and document, gold attributes) come from
 ``selection_context.selection_hints``; what was chosen goes to ``selection_context.selection_log``, with
 ``token_count``: ``"exact"`` (the model's own tokenizer) or ``"estimate"`` (a model without a known tokenizer,
-counted with ``cl100k_base``: ``prompt_tokens`` and ``within_budget`` are then approximate).
+counted with ``cl100k_base``: ``prompt_tokens`` and ``within_budget`` are then approximate), and with what every
+prompt of the signature opens with: ``instruction_tokens`` (the system message's tokens) and ``instructions_sha256``
+(its text's sha256: arms meant to send the same instructions can be checked to).
 
 The adapter is pinned: the one the costs were measured with (a ``ChatAdapter`` without its JSON fallback,
 unless compile was given another), because a fallback re-formats the prompt and breaks the accounting.
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import importlib
 import threading
 from collections.abc import Mapping
@@ -151,7 +154,8 @@ class SelectingPredict(dspy.Predict):
                                 exclude_ids=self._fixed_ids(fixed), attribute_fields=hints.fields or None,
                                 shared_tokens=shared, **inputs, **hints.attributes)
         info = dict(chosen.selection, predictor=self.predictor_name, fixed_demos=len(fixed),
-                    token_count=token_count_kind(self.token_counter))  # "estimate": within_budget is approximate
+                    token_count=token_count_kind(self.token_counter),  # "estimate": within_budget is approximate
+                    **_instructions(costs))
         return SelectionRecord(self.predictor_name, [*fixed, *chosen.demos], info, shown)
 
     def _select_with_pieces(self, inputs: dict, pieces: dict, fixed: list, hints,
@@ -177,7 +181,7 @@ class SelectingPredict(dspy.Predict):
                                 exclude_ids=self._fixed_ids(fixed), attribute_fields=hints.fields or None,
                                 shared_tokens=shared, evidence=offer, **{**inputs, **whole}, **hints.attributes)
         info = dict(chosen.selection, predictor=self.predictor_name, fixed_demos=len(fixed),
-                    token_count=token_count_kind(self.token_counter))
+                    token_count=token_count_kind(self.token_counter), **_instructions(costs))
         shown = {name: p.show(chosen.pieces[name]) for name, p in pieces.items()}
         return SelectionRecord(self.predictor_name, [*fixed, *chosen.demos], info, shown)
 
@@ -282,6 +286,13 @@ class SelectingPredict(dspy.Predict):
 
 def _fields(demo) -> dict:
     return dict(demo.toDict() if hasattr(demo, "toDict") else demo)
+
+
+def _instructions(costs: PromptCostModel) -> dict:
+    """What every prompt of the signature opens with: ``instruction_tokens`` (the system message's tokens) and
+    ``instructions_sha256`` (its text's sha256: arms that must send the same instructions can be checked)."""
+    return {"instruction_tokens": int(costs.prefix_tokens([])),
+            "instructions_sha256": hashlib.sha256(costs.instructions().encode("utf-8")).hexdigest()}
 
 
 def adapter_state(adapter) -> dict:

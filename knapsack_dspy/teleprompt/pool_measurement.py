@@ -45,8 +45,12 @@ class PoolMeasurement:
         return self.cost_model.adapter_key
 
     def base_tokens(self, inputs: Mapping[str, Any]) -> int:
-        """A query's prompt size without selected demos (the fixed ones included)."""
-        return self.cost_model.prompt_tokens(inputs, self.fixed)
+        """A query's prompt size without selected demos (the fixed ones included; a selectable field's ``Pieces`` with
+        every piece shown)."""
+        from knapsack_dspy.modules.selectable_context import Pieces  # selectable context: loaded when first used
+
+        shown = {name: value.whole() if isinstance(value, Pieces) else value for name, value in inputs.items()}
+        return self.cost_model.prompt_tokens(shown, self.fixed)
 
     def pool_spec(self, pool: PredictorPool, attributes: Mapping[str, Callable[[Any], Any]]) -> PoolSpec:
         """The pool with its costs, as ``SelectExemplars.fit`` takes it (``attributes``: the functions labelling

@@ -25,9 +25,12 @@ def _row(i, run="kate", **fields):
 
 
 def _embedded_rows(run="kate"):
-    """Four questions asked of an embedded model (timings, cache use), one answered from the LM cache."""
+    """Four questions asked of an embedded model (timings, cache use, the prompt's parts: instructions of 400
+    tokens, selectable evidence), one answered from the LM cache."""
     rows = [_row(i, run, lm_calls=1, prompt_tokens_used=1000 + 100 * i, cached_prompt_tokens=200 * i,
-                 prefill_s=30.0 + i, decode_s=4.0, completion_tokens_used=20) for i in range(4)]
+                 prefill_s=30.0 + i, decode_s=4.0, completion_tokens_used=20, instruction_tokens=400,
+                 tokens_after_instructions=600 + 100 * i, pieces_kept=3 + i, pieces_offered=10)
+            for i in range(4)]
     rows.append(_row(4, run, lm_calls=0, cache_hits=1, prompt_tokens_used=0, cached_prompt_tokens=0))
     return rows
 
@@ -53,12 +56,17 @@ def test_the_figures_of_rows_that_record_them():
     assert t["decode_s"]["mean"] == pytest.approx(4.0)
     # right: questions 0, 2, 4 of 1000 + 1100 + ... + 1400 = 6000 prompt tokens
     assert t["right_per_1k_prompt_tokens"] == pytest.approx(3 / 6000 * 1000)
+    # the prompt's parts: after the instructions over the rows that record them (600 ... 900), demos of every row
+    assert t["tokens_after_instructions"]["mean"] == pytest.approx(750.0) and t["tokens_after_instructions"]["n"] == 4
+    assert t["demos"]["mean"] == 2.0 and t["demos"]["n"] == 5
+    assert t["pieces_kept"]["mean"] == pytest.approx(4.5) and t["pieces_offered"]["mean"] == 10.0
 
 
 def test_what_rows_do_not_record_stays_blank():
     old = [{k: v for k, v in _row(i, lm_calls=1).items()} for i in range(3)]  # no usage, no timings
     t = tokens_and_seconds(old)
     assert t["lm_prompt_tokens"] is None and t["new_prompt_tokens"] is None
+    assert t["tokens_after_instructions"] is None and t["pieces_kept"] is None  # rows before the prompt's parts
     assert t["prefill_s"] is None and t["decode_s"] is None
     assert t["right_per_1k_prompt_tokens"] == pytest.approx(2 / 3300 * 1000)
     # a provider that reports usage but neither timings nor a cached token: "new" would be a guess
@@ -82,13 +90,17 @@ def test_metrics_and_report_carry_them_per_run(tmp_path):
     assert by_selector["kate"]["prompt_tokens_ci"] == by_selector["kate"]["tokens_seconds"]["prompt_tokens"]["ci"]
     report = (tmp_path / "report.md").read_text()
     table = report.split("Tokens and seconds per question:")[1].split("\n\n")[2].splitlines()
-    assert table[0].startswith("| run | prompt tokens (selection) | rows that asked the LM |")
+    assert table[0].startswith("| run | prompt tokens (selection) | after the instructions | demos | "
+                               "pieces shown / offered | rows that asked the LM |")
     kate = next(line for line in table if line.startswith("| kate "))
     cells = [c.strip() for c in kate.strip("|").split("|")]
-    assert cells[2] == "4" and cells[4] == "850 / 850" and cells[5] == "31.5 s / 31.5 s"
-    assert cells[7] == f"{3 / 6000 * 1000:.3f}"
+    assert cells[2].startswith("750 [") and cells[2].endswith("/ 750") and cells[3] == "2.0 / 2.0"
+    assert cells[4] == "4.5 / 10.0"
+    assert cells[5] == "4" and cells[7] == "850 / 850" and cells[8] == "31.5 s / 31.5 s"
+    assert cells[10] == f"{3 / 6000 * 1000:.3f}"
     seer = [c.strip() for c in next(line for line in table if line.startswith("| seer ")).strip("|").split("|")]
-    assert seer[3:7] == ["", "", "", ""]  # rows without usage or timings: blank, not zero
+    assert seer[2] == "" and seer[4] == ""  # rows without the prompt's parts: blank
+    assert seer[6:10] == ["", "", "", ""]  # rows without usage or timings: blank, not zero
 
 
 def test_the_accuracy_plot_has_both_intervals():

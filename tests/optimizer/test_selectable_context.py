@@ -2,6 +2,7 @@
 of a prompt measured over its budget, the modes, the evidence budget, several selectable fields, a ``Pieces`` value
 with fixed parts, and programs that declare nothing selecting and prompting exactly as before."""
 
+import hashlib
 import json
 import re
 import warnings
@@ -22,7 +23,7 @@ from knapsack_dspy.teleprompt.knapsack_few_shot import ZeroShotWarning
 ROOT = Path(__file__).resolve().parents[2]
 RAG = "context: list[str], question -> answer"
 EVIDENCE_KEYS = {"pieces", "piece_tokens", "evidence_tokens", "pieces_kept", "pieces_offered", "evidence_mode",
-                 "evidence_value", "demo_value", "repaired", "instruction_tokens"}
+                 "evidence_value", "demo_value", "repaired"}
 LANDS = [("France", "Paris"), ("Peru", "Lima"), ("Japan", "Tokyo"), ("Kenya", "Nairobi"), ("Norway", "Oslo"),
          ("Egypt", "Cairo")]
 PASSAGES = ["The Andes run the length of Chile and its long coast.", "Santiago is the capital of Chile.",
@@ -109,6 +110,11 @@ def test_a_program_that_declares_nothing_selects_and_prompts_as_before():
     plain = predictor.selection(base_tokens=costs.prompt_tokens(inputs, []), **inputs)
     assert record.info["ids"] == plain.ids and record.inputs == {}
     assert not EVIDENCE_KEYS & set(record.info)
+    # what every prompt opens with is reported for every call (instructions' hash and tokens: arms comparable)
+    system = messages[0]
+    assert system["role"] == "system"
+    assert record.info["instructions_sha256"] == hashlib.sha256(system["content"].encode()).hexdigest()
+    assert record.info["instruction_tokens"] == costs.prefix_tokens([]) > 0
     assert messages == predictor.adapter.format(predictor.signature, [dict(d) for d in plain.demos], inputs)
     assert json.loads(shown_field(messages)) == PASSAGES
     # declaring a field the call does not give (or gives as text) changes nothing either

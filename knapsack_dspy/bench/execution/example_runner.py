@@ -60,7 +60,27 @@ def _selection_fields(program, selection: dict, example) -> dict:
     for key in ("new_prompt_tokens", "predicted_latency_s", "latency_budget"):  # a latency model's prediction
         if selection.get(key) is not None:
             row[key] = selection[key]
+    row.update(_prompt_parts(selection))
     row.update(selection_quality(program.select, example, row["exemplar_ids"]))
+    return row
+
+
+def _prompt_parts(selection: dict) -> dict:
+    """The prompt's instructions (their hash and tokens, what is left after them) and, with selectable evidence,
+    the pieces shown (``docs/core.md``, "Selectable context")."""
+    row: dict = {}
+    if selection.get("instructions_sha256"):
+        row["instructions_sha256"] = str(selection["instructions_sha256"])
+    if selection.get("instruction_tokens") is not None:
+        row["instruction_tokens"] = int(selection["instruction_tokens"])
+        if selection.get("prompt_tokens") is not None:
+            row["tokens_after_instructions"] = int(selection["prompt_tokens"]) - row["instruction_tokens"]
+    if selection.get("evidence_mode"):
+        row["evidence_mode"] = str(selection["evidence_mode"])
+        row.update(pieces_kept=int(selection.get("pieces_kept") or 0),
+                   pieces_offered=int(selection.get("pieces_offered") or 0),
+                   evidence_tokens=round(float(selection.get("evidence_tokens") or 0.0)),
+                   evidence_pieces={str(k): [int(i) for i in v] for k, v in (selection.get("pieces") or {}).items()})
     return row
 
 
@@ -166,6 +186,7 @@ def answer_example(program, example, lm) -> dict:
                         "traceback": portable_traceback(traceback.format_exc(limit=3)),  # no path of this machine
                         **prompts.row_fields(), **timer.row_fields(),
                         **tokens.row_fields(prompts.hashes, run_token_counter(program, lm))})
+            row.update(prompts.instruction_fields())
             return row
     try:
         row = _answered_row(program, example, prediction, calls, prompts, timer)
@@ -208,6 +229,7 @@ def _answered_row(program, example, prediction, calls, prompts: PromptRecorder, 
         row["error_kind"] = ANSWER
     row.update(_answer_details(prediction))
     row.update(prompts.row_fields())
+    row.update(prompts.instruction_fields())  # the instructions as sent (a zero-shot prompt's too)
     row.update(timer.row_fields())
     row.update(_usage(prediction))
     if getattr(prediction, "sample_answers", None) is not None:  # self-consistency: what each sample computed

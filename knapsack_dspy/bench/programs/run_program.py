@@ -50,6 +50,7 @@ def _student(spec: RunSpec, embedder=None, token_counter=None):
     routing = {"route": spec.route or None}  # the run's route is resolved: "" is none, not the default
     sampling = {"samples": spec.samples, "temperature": spec.temperature} if spec.samples != 1 else {}
     statutes = {"statute_tokens": spec.statute_tokens} if spec.statute_tokens is not None else {}
+    evidence = {"evidence_selection": spec.evidence_selection} if spec.evidence_selection != "rules" else {}
     # the run's demo cut is resolved: "all" is the whole demo, not the task's default
     demos = {"demo_table": spec.demo_table, "demo_paragraphs": spec.demo_paragraphs}
     if spec.demo_table != "all":
@@ -57,7 +58,7 @@ def _student(spec: RunSpec, embedder=None, token_counter=None):
     return build_pipeline(dataset=spec.dataset, pipeline=spec.pipeline, selection=spec.selection_config(),
                           top_n_paragraphs=spec.top_n_paragraphs, retrieval=spec.retrieval or None,
                           embedder=embedder, token_counter=token_counter, model=spec.model, **routing, **sampling,
-                          **statutes, **demos)
+                          **statutes, **demos, **evidence)
 
 
 def compile_program(spec: RunSpec, pool, valset, out_dir: Path, embedder=None, token_counter=None,

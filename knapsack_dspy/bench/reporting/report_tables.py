@@ -213,6 +213,12 @@ def _mean_median(part: Mapping | None, digits: int = 0, unit: str = "") -> str:
     return f"{part['mean']:.{digits}f}{unit}{ci} / {part['median']:.{digits}f}{unit}"
 
 
+def _pieces(t: Mapping) -> str:
+    """``kept / offered`` pieces per prompt (means); blank without selectable evidence."""
+    kept, offered = t.get("pieces_kept"), t.get("pieces_offered")
+    return f"{kept['mean']:.1f} / {offered['mean']:.1f}" if kept and offered else ""
+
+
 def _tokens_table(items: list[dict]) -> list[Table]:
     runs = [m for m in items if m.get("tokens_seconds")]
     if not runs:
@@ -222,15 +228,22 @@ def _tokens_table(items: list[dict]) -> list[Table]:
     for m in runs:
         t = m["tokens_seconds"]
         per_1k = t.get("right_per_1k_prompt_tokens")
-        rows.append([names[m["run"]], _mean_median(t.get("prompt_tokens")), str(t.get("n_asked", 0)),
+        rows.append([names[m["run"]], _mean_median(t.get("prompt_tokens")),
+                     _mean_median(t.get("tokens_after_instructions")), _mean_median(t.get("demos"), 1),
+                     _pieces(t), str(t.get("n_asked", 0)),
                      _mean_median(t.get("lm_prompt_tokens")), _mean_median(t.get("new_prompt_tokens")),
                      _mean_median(t.get("prefill_s"), 1, " s"), _mean_median(t.get("decode_s"), 1, " s"),
                      "" if per_1k is None else f"{per_1k:.3f}"])
     return [Table("Tokens and seconds per question",
-                  ["run", "prompt tokens (selection)", "rows that asked the LM", "prompt tokens (LM)",
-                   "new to the prompt cache", "prefill", "decode", "right per 1,000 prompt tokens"], rows,
+                  ["run", "prompt tokens (selection)", "after the instructions", "demos", "pieces shown / offered",
+                   "rows that asked the LM", "prompt tokens (LM)", "new to the prompt cache", "prefill", "decode",
+                   "right per 1,000 prompt tokens"], rows,
                   note=("Mean [90 % bootstrap interval] / median per question. Prompt tokens (selection): as "
-                        "selection measured the prompt (question + exemplars), every row. The LM figures are over "
+                        "selection measured the prompt (question + exemplars), every row; after the instructions: "
+                        "less the system message every prompt opens with (the demos, the question and its "
+                        "evidence); demos: exemplars per prompt; pieces shown / offered: with selectable evidence, "
+                        "the document's pieces (rows, paragraphs, statute subsections) the prompt showed, of "
+                        "those offered (means). The LM figures are over "
                         "the rows that asked the LM (answers from the LM cache or replayed left out): prompt tokens "
                         "the LM reported (every call of the question), those new to its prompt cache (reported - "
                         "cached, where the provider says what its cache served), prefill and decode seconds (the "

@@ -16,6 +16,7 @@ same program and example (table layout, demo rendering, instructions, adapter).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 
 from dspy.utils.callback import BaseCallback
@@ -47,6 +48,7 @@ class PromptRecorder(BaseCallback):
         self.reply_keys: list[str] = []
         self.completions: list = []
         self.messages: list[list[dict]] = []
+        self.instructions: str | None = None  # the first call's system message (what its prompt opens with)
         self.keep_messages = keep_messages
         self._position: dict[str, int] = {}  # call id -> its index in hashes (calls may end in another order)
         self._lock = threading.Lock()
@@ -68,6 +70,8 @@ class PromptRecorder(BaseCallback):
             self.reply_keys.append(reply_key(messages, getattr(instance, "model", None), settings,
                                              fingerprint=fingerprint))
             self.completions.append(None)
+            if self.instructions is None and messages and str(messages[0].get("role")) == "system":
+                self.instructions = str(messages[0].get("content") or "")
             if self.keep_messages:
                 self.messages.append([{"role": str(m.get("role", "")), "content": m.get("content")}
                                       for m in messages or []])
@@ -81,3 +85,10 @@ class PromptRecorder(BaseCallback):
     def row_fields(self) -> dict:
         return {"prompt_sha256": list(self.hashes), "prompt_format": PROMPT_FORMAT_VERSION,
                 "completions": list(self.completions), "reply_keys": list(self.reply_keys)}
+
+    def instruction_fields(self) -> dict:
+        """``{"instructions_sha256"}``: the sha256 of the first call's system message as sent (``{}``: no call, or
+        none opened with a system message)."""
+        if self.instructions is None:
+            return {}
+        return {"instructions_sha256": hashlib.sha256(self.instructions.encode("utf-8")).hexdigest()}

@@ -159,6 +159,22 @@ class ResultRow(Mapping):
                                        "question's gold value (``docqa.metrics.selection_proxies``; the attributes the "
                                        "question has a value of)")
 
+    # -- the prompt's parts: its instructions and its evidence (selectable evidence, issue 49) ------------------
+    instructions_sha256 = RowField("str", "the sha256 of the instructions the prompt opens with (the system message "
+                                          "as sent: the first LM call's, else the selecting predictor's): arms "
+                                          "meant to send the same instructions can be checked to")
+    instruction_tokens = RowField("int", "the instructions' tokens (the system message): part of prompt_tokens")
+    tokens_after_instructions = RowField("int", "prompt_tokens - instruction_tokens: the demos, the question and its "
+                                                "evidence")
+    evidence_mode = RowField("str", "selectable evidence: how the demos and the pieces were chosen ('joint', "
+                                    "'sequential', 'relevance', 'sequential_fallback')")
+    pieces_kept = RowField("int", "selectable evidence: the pieces the prompt showed")
+    pieces_offered = RowField("int", "selectable evidence: the pieces the query offered")
+    evidence_tokens = RowField("int", "selectable evidence: the shown pieces' tokens with their fixed parts (as the "
+                                      "knapsack counted them); part of prompt_tokens")
+    evidence_pieces = RowField("dict", "selectable evidence: per selectable field, the indices of the pieces shown "
+                                       "(ascending)")
+
     # -- the answer -------------------------------------------------------------------------------------
     output = RowField("any", "the program or reasoning the LM wrote (None: no reply)")
     answer = RowField("any", "the executed / extracted answer (absent: the LM was never asked)")

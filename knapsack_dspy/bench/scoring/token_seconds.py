@@ -5,6 +5,10 @@ Per run, from what its rows record -- never filled in where they do not:
 
 - ``prompt_tokens``: the prompt's tokens as selection measured them (question + demos; every row with a
   selection, selection-only runs too), mean with a 90 % bootstrap interval of the mean, and median;
+- ``tokens_after_instructions``: of those, the tokens after the instructions (``prompt_tokens -
+  instruction_tokens``: the demos, the question and its evidence), over the rows that record it;
+- ``demos``: the demos per prompt (the selected exemplars), over the rows with a selection;
+- ``pieces_kept`` / ``pieces_offered``: with selectable evidence, the pieces per prompt and the pieces offered;
 - ``lm_prompt_tokens``: the prompt tokens the LM reported per question (``prompt_tokens_used``: every call of the
   question, a repair turn included), over the rows that asked the LM;
 - ``new_prompt_tokens``: of those, the tokens new to the prompt cache (``prompt_tokens_used`` -
@@ -57,6 +61,11 @@ def tokens_and_seconds(rows: Iterable, selection_only: bool = False) -> dict:
     out: dict = {"n": len(items)}
     measured = [r for r in items if r.prompt_tokens is not None]
     out["prompt_tokens"] = _summary([float(r.prompt_tokens) for r in measured], interval=True)
+    out["tokens_after_instructions"] = _summary([float(r.tokens_after_instructions) for r in measured
+                                                 if r.tokens_after_instructions is not None], interval=True)
+    out["demos"] = _summary([float(len(r.exemplar_ids)) for r in measured])
+    out["pieces_kept"] = _summary([float(r.pieces_kept) for r in items if r.pieces_kept is not None])
+    out["pieces_offered"] = _summary([float(r.pieces_offered) for r in items if r.pieces_offered is not None])
     asked = [] if selection_only else [r for r in items if (r.lm_calls or 0) > 0]
     out["n_asked"] = len(asked)
     out["lm_prompt_tokens"] = _summary([float(r.prompt_tokens_used) for r in asked if r.prompt_tokens_used])

@@ -33,8 +33,10 @@ beside ``budget`` (SEER's L; ``SelectionConfig.exemplar_budget``); ``statute_tok
 statute text (``StatuteQA``; docs/retrieval.md); ``demo_table = "gold_rows"`` (with ``demo_table_rows``) and
 ``demo_paragraphs = "gold"`` cut what a TAT-QA demo shows to what its gold solution reads (``DocumentQA``;
 ``"auto"``, the default, is the task's: cut for TAT-QA's pot pipeline, whole elsewhere; ``"all"`` whole demos);
-``pipeline = "cot:question -> answer"`` (or ``"predict:<signature>"``, ``"<module>:<attribute>"``) answers with a
-plain DSPy program (``docqa/pipelines/program_qa.py``), for any task.
+``evidence_selection = "knapsack"`` offers a query's document as pieces chosen with its demos in one knapsack instead
+of today's fixed rules (``"rules"``, the default: ``DocumentQA`` / ``StatuteQA``; docs/retrieval.md, "Selectable
+evidence"); ``pipeline = "cot:question -> answer"`` (or ``"predict:<signature>"``, ``"<module>:<attribute>"``)
+answers with a plain DSPy program (``docqa/pipelines/program_qa.py``), for any task.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from knapsack_dspy.docqa.pipelines.pipeline_names import (
     is_program_spec,
 )
 from knapsack_dspy.docqa.pipelines.program_qa import ProgramSpecError, make_program
+from knapsack_dspy.docqa.pipelines.selectable_evidence import evidence_problem
 from knapsack_dspy.docqa.retrieval.statute_strategies import STRATEGIES
 from knapsack_dspy.docqa.tasks import TASKS
 from knapsack_dspy.errors import KnapsackDspyError
@@ -132,6 +135,9 @@ class RunSpec:
     # cache_prompt): for arms whose prompts share a long fixed prefix (one demo set for every question), at the cost
     # of replies that depend on what the cache held; other models: no effect
     prompt_cache: bool = False
+    # how a query's evidence is chosen (DocumentQA / StatuteQA): "rules" (today's fixed rules: the top paragraphs, the
+    # whole table unless long) or "knapsack" (the document offered as pieces, chosen with the demos in one knapsack)
+    evidence_selection: str = "rules"
 
     def __post_init__(self):
         task = TASKS.get(self.dataset)  # an unknown dataset is reported by the suite's checks
@@ -351,6 +357,17 @@ def _demo_cut_problem(run: RunSpec) -> str | None:
     return None
 
 
+def _evidence_selection_problem(run: RunSpec) -> str | None:
+    problem = evidence_problem(run.evidence_selection, run.pipeline)
+    if problem or run.evidence_selection == "rules":
+        return problem
+    task = TASKS.get(run.dataset)
+    if is_program_spec(run.pipeline) or (task is not None and not task.offers_evidence):
+        return (f"evidence_selection {run.evidence_selection!r} offers a document's pieces; "
+                f"{run.pipeline!r} on {run.dataset!r} has none")
+    return None
+
+
 def _temperature_problem(run: RunSpec) -> str | None:
     return None if 0 <= run.temperature <= 2 else f"must be a number from 0 to 2, got {run.temperature!r}"
 
@@ -359,6 +376,7 @@ _RUN_CHECKS = {"dataset": _dataset_problem, "pipeline": _pipeline_problem, "retr
                "pool_dataset": _pool_dataset_problem, "samples": _positive("samples"),
                "temperature": _temperature_problem, "order_seed": _order_seed_problem,
                "statute_tokens": _statute_tokens_problem, "demo_table": _demo_cut_problem,
+               "evidence_selection": _evidence_selection_problem,
                "selector": _selector_problem, "route": _route_problem, "timeout": _transport_problem,
                "num_retries": _retries_problem, "limit": _positive("limit", allow_none=True),
                "top_n_paragraphs": _positive("top_n_paragraphs", allow_none=True),

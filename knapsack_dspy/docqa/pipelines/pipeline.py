@@ -15,6 +15,12 @@ the question's id, document and gold attributes (``selection_hints``) and return
 (``exemplar_ids``, ``selection``). A program repair is the writer's conversation continued
 (``solvers/repair_turn.py``): it re-sends the writer's demos and has no pool of its own.
 
+``evidence_selection="knapsack"`` (beside today's fixed rules, ``"rules"``, the default): a query's document
+goes to the compiled demo predictor as pieces -- TAT-QA's and FinQA's table rows and paragraphs, SARA's statute
+subsections (``selectable_evidence.py``) -- and the predictor chooses per call its demos and the pieces to show in
+one knapsack (docs/core.md, "Selectable context"; docs/retrieval.md, "Selectable evidence"). Demos are as with the
+rules.
+
 They carry their own construction spec in the saved JSON, so ``load_program(path)`` rebuilds the right
 pipeline before loading its state (spec version 3: the selection is in the demo predictor's state; version-2
 programs, with a separate ``select`` module, still load: ``saved_format``).
@@ -48,14 +54,25 @@ from knapsack_dspy.docqa.pipelines.pipeline_names import (
 from knapsack_dspy.docqa.pipelines.pipeline_spec import PipelineSpec, compiled_token_counter
 from knapsack_dspy.docqa.pipelines.pool_attributes import pool_attribute_functions
 from knapsack_dspy.docqa.pipelines.program_qa import ProgramQA
+from knapsack_dspy.docqa.pipelines.selectable_evidence import (
+    MAX_OFFERED_PIECES,
+    OfferedDocument,
+    evidence_problem,
+    offered_document,
+    shown_document,
+    statute_pieces,
+)
 from knapsack_dspy.docqa.pipelines.statute_retriever import StatuteRetriever
+from knapsack_dspy.docqa.retrieval.table_rows import row_text
 from knapsack_dspy.docqa.solvers import make_document_solver, make_statute_solver
+from knapsack_dspy.docqa.solvers.document_pieces import SELECTABLE
 from knapsack_dspy.docqa.solvers.extract_answerer import ExtractAnswerer
 from knapsack_dspy.embeddings import TextEmbedder
 from knapsack_dspy.llm.default_model import DEFAULT_LOCAL_MODEL
 from knapsack_dspy.memo import BoundedMemo
 from knapsack_dspy.modules.compiled_programs import load_compiled, read_program_state, save_pool_stores
 from knapsack_dspy.modules.select_exemplars import NotCompiledError, SelectExemplars, query_text
+from knapsack_dspy.modules.selectable_context import Pieces
 from knapsack_dspy.modules.selecting_predict import SelectingPredict
 from knapsack_dspy.modules.selection_context import selection_hints, selection_log
 from knapsack_dspy.saved_format import pipeline_spec_arguments, select_module_moved
@@ -85,6 +102,12 @@ class _Pipeline(dspy.Module):
 
     def __init__(self, spec: dict, selection: SelectionConfig, embedder, token_counter=None):
         super().__init__()
+        evidence = spec.get("evidence_selection", "rules")
+        problem = evidence_problem(evidence, str(spec.get("pipeline")))
+        if problem:
+            raise ValueError(problem)
+        if evidence == "rules":  # specs of programs with today's rules stay as they were
+            spec = {k: v for k, v in spec.items() if k != "evidence_selection"}
         self.spec = PipelineSpec(**spec)
         self.embedder = embedder
         self._selection_config = selection
@@ -102,6 +125,11 @@ class _Pipeline(dspy.Module):
     @property
     def uses_demos(self) -> bool:
         return self.spec.spec.get("pipeline") != "zero_shot"
+
+    @property
+    def evidence_selection(self) -> str:
+        """How a query's evidence is chosen: ``"rules"`` (today's fixed rules) or ``"knapsack"`` (with the demos)."""
+        return self.spec.spec.get("evidence_selection", "rules")
 
     # -- the demo predictors and their selections ----------------------------------------------------------
     def demo_solvers(self) -> dict:
@@ -200,7 +228,18 @@ class _Pipeline(dspy.Module):
         return self._retrieved(example)
 
     def prompt_inputs(self, example, solver=None) -> dict:
-        return dict((solver or self.solve).prompt_inputs(self._retrieved(example)))
+        """A query's inputs to a solver's predictor (with selectable evidence, its pieces)."""
+        return dict((solver or self.solve).prompt_inputs(self._query_retrieved(example)))
+
+    def _query_retrieved(self, example: Mapping) -> dict:
+        """What a query's prompt is given: today's rules (``_retrieved``), or with ``evidence_selection="knapsack"``
+        the document offered as pieces (the pipeline's own)."""
+        return self._retrieved(example)
+
+    def _solver_query(self, example: Mapping, solver) -> dict:
+        """The solver's keyword arguments for a query: its context (``_query_retrieved``), selectable only when the
+        solver's predictor is compiled (a plain predictor shows the whole offered document)."""
+        return dict(self._query_retrieved(example))
 
     def prefetch_embeddings(self, examples, progress: bool = False) -> int:
         """Embed, in one batch, every text that retrieval and selection will embed for ``examples`` (they are
@@ -261,15 +300,15 @@ class _Pipeline(dspy.Module):
         compiled = self._selecting(solver)
         if compiled is None:
             raise NotCompiledError(f"{type(self).__name__} is not compiled: nothing selects its demos")
-        inputs = solver.prompt_inputs(self._retrieved(example))
+        inputs = solver.prompt_inputs(self._query_retrieved(example))
         with self._hints(example["question"], example.get("table"), example.get("paragraphs"), example.get("id"),
                          example.get("doc_id"), self._gold_attributes(example)):
             return {**compiled.select_demos(**inputs).info, **route}
 
     def forward(self, question: str, table=None, paragraphs=None, id: str | None = None, doc_id: str | None = None,
                 **attributes):
-        query = self._retrieved({"question": question, "table": table, "paragraphs": paragraphs})
         solver, route = self._route(question)
+        query = self._solver_query({"question": question, "table": table, "paragraphs": paragraphs}, solver)
         extra = self._solver_extras(solver, route, paragraphs)
         with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
             pred = solver(**query, demos=None if self.uses_demos else [], **extra)
@@ -279,9 +318,12 @@ class _Pipeline(dspy.Module):
                        doc_id: str | None = None, **attributes):
         """``forward`` for ``await program.acall(...)``: retrieval and routing (CPU: embeddings) in a worker
         thread, the LM through DSPy's async path."""
-        query, (solver, route) = await asyncio.to_thread(
-            lambda: (self._retrieved({"question": question, "table": table, "paragraphs": paragraphs}),
-                     self._route(question)))
+        def prepare():
+            solver, route = self._route(question)
+            return self._solver_query({"question": question, "table": table, "paragraphs": paragraphs},
+                                      solver), (solver, route)
+
+        query, (solver, route) = await asyncio.to_thread(prepare)
         extra = self._solver_extras(solver, route, paragraphs)
         with self._hints(question, table, paragraphs, id, doc_id, attributes), selection_log() as selected:
             pred = await solver.acall(**query, demos=None if self.uses_demos else [], **extra)
@@ -337,7 +379,13 @@ class DocumentQA(_Pipeline):
     its table to the header rows, the rows its gold solution reads (``data.tatqa_evidence``), their section
     headings and the nearest rows up to ``demo_table_rows`` body rows, and its paragraphs to its evidence
     paragraphs plus the most similar ones up to ``top_n_paragraphs``; ``demo_paragraphs="gold"`` shows its
-    evidence paragraphs only. Saved with the program when not ``"all"``."""
+    evidence paragraphs only. Saved with the program when not ``"all"``.
+    ``evidence_selection``: how a query's evidence is chosen: ``"rules"`` (the default: ``HybridRetriever``'s fixed
+    rules, the top ``top_n_paragraphs`` paragraphs and the whole table unless it is long) or ``"knapsack"`` (every
+    data row and paragraph offered as pieces -- the most similar ``MAX_OFFERED_PIECES`` of a longer document --, and
+    the compiled demo predictors choose per call the demos and the pieces to show in one knapsack:
+    ``selectable_evidence.py``, ``solvers/document_pieces.py``); demos are the same either way. Saved with the
+    program when not ``"rules"``."""
 
     shared_fields = ("table",)
 
@@ -345,7 +393,7 @@ class DocumentQA(_Pipeline):
                  embedder=None, token_counter=None, selection: SelectionConfig | None = None, route: str | None = None,
                  samples: int = 1, temperature: float | None = None, conventions: str | None = None,
                  demo_table: str = "all", demo_table_rows: int = DEFAULT_DEMO_TABLE_ROWS, demo_paragraphs: str = "all",
-                 **selection_settings):
+                 evidence_selection: str = "rules", **selection_settings):
         if pipeline not in DOCUMENT_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for table + text data; choose from {DOCUMENT_PIPELINES}")
         if route not in ROUTINGS:
@@ -379,6 +427,7 @@ class DocumentQA(_Pipeline):
             spec.update(demo_table=demo_table, demo_table_rows=demo_table_rows)
         if demo_paragraphs != "all":
             spec["demo_paragraphs"] = demo_paragraphs
+        spec["evidence_selection"] = evidence_selection  # left out at "rules" (_Pipeline: old specs unchanged)
         super().__init__(spec, config, embedder, token_counter)
         self.retrieve = HybridRetriever(top_n_paragraphs=top_n_paragraphs, embedder=embedder)
         self.solve = make_document_solver(pipeline, **sampling, **rules)
@@ -442,7 +491,8 @@ class DocumentQA(_Pipeline):
         every pool example's inputs as a query gives them (a demo cut to its evidence differs from them;
         ``SelectExemplars.same_inputs_ids``), and a suite compiles the same pool once per selector."""
         solver = self._solver_of(predictor_name)
-        key = None if solver is None else self._memo_key(solver, example, ["query inputs"])
+        evidence = [] if self.evidence_selection == "rules" else [self.evidence_selection, MAX_OFFERED_PIECES]
+        key = None if solver is None else self._memo_key(solver, example, ["query inputs", *evidence])
         if key is None:
             return super().inputs_for(predictor_name, example)
         return copy.deepcopy(_query_inputs.get_or_compute(key, lambda: _query_inputs_on_disk.get_or_compute(
@@ -464,8 +514,12 @@ class DocumentQA(_Pipeline):
             return None
 
     def _texts_to_embed(self, example) -> list[str]:
-        return [*super()._texts_to_embed(example),
-                *self.retrieve.texts_to_embed(example["question"], example.get("table"), example.get("paragraphs"))]
+        texts = [*super()._texts_to_embed(example),
+                 *self.retrieve.texts_to_embed(example["question"], example.get("table"), example.get("paragraphs"))]
+        if self.evidence_selection != "rules":  # the pieces' relevance to the question
+            texts += [example["question"], *(row_text([str(c) for c in row]) for row in example.get("table") or []),
+                      *(str(p) for p in example.get("paragraphs") or [])]
+        return texts
 
     def _retrieved(self, example: Mapping) -> dict:
         question = example["question"]
@@ -474,6 +528,39 @@ class DocumentQA(_Pipeline):
         ctx = self.retrieve(question=question, table=table, paragraphs=paragraphs)
         return {"question": question, "table": [table[i] for i in ctx.row_ids],
                 "paragraphs": [paragraphs[i] for i in ctx.paragraph_ids]}
+
+    def offered(self, example: Mapping) -> OfferedDocument:
+        """The rows and paragraphs a query offers as pieces (``selectable_evidence.offered_document``: all of them,
+        the most similar ``MAX_OFFERED_PIECES`` of a longer document)."""
+        question = example["question"]
+        return offered_document(list(example.get("table") or []), list(example.get("paragraphs") or []),
+                                lambda texts: self.retrieve.similarities(question, texts))
+
+    def _query_retrieved(self, example: Mapping) -> dict:
+        if self.evidence_selection == "rules":
+            return self._retrieved(example)
+        table = list(example.get("table") or [])
+        paragraphs = list(example.get("paragraphs") or [])
+        offered = self.offered(example)
+        return {"question": example["question"], "table": [table[i] for i in offered.row_ids],
+                "paragraphs": [paragraphs[i] for i in offered.paragraph_ids], SELECTABLE: True}
+
+    def _solver_query(self, example: Mapping, solver) -> dict:
+        query = dict(self._query_retrieved(example))
+        if query.pop(SELECTABLE, False) and self._selecting(solver) is not None:
+            query["selectable"] = True  # the solver hands the document to its selecting predictor as pieces
+        return query
+
+    def evidence_shown(self, example: Mapping, selection: Mapping | None = None) -> tuple[list[int], list[int]]:
+        """(row ids, paragraph ids) of the query's document its prompt shows, ascending: with the rules, what the
+        retriever keeps; with the knapsack, the header rows and the rows and paragraphs the selection kept
+        (``selection``: the selection info, ``select_for``'s or a prediction's; ``None``: every piece offered)."""
+        table = list(example.get("table") or [])
+        if self.evidence_selection == "rules":
+            ctx = self.retrieve(question=example["question"], table=table,
+                                paragraphs=list(example.get("paragraphs") or []))
+            return list(ctx.row_ids), list(ctx.paragraph_ids)
+        return shown_document(self.offered(example), table, (selection or {}).get("pieces"))
 
     def _demo_retrieved(self, example: Mapping) -> dict:
         """A FinQA document record as a demo shows it (documents average ~600 words): the header rows and the
@@ -515,17 +602,22 @@ class StatuteQA(_Pipeline):
     arguments replace single settings of it; any other keyword is an error. ``statute_tokens``: the most tokens of
     statute text in a query or a demo (``None``: no limit), counted with the target model's tokenizer and cut by
     the hierarchy (``retrieval.statute_budget``): a question that cites nothing gets every statute (~7,000 tokens
-    for SARA's numerical cases), more than the embedded models' 4,096-token context (docs/retrieval.md)."""
+    for SARA's numerical cases), more than the embedded models' 4,096-token context (docs/retrieval.md).
+    ``evidence_selection="knapsack"``: the statute text the strategy picks (before any ``statute_tokens`` cut) goes
+    to the compiled predictor as pieces -- one per subsection, its section's title line their shared fixed part
+    (``selectable_evidence.statute_pieces``) -- chosen per call with the demos in one knapsack; demos as with the
+    rules (``"rules"``, the default). Saved with the program when not ``"rules"``."""
 
     def __init__(self, pipeline: str = "cot", retrieval: str = "mentioned_only", model: str | None = None,
                  embedder=None, token_counter=None, data_dir=None, selection: SelectionConfig | None = None,
-                 statute_tokens: int | None = None, **selection_settings):
+                 statute_tokens: int | None = None, evidence_selection: str = "rules", **selection_settings):
         if pipeline not in STATUTE_PIPELINES:
             raise ValueError(f"unknown pipeline {pipeline!r} for statutes; choose from {STATUTE_PIPELINES}")
         config = _selection(type(self).__name__, selection or STATUTE_SELECTION, selection_settings)
         spec = {"kind": "statute", "pipeline": pipeline, "retrieval": retrieval, "model": model}
         if statute_tokens is not None:  # specs of programs without a statute budget stay as they were
             spec["statute_tokens"] = statute_tokens
+        spec["evidence_selection"] = evidence_selection  # left out at "rules" (_Pipeline: old specs unchanged)
         super().__init__(spec, config, embedder or TextEmbedder(), token_counter)
         self.retrieve = StatuteRetriever(strategy=retrieval, data_dir=data_dir, no_citation="all",
                                          max_tokens=statute_tokens)
@@ -537,6 +629,25 @@ class StatuteQA(_Pipeline):
         count = self.token_counter.count_text if self.retrieve.max_tokens is not None else None
         statute = self.retrieve(question=question, count_tokens=count).statute_text
         return {"question": question, "facts": facts, "statute": statute}
+
+    def _query_retrieved(self, example: Mapping) -> dict:
+        if self.evidence_selection == "rules":
+            return self._retrieved(example)
+        question = example["question"]
+        picked = self.retrieve(question=question, uncut=True)  # the prompt's budget cuts it, not statute_tokens
+        statute = statute_pieces(self.retrieve.corpus, picked.subsection_ids,
+                                 lambda texts: self._similarities(question, texts))
+        return {"question": question, "facts": "\n".join(example.get("paragraphs") or []), "statute": statute}
+
+    def _solver_query(self, example: Mapping, solver) -> dict:
+        query = dict(self._query_retrieved(example))
+        if isinstance(query.get("statute"), Pieces) and self._selecting(solver) is None:
+            query["statute"] = query["statute"].whole()  # a plain predictor shows every piece
+        return query
+
+    def _similarities(self, question: str, texts: list[str]):
+        vectors = self.embedder.encode([question, *texts])
+        return [float(v @ vectors[0]) for v in vectors[1:]]
 
     def _demo_retrieved(self, example: Mapping) -> dict:
         """A case as a demo shows it: as a query's retrieval keeps it, plus the rules its statement cites

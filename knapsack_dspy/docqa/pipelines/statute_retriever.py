@@ -125,13 +125,14 @@ class StatuteRetriever(dspy.Module):
             rules.append(f'{head}: "{text}"' if text else head)
         return rules
 
-    def forward(self, question: str, count_tokens=None) -> dspy.Prediction:
+    def forward(self, question: str, count_tokens=None, uncut: bool = False) -> dspy.Prediction:
         """Returns ``dspy.Prediction`` with ``statute_text`` (str), ``subsection_ids`` (list[str], statute
         order), ``citations`` (ids as cited in the question), ``has_citation`` (bool: a cited section is in
         the statutes), ``partial`` (citations served by their deepest existing ancestor, e.g.
         "151(d)(5)(A)"), ``unresolved`` (citations of sections not in the statutes), ``truncated`` and
         ``dropped_ids`` (what ``max_tokens`` left out). ``count_tokens``: this call's token counter (default:
-        the retriever's)."""
+        the retriever's). ``uncut``: the strategy's pick before any ``max_tokens`` cut (selectable evidence: the
+        prompt's budget decides)."""
         if not isinstance(question, str):
             raise TypeError(f"StatuteRetriever: question must be a string, got {type(question).__name__}")
         corpus = self.corpus
@@ -142,7 +143,7 @@ class StatuteRetriever(dspy.Module):
             ids = corpus.sort_ids(corpus.nodes) if self.no_citation == "all" else []
             selection = dataclasses.replace(selection, subsection_ids=ids,
                                             text=render_subsections(corpus, ids) if ids else "")
-        if self.max_tokens is not None:
+        if self.max_tokens is not None and not uncut:
             count = count_tokens or self.count_tokens
             if count is None:
                 raise ValueError("StatuteRetriever: max_tokens needs count_tokens (the target model's tokenizer)")

@@ -22,7 +22,8 @@ from knapsack_dspy.docqa.solvers.answerer_modes import (
     uses_reasoning,
 )
 from knapsack_dspy.docqa.solvers.call_plan import LMCall, Plan, PlannedAnswerer
-from knapsack_dspy.docqa.solvers.demo_rendering import PARAGRAPH_MODES, answer_demo, document_inputs
+from knapsack_dspy.docqa.solvers.demo_rendering import PARAGRAPH_MODES, answer_demo
+from knapsack_dspy.docqa.solvers.document_pieces import SELECTABLE, document_query_inputs
 
 __all__ = ["ChainOfThoughtAnswerer"]
 
@@ -34,9 +35,11 @@ class ChainOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
         ``"few_shot"`` (``dspy.Predict`` with demos), ``"zero_shot"`` (no demos) or ``"zero_shot_cot"``.
     demo_paragraphs: ``"all"`` or ``"gold"`` (see :class:`ProgramOfThoughtAnswerer`).
 
-    ``forward(question, table=None, paragraphs=None, text=None, demos=None)`` ->
+    ``forward(question, table=None, paragraphs=None, text=None, demos=None, selectable=False)`` ->
     ``dspy.Prediction(answer, scale, raw_answer, reasoning, error)``: ``answer`` is a number, a string or
-    a list of strings (``None`` when the reply could not be read, with ``error`` saying why).
+    a list of strings (``None`` when the reply could not be read, with ``error`` saying why). ``selectable=True``:
+    the table's rows and the paragraphs go to the (compiled) predictor as pieces it cuts per call
+    (``document_pieces``).
     """
 
     def __init__(self, mode: str = "cot", *, demo_paragraphs: str = "all"):
@@ -48,15 +51,16 @@ class ChainOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
         self.answer = build_predictor(AnswerFromTableText, mode)
 
     def prompt_inputs(self, source) -> dict[str, str]:
-        return document_inputs(source, "all")
+        return document_query_inputs(source)
 
     def as_demo(self, example) -> dspy.Example:
         return answer_demo(example, reasoning=uses_reasoning(self.mode), paragraphs=self.demo_paragraphs)
 
     def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
-              demos: Iterable | None = None) -> Plan:
+              demos: Iterable | None = None, selectable: bool = False) -> Plan:
         """``forward`` / ``aforward`` (see the class docstring)."""
-        inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
+        inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text,
+                                     SELECTABLE: selectable})
         prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
         if isinstance(prediction, AdapterParseError):
             return dspy.Prediction(answer=None, scale="", raw_answer=prediction.lm_response, reasoning=None,

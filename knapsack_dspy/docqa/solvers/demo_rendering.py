@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dspy
 
@@ -30,6 +31,7 @@ from knapsack_dspy.docqa.data.gold_programs import (
 from knapsack_dspy.docqa.data.program_style import as_literal_program
 from knapsack_dspy.docqa.data.rendering import render_paragraphs, render_table
 from knapsack_dspy.docqa.table_layout import render_layout, table_layout
+from knapsack_dspy.modules.selectable_context import Pieces
 
 __all__ = [
     "PARAGRAPH_MODES",
@@ -129,10 +131,12 @@ def document_inputs(source, paragraphs: str = "all", layout: bool = True) -> dic
             "question": question}
 
 
-def statute_inputs(source) -> dict[str, str]:
+def statute_inputs(source) -> dict[str, Any]:
     """``{"statute", "facts", "question"}`` for ``AnswerStatuteQuestion``.
 
-    ``statute``: a string or a list of section texts (joined by blank lines); missing -> ``""``.
+    ``statute``: a string or a list of section texts (joined by blank lines); missing -> ``""``; a
+    ``knapsack_dspy.Pieces`` (``StatuteQA(evidence_selection="knapsack")``: the statute's subsections a selecting
+    predictor cuts per call) as it is.
     ``facts``: ``facts``, else ``text``, else the rendered ``paragraphs`` (SARA keeps the facts there).
     """
     fields = as_mapping(source)
@@ -143,7 +147,7 @@ def statute_inputs(source) -> dict[str, str]:
     statute = fields.get("statute")
     if statute is None:
         statute = ""
-    elif not isinstance(statute, str):
+    elif not isinstance(statute, (str, Pieces)):
         if not isinstance(statute, Sequence) or not all(isinstance(s, str) for s in statute):
             raise TypeError(f"statute{where}: expected a string or a list of strings, got {type(statute).__name__}")
         statute = "\n\n".join(statute)

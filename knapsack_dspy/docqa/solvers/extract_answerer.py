@@ -28,7 +28,9 @@ from knapsack_dspy.docqa.solvers.answerer_modes import (
 )
 from knapsack_dspy.docqa.solvers.call_plan import LMCall, Plan, PlannedAnswerer
 from knapsack_dspy.docqa.solvers.demo_rendering import PARAGRAPH_MODES, as_mapping, document_inputs
+from knapsack_dspy.docqa.solvers.document_pieces import SELECTABLE, document_query_inputs, shown_rows
 from knapsack_dspy.docqa.table_layout import as_written, table_layout
+from knapsack_dspy.modules.selection_context import selection_log
 
 __all__ = ["ExtractAnswerer", "read_spans", "span_answer_text"]
 
@@ -100,7 +102,8 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
 
     ``forward(question, table=None, paragraphs=None, text=None, demos=None, answer_type=None,
     unit_paragraphs=None)`` -> ``dspy.Prediction(answer, scale, raw_answer, reasoning, error, scale_reason)``;
-    ``unit_paragraphs``: the text the scale rule reads units from (default ``paragraphs``).
+    ``unit_paragraphs``: the text the scale rule reads units from (default ``paragraphs``). ``selectable=True``: the
+    table's rows and the paragraphs go to the (compiled) extractor as pieces it cuts per call (``document_pieces``).
     """
 
     reads_units = True  # takes ``unit_paragraphs``
@@ -114,7 +117,7 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
         self.answer = build_predictor(ExtractAnswer, mode)
 
     def prompt_inputs(self, source) -> dict[str, str]:
-        return document_inputs(source, "all")
+        return document_query_inputs(source)
 
     def as_demo(self, example) -> dspy.Example:
         """A span / multi-span pool record as a demo (its gold answer copied as the reply)."""
@@ -128,10 +131,14 @@ class ExtractAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module):
 
     def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
               demos: Iterable | None = None, answer_type: str | None = None,
-              unit_paragraphs: Iterable[str] | None = None) -> Plan:
+              unit_paragraphs: Iterable[str] | None = None, selectable: bool = False) -> Plan:
         """``forward`` / ``aforward`` (see the class docstring)."""
-        inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
-        prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
+        inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text,
+                                     SELECTABLE: selectable})
+        with selection_log() as selected:  # what a selecting extractor showed (selectable evidence)
+            prediction = yield LMCall(self.answer, inputs, demos_for_call(self.mode, demos))
+        if selectable and selected:  # its labels and units are those of the rows the prompt showed
+            table = shown_rows(table, selected[-1].info.get("pieces"))
         if isinstance(prediction, AdapterParseError):
             return dspy.Prediction(answer=None, scale="", raw_answer=prediction.lm_response, reasoning=None,
                                    error="the reply did not follow the required output format", scale_reason="")

@@ -46,7 +46,8 @@ from knapsack_dspy.docqa.solvers.answerer_modes import (
     uses_reasoning,
 )
 from knapsack_dspy.docqa.solvers.call_plan import LMCall, Plan, PlannedAnswerer
-from knapsack_dspy.docqa.solvers.demo_rendering import PARAGRAPH_MODES, document_inputs, program_demo
+from knapsack_dspy.docqa.solvers.demo_rendering import PARAGRAPH_MODES, program_demo
+from knapsack_dspy.docqa.solvers.document_pieces import SELECTABLE, document_query_inputs, shown_rows
 from knapsack_dspy.docqa.solvers.repair_turn import WriterRepair
 from knapsack_dspy.docqa.table_layout import as_written, table_layout
 from knapsack_dspy.llm.local_models import is_local_model
@@ -164,6 +165,9 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     shows only part of it (``DocumentQA`` passes the whole document's paragraphs; default ``paragraphs``).
     ``table`` must be the rows of cells for ``table[...]`` look-ups to work (a rendered string is shown
     to the LM, but the program then runs without a table). ``language`` says which language the program is in.
+    ``selectable=True`` (``DocumentQA(evidence_selection="knapsack")``, a compiled writer): the table's rows and the
+    paragraphs go to the writer as pieces it cuts per call (``document_pieces``); the program runs against the rows
+    the prompt showed, and a repair shows what the first call showed.
     With ``samples > 1`` also ``sample_answers`` (each sample's executed answer, ``None`` when it failed),
     ``sample_programs`` and ``votes`` (the winning answer's); ``attempts`` counts the LM calls; the repair call
     (``retry``) is made only when every sample failed, for the first one.
@@ -213,8 +217,9 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
     # -- the compile contract -----------------------------------------------------------------------------
     def prompt_inputs(self, source) -> dict[str, str]:
         """The predictor's inputs for a query (an example or a mapping of its fields): the table as its layout for
-        Python programs (their look-ups use its labels), as written for the FinQA DSL."""
-        return document_inputs(source, "all", layout=self.language != "finqa")
+        Python programs (their look-ups use its labels), as written for the FinQA DSL; with ``source["selectable"]``
+        the table's rows and the paragraphs as pieces the selecting writer cuts (``document_pieces``)."""
+        return document_query_inputs(source, layout=self.language != "finqa")
 
     def as_demo(self, example) -> dspy.Example:
         """A pool record as a demo of this solver's signature (deterministic, no LM call)."""
@@ -241,9 +246,10 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
 
     def _plan(self, question: str, table=None, paragraphs: Iterable[str] | None = None, text: str | None = None,
               demos: Iterable | None = None, answer_type: str | None = None,
-              unit_paragraphs: Iterable[str] | None = None) -> Plan:
+              unit_paragraphs: Iterable[str] | None = None, selectable: bool = False) -> Plan:
         """``forward`` / ``aforward`` (see the class docstring)."""
-        inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text})
+        inputs = self.prompt_inputs({"question": question, "table": table, "paragraphs": paragraphs, "text": text,
+                                     SELECTABLE: selectable})
         rows = [list(row) for row in table] if isinstance(table, (list, tuple)) else None
         call_demos = demos_for_call(self.mode, demos)
 
@@ -253,13 +259,17 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
                 runs = []
                 for index in range(self.samples):
                     reply = yield LMCall(self.write, {**inputs, "config": self.sample_config(index)}, call_demos)
+                    rows = self._shown_rows(table, rows, selected, selectable)
                     runs.append(self._read_and_run(reply, rows))
                 program, reasoning, result, error, fixes, voting = self._vote(runs)
                 errors: list[str] = voting.pop("errors")
             else:
                 reply = yield LMCall(self.write, inputs, call_demos)
+                rows = self._shown_rows(table, rows, selected, selectable)
                 program, reasoning, result, error, fixes = self._read_and_run(reply, rows)
                 errors = [] if result is not None else [error]
+        if selected and selected[-1].inputs:  # the writer cut its pieces: the repair shows what it showed
+            inputs = {**inputs, **selected[-1].inputs}
         if call_demos is None:  # the writer chose: its own demos, or (SelectingPredict) its per-query selection
             call_demos = selected[-1].demos if selected else list(self.predictor.demos)
         attempts = self.samples
@@ -298,6 +308,14 @@ class ProgramOfThoughtAnswerer(PlannedAnswerer, DemoPredictorAccess, dspy.Module
                                errors=errors, reasoning=reasoning, model_scale=result.scale or "",
                                scale_reason=reason, language=self.language, cell_fixes=fixes,
                                answer_fixes=answer_fixes, **voting)
+
+    @staticmethod
+    def _shown_rows(table, rows, selected, selectable: bool):
+        """The rows the program runs against: those the prompt showed (a selectable table: the header rows and the
+        rows the selection kept, ``document_pieces.shown_rows``), else the table given."""
+        if not selectable or not selected:
+            return rows
+        return shown_rows(table, selected[-1].info.get("pieces"))
 
     def sample_config(self, index: int) -> dict:
         """The LM call settings of sample ``index``: its own ``rollout_id`` and the sampling temperature; for the

@@ -45,6 +45,6 @@ def operation_kind(example) -> str:
 GSM8K = register_task(Task(
     name="gsm8k", files=FILES,
     score=score_answer, score_name="accuracy", pipelines=("cot", "predict"),
-    build="knapsack_dspy.docqa.tasks.programs:question_program",
+    build="knapsack_dspy.docqa.tasks.programs:question_program", offers_evidence=False,
     routable=False, attributes=(), compile_splits=("pool", "tune"), program_fields=PROGRAM_FIELDS,
     description="GSM8K: grade-school math word problems; the final number, as DSPy's tutorials score it"))

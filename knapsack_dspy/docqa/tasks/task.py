@@ -61,7 +61,9 @@ class Task:
     registry loads no DSPy) (``route`` already resolved: ``default_route(pipeline)`` unless a suite or the command
     names one); ``default_demo_cut(pipeline)``: what the pipeline's demos show unless told (``{"demo_table":
     "gold_rows", "demo_paragraphs": "gold"}``; ``{}``: the whole demo); ``cuts_demos``: its demos hold a table
-    and text ``demo_table`` / ``demo_paragraphs`` may cut (SARA's do not); ``score(example, prediction)`` the score
+    and text ``demo_table`` / ``demo_paragraphs`` may cut (SARA's do not); ``offers_evidence``: its programs can offer
+    a query's evidence as pieces chosen with the demos (``evidence_selection="knapsack"``: ``DocumentQA``,
+    ``StatuteQA``; a question-only task's cannot); ``score(example, prediction)`` the score
     fields of one answer (never called for a question that was not answered); ``score_on_error``: the fields a
     failed scoring sets beside ``correct=False``;
     ``file_scorer(gold, predictions)`` / ``file_figures``: ``kdspy score``'s official file format and the figures
@@ -80,6 +82,7 @@ class Task:
     routable: bool = True
     takes_statute_budget: bool = False
     cuts_demos: bool = True
+    offers_evidence: bool = True
     attributes: tuple[str, ...] = DOCUMENT_ATTRIBUTES
     compile_splits: tuple[str, str] = ("train", "dev")
     score_on_error: Mapping[str, Any] = field(default_factory=dict)
