@@ -16,6 +16,7 @@ bash are ``text`` (the layout), never commands. The runs load the real embedder 
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -54,6 +55,7 @@ class Block:
     line: int  # the README line of its opening fence
     section: str  # the heading above it
     not_run: str | None  # the reason its marker gives
+    heading: str = ""  # the nearest heading above it, "### " included: what its check is chosen by
 
     @property
     def first_line(self) -> str:
@@ -64,11 +66,13 @@ def readme_blocks(text: str | None = None) -> list[Block]:
     """Every fenced block of the README, with the section (``#`` / ``##`` heading) it is in and the reason of a ``not
     run`` marker on the last non-blank line before its fence."""
     lines = (README.read_text() if text is None else text).splitlines()
-    blocks, section, i = [], "", 0
+    blocks, section, heading, i = [], "", "", 0
     while i < len(lines):
         line = lines[i]
         if re.match(r"#{1,2} ", line):  # a section: the page's title or a "## " heading
             section = line.lstrip("#").strip()
+        if re.match(r"#{1,3} ", line):
+            heading = line.lstrip("#").strip()
         if line.startswith("```"):
             start, language = i, line[3:].strip()
             before = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
@@ -79,7 +83,7 @@ def readme_blocks(text: str | None = None) -> list[Block]:
             if i == len(lines):
                 raise AssertionError(f"README.md line {start + 1}: a block that is never closed")
             blocks.append(Block(language, "\n".join(lines[start + 1:i]) + "\n", start + 1, section,
-                                marker.group(1) if marker else None))
+                                marker.group(1) if marker else None, heading))
         i += 1
     return blocks
 
@@ -93,7 +97,7 @@ def _runnable():
     for block in readme_blocks():
         if block.language in RUN and block.not_run is None:
             marks = [pytest.mark.slow] + ([pytest.mark.local_llm] if "local/" in block.code else [])
-            params.append(pytest.param(block, id=f"{block.language}-{_slug(block.section)}", marks=marks))
+            params.append(pytest.param(block, id=f"{block.language}-{_slug(block.heading)}", marks=marks))
     return params
 
 
@@ -178,6 +182,16 @@ def check_quick_start(out: str, cwd: Path) -> None:
     assert (cwd / "qa.json").exists()
 
 
+def check_selectable_context(out: str, cwd: Path) -> None:
+    line = _last_line(out)  # the answer, the passages kept, the demos' ids, the prompt's tokens
+    pieces = ast.literal_eval(re.search(r"(\{.*?\})", line).group(1))
+    kept = pieces["context"]
+    assert kept and kept == sorted(kept) and 1 in kept  # some, in document order, the Santiago one among them
+    ids = ast.literal_eval(re.search(r"\{.*?\}\s*(\[.*?\])", line).group(1))
+    assert len(ids) <= 2  # max_exemplars=2 is a ceiling
+    assert 0 < int(line.split()[-1]) <= 1024 - 256  # the whole prompt within the budget less the output reserve
+
+
 def check_gsm8k(out: str, cwd: Path) -> None:
     score = float(_last_line(out))  # percent right on the three questions: 0, 1, 2 or 3 of them
     assert min(abs(score * 3 / 100 - right) for right in range(4)) < 0.01, score
@@ -213,8 +227,8 @@ def check_command_line(out: str, cwd: Path) -> None:
     assert any("answer" in reply for reply in replies), out[-2000:]
 
 
-CHECKS = {"quick-start": check_quick_start, "tutorial-gsm8k": check_gsm8k, "python-api": check_document_qa,
-          "command-line": check_command_line}
+CHECKS = {"quick-start": check_quick_start, "selectable-context": check_selectable_context,
+          "tutorial-gsm8k": check_gsm8k, "python-api": check_document_qa, "command-line": check_command_line}
 
 
 @pytest.mark.parametrize("block", _runnable())
@@ -225,6 +239,7 @@ def test_the_block_runs_verbatim_in_a_fresh_process(block, clone_root):
         pytest.skip(f"no TAT-QA / GSM8K data in {DATA}")
     done = run_block(block, clone_root)
     assert done.returncode == 0, f"README.md line {block.line}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
-    check = next((check for prefix, check in CHECKS.items() if _slug(block.section).startswith(prefix)), None)
-    assert check is not None, f"no check for the block of {block.section!r}"
+    check = next((check for title in (block.heading, block.section) for prefix, check in CHECKS.items()
+                  if _slug(title).startswith(prefix)), None)  # the check of its subsection, else of its section
+    assert check is not None, f"no check for the block of {block.heading!r}"
     check(done.stdout, clone_root)

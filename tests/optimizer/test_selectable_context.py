@@ -68,7 +68,7 @@ def test_the_readme_rag_example_runs_and_keeps_the_relevant_passages_in_order(mo
     lm = DummyLM([{"reasoning": "The passage says so.", "answer": "Santiago"}] * 4)
     monkeypatch.setattr(dspy, "LM", lambda *args, **kwargs: lm)
     monkeypatch.setattr(knapsack_few_shot, "TextEmbedder", HashingEmbedder)
-    monkeypatch.setattr(knapsack_few_shot, "get_token_counter", lambda model: WordCounter())
+    monkeypatch.setattr(knapsack_few_shot, "get_token_counter", lambda model, **_: WordCounter())
     previous, names = dspy.settings.lm, {}
     try:
         exec(compile(readme_rag_example(), "README.md", "exec"), names)
