@@ -26,6 +26,7 @@ import urllib.request
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from knapsack_dspy.testing.loopback_http import serve_on_loopback, shut_down
 from knapsack_dspy.testing.openai_stub_server import Fault, LoggedRequest
 
 __all__ = ["FaultProxy"]
@@ -59,32 +60,13 @@ class FaultProxy:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> FaultProxy:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # quiet
-                pass
-
-            def do_GET(self):
-                proxy._handle(self, "GET")
-
-            def do_POST(self):
-                proxy._handle(self, "POST")
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fault-proxy",
-                         daemon=True).start()
+        self._httpd, _ = serve_on_loopback(self._handle, "fault-proxy")
         return self
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        shut_down(self._httpd)
+        self._httpd = None
 
     def __enter__(self) -> FaultProxy:
         return self.start()

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from knapsack_dspy.testing.loopback_http import serve_on_loopback, shut_down
+
 
 @dataclass
 class Fault:
@@ -112,33 +114,13 @@ class StubOpenAIServer:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> StubOpenAIServer:
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # quiet
-                pass
-
-            def do_GET(self):
-                stub._handle(self, "GET")
-
-            def do_POST(self):
-                stub._handle(self, "POST")
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="stub-openai", daemon=True)
-        self._thread.start()
+        self._httpd, self._thread = serve_on_loopback(self._handle, "stub-openai")
         return self
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        shut_down(self._httpd)
+        self._httpd = None
 
     def __enter__(self):
         return self.start()
