@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,18 @@ DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2]
 #: skips a test module without the TAT-QA dev split
 needs_tatqa = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
 needs_gsm8k = pytest.mark.skipif(not (DATA / "gsm8k" / "train.jsonl.gz").exists(), reason="GSM8K data not found")
+#: the checkout (its ``benchmarks/`` and ``experiments/`` scripts)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def script_module(relative: str):
+    """A script of the checkout (``benchmarks/whole_prompt_gate.py``) imported as a module named by its file."""
+    path = ROOT / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 

@@ -1,12 +1,12 @@
 """The runs of one results directory read as the named arms of a pre-registered comparison: per arm and question
 whether it was right, its prompt tokens and seconds; per arm the figures an analysis reports; paired differences.
 
-What the gate scripts share (``experiments/tokens/tokens_gate.py``, ``experiments/gsm8k/gsm8k_arms.py``): each
-names its runs by its own rule (``arm_of(spec) -> arm``, raising :class:`ArmError` for a run it does not know) and
-decides its own gate. A prompt two arms share is answered once (DSPy's cache): the row the cache served is given
-the seconds of the row that asked it (the same ``prompt_sha256``), so that an arm's seconds per question are what
-it costs alone. A row whose LM call failed counts as wrong, as in the reports (a resumed run asks it again and
-replaces it).
+What the gate scripts share (``experiments/tokens/tokens_gate.py``, ``experiments/gsm8k/gsm8k_arms.py``,
+``benchmarks/gsm8k_default_gate.py``, ``benchmarks/whole_prompt_gate.py``): each names its runs by its own rule
+(``arm_of(spec) -> arm``, raising :class:`ArmError` for a run it does not know) and decides its own gate. A
+prompt two arms share is answered once (DSPy's cache): the row the cache served is given the seconds of the row
+that asked it (the same ``prompt_sha256``), so that an arm's seconds per question are what it costs alone. A row
+whose LM call failed counts as wrong, as in the reports (a resumed run asks it again and replaces it).
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ class ArmError(KnapsackDspyError, ValueError):
 
 
 def read_arms(rows: Iterable, arm_of: Callable[[Mapping], str], arms: Sequence[str]) -> dict[str, dict[str, dict]]:
-    """arm -> question -> {em, tokens, exemplars, within, doc, prefill, decode, lm} from result rows
-    (selection-only rows left out); every arm of ``arms`` is a key, empty when no run read as it."""
+    """arm -> question -> {em, tokens, exemplars, within, doc, prefill, decode, lm, after_instructions, pieces,
+    instructions} from result rows (selection-only rows left out; the last three: the row's
+    ``tokens_after_instructions``, ``pieces_kept`` and ``instructions_sha256``, None when it has none); every arm
+    of ``arms`` is a key, empty when no run read as it."""
     rows = [row for row in rows if not row.spec.get("selection_only")]
     asked: dict[tuple, tuple] = {}  # prompt_sha256 -> seconds of the row that asked it
     for row in rows:
@@ -44,7 +46,8 @@ def read_arms(rows: Iterable, arm_of: Callable[[Mapping], str], arms: Sequence[s
         out[arm][row.example_id] = {"em": float(bool(row.em)), "tokens": row.prompt_tokens,
                                     "exemplars": len(row.exemplar_ids or ()), "within": row.within_budget,
                                     "doc": row.doc_id or row.example_id, "prefill": prefill, "decode": decode,
-                                    "lm": lm}
+                                    "lm": lm, "after_instructions": row.tokens_after_instructions,
+                                    "pieces": row.pieces_kept, "instructions": row.instructions_sha256}
     for arm, keys in runs.items():
         if len(keys) > 1:
             raise ArmError(f"{len(keys)} runs read as the arm {arm!r}: {', '.join(sorted(keys))}")
@@ -58,7 +61,8 @@ def _mean(values) -> float | None:
 
 def arm_figures(answers: Mapping[str, dict], questions: Iterable[str]) -> dict:
     """One arm on ``questions`` (those it answered): n, EM in percent, mean prompt tokens and exemplars, prompts
-    within budget in percent, right answers per 1,000 prompt tokens, mean prefill / decode / LM seconds."""
+    within budget in percent, right answers per 1,000 prompt tokens, mean prefill / decode / LM seconds, mean
+    tokens after the instructions and pieces shown (None where the rows do not record them)."""
     rows = [answers[q] for q in questions if q in answers]
     right = sum(r["em"] for r in rows)
     tokens = sum(r["tokens"] for r in rows if r["tokens"] is not None)
@@ -68,7 +72,9 @@ def arm_figures(answers: Mapping[str, dict], questions: Iterable[str]) -> dict:
             "within_budget": 100.0 * sum(bool(r["within"]) for r in rows) / max(len(rows), 1),
             "right_per_1000_tokens": 1000.0 * right / tokens if tokens else None,
             "prefill_s": _mean(r["prefill"] for r in rows), "decode_s": _mean(r["decode"] for r in rows),
-            "lm_s": _mean(r["lm"] for r in rows)}
+            "lm_s": _mean(r["lm"] for r in rows),
+            "tokens_after_instructions": _mean(r.get("after_instructions") for r in rows),
+            "pieces": _mean(r.get("pieces") for r in rows)}
 
 
 def difference(arms: Mapping[str, Mapping[str, dict]], a: str, b: str, questions: Iterable[str]) -> dict:
