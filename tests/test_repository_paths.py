@@ -116,7 +116,8 @@ def test_the_rule_finds_a_path_of_one_machine(text):
     "/sys/fs/cgroup/cpu.max",
     "https://example.com" + _p("", "home", "docs"), "file " + _p(".", "tmp", "x"), _p("results", "tmp", "x"),
     "$HOME" + _p("", "work", "x"), "${TMPDIR}" + _p("", "x"), "~" + _p("", "models", "x.gguf"),
-    _p("..", "shared", "data"), "$KDSPY_DATA_DIR" + _p("", "tatqa"), "`" + _p("", "tmp") + "`-script", _p("", "tmp") + " and " + _p("", "work"),
+    _p("..", "shared", "data"), "$KDSPY_DATA_DIR" + _p("", "tatqa"),
+    "`" + _p("", "tmp") + "`-script", _p("", "tmp") + " and " + _p("", "work"),
     "a/b/c/d", "50/50",
 ])
 def test_the_rule_leaves_system_relative_and_url_paths_alone(text):
