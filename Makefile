@@ -21,9 +21,12 @@ $(VENV)/.installed-$(EXTRAS): $(BIN)/python pyproject.toml
 
 venv install: $(VENV)/.installed-$(EXTRAS)
 
-## make test: set up (first time), lint (make lint), check types (make typecheck), then run the whole test suite
+## make test: set up (first time), lint (make lint), check types (make typecheck), then run the whole test suite:
+## the tests that load no real model and start no Ray cluster on two workers (pytest-xdist; most of them are
+## single-threaded Python), then the slow and Ray tests one at a time (each uses both cores or a cluster)
 test: lint typecheck
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow and not ray" -n 2
+	$(BIN)/python -m pytest -q -m "slow or ray"
 
 ## make test-fast: skip tests that load real models
 test-fast: install

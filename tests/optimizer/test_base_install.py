@@ -45,7 +45,9 @@ def test_the_base_install_runs_the_any_dspy_program_example(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    # --no-compile: no .pyc for torch's and DSPy's thousands of modules (a minute of the test; imports compile what
+    # they load)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     subprocess.run([*pip, "torch==2.13.0"], check=True, timeout=1800)  # the CPU build, as the README says
     subprocess.run([*pip, str(ROOT)], check=True, timeout=1800)
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], check=True, capture_output=True,
