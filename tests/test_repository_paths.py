@@ -6,8 +6,9 @@ The rule (:data:`MACHINE_PATH`): an absolute path whose first folder is one of :
 folder at the root (``work``), a temporary or scratch folder (``tmp``, ``var/tmp``, ``var/folders``, ``private``,
 ``scratch``), a home (``root``, ``home``, ``Users``, and a Windows drive's ``Users``) or a mount (``mnt``,
 ``media``) -- followed by a name (the cases below are written in pieces, so this file holds none). It
-starts a path: the character before it is not part of a word, a relative path, a variable or a URL (``./tmp/x``,
-``results/tmp/x``, ``$HOME/work/x``, ``${TMPDIR}/x``, ``https://host/home/x`` are not absolute paths of a machine).
+starts a path: the character before it is not part of a word, a relative path, a variable or a URL (a folder of
+that name under ``.``, under another folder, under ``$HOME`` or ``${TMPDIR}``, or in a URL is not an absolute path
+of a machine: the cases below).
 System paths the same everywhere are allowed: ``/usr/bin/chromium``, ``/dev/null``, ``/proc/<pid>/fd/``,
 ``/etc/...``, ``/sys/...``, ``/opt/...``. A command that needs a scratch folder names a relative one (``--out
 scratch``, ``../base``) or ``tempfile.gettempdir()``; results rows record tracebacks from the ``site-packages`` or
