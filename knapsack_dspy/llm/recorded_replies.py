@@ -116,8 +116,8 @@ def _response(text: str, model: str | None):
     response = litellm.ModelResponse(
         model=model or "replay", choices=[litellm.Choices(index=0, finish_reason="stop",
                                                           message=litellm.Message(role="assistant", content=text))])
-    # litellm's ModelResponse carries usage as an extra field its class does not declare (litellm sets it so too)
-    response.usage = litellm.Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)  # type: ignore[attr-defined]
+    # usage is an extra field ModelResponse does not declare (litellm sets it so too)
+    response.usage = litellm.Usage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
     return response
 
 

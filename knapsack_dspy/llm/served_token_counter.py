@@ -90,6 +90,8 @@ class ServedTokenCounter(TokenCounter):
             return f"{tokenizer.kind} server"
         return "estimate (calibrated)" if self._calibration is not None else "estimate"
 
+    # TokenCounter declares exact a plain attribute; here it is read from the counting source, so a read-only
+    # property (mypy: a writable attribute overridden by a read-only one)
     @property
     def exact(self) -> bool:  # type: ignore[override]
         source = self._counting()

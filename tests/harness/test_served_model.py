@@ -2,9 +2,9 @@
 as any OpenAI-compatible server: ``kdspy bench / compile / ask --lm openai/<name> --api-base``.
 
 - One slot, greedy, started as the in-process model is (the same threads; the prompt cache on in both, the same
-  prompts in the same order): 5 TAT-QA and 5 GSM8K questions get the in-process model's selections, prompts,
-  replies and cache reuse; every call's prompt tokens as the project counted them (on the server) equal the ones
-  the server reported; the client never loads weights.
+  prompts in the same order): 2 TAT-QA and 2 GSM8K questions (``KDSPY_SERVED_QUESTIONS``: 5 of each for issue 51's
+  acceptance) get the in-process model's selections, prompts, replies and cache reuse; every call's prompt tokens
+  as the project counted them (on the server) equal the ones the server reported; the client never loads weights.
 - The server killed mid-run and restarted on its port: the run resumes and loses no row; SIGTERM stops it cleanly.
   A context it cannot give is one line.
 - Two slots: ``--workers 2`` (threads, not the embedded model's path) and ``--ray``; ``compile`` and ``ask``.
@@ -36,6 +36,9 @@ SERVED = "openai/qwen2.5-coder-0.5b-instruct"
 #: sees the same prompts in the same order, so it reuses the same prefixes)
 SAME_SETTINGS = {"KDSPY_LOCAL_THREADS": "1", "KDSPY_LOCAL_BATCH_THREADS": "2"}
 LOADED = "client loaded xllamacpp:"
+#: questions per data set in the equality test: 2 in make test (each is ~10 s of the 0.5B per side); issue 51's
+#: acceptance was 5 of each, ``KDSPY_SERVED_QUESTIONS=5 pytest tests/harness/test_served_model.py -k in_process``
+QUESTIONS = int(os.environ.get("KDSPY_SERVED_QUESTIONS", "2"))
 
 
 def _model_available() -> bool:
@@ -97,7 +100,7 @@ def data_dir(tmp_path_factory) -> Path:
     return root
 
 
-def _suite(tmp_path: Path, model: str, limit: int = 5, name: str = "suite.toml") -> Path:
+def _suite(tmp_path: Path, model: str, limit: int = QUESTIONS, name: str = "suite.toml") -> Path:
     path = tmp_path / name
     path.write_text(SUITE.format(model=model, limit=limit))
     return path
@@ -150,7 +153,7 @@ def test_the_served_model_answers_as_in_process_and_counts_as_it_reports(tmp_pat
     assert local.returncode == 0, local.stderr[-3000:]
     assert f"{LOADED} True" in local.stdout
     served, in_process = _rows(served_out), _rows(local_out)
-    assert len(served) == 10 and set(in_process) == set(served)
+    assert len(served) == 2 * QUESTIONS and set(in_process) == set(served)
     for key, row in served.items():
         mine = in_process[key]
         # an error is the answer's (a program that fails, a reasoning cut by max_tokens), the same on both sides
