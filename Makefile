@@ -24,12 +24,12 @@ $(VENV)/.installed-$(EXTRAS): $(BIN)/python pyproject.toml
 venv install: $(VENV)/.installed-$(EXTRAS)
 
 ## make test: set up (first time), lint (make lint), check types (make typecheck), then run the whole test suite:
-## the tests that load no real model and start no Ray cluster on two workers (pytest-xdist; most of them are
-## single-threaded Python), with them the install tests (a fresh venv filled by pip: overlapped with the quick
-## tests, not run alone), then the other slow and Ray tests one at a time (each uses both cores or a cluster)
+## the tests that run no local LLM and start no Ray cluster on two workers (pytest-xdist; most are single-threaded
+## Python; the install tests and the other slow ones first, so they overlap with the quick ones), then the
+## local-LLM and Ray tests one at a time (the model uses both cores; a Ray cluster is one per machine)
 test: lint typecheck
-	$(BIN)/python -m pytest -q -m "(not slow and not ray) or install" -n 2
-	$(BIN)/python -m pytest -q -m "(slow or ray) and not install"
+	$(BIN)/python -m pytest -q -m "not local_llm and not ray" -n 2
+	$(BIN)/python -m pytest -q -m "local_llm or ray"
 
 ## make test-fast: skip tests that load real models
 test-fast: install

@@ -9,6 +9,7 @@ module importing LiteLLM before it would make LiteLLM reach for its online price
 import gzip
 import json
 import os
+import sys
 from pathlib import Path
 
 for _key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
@@ -28,9 +29,31 @@ DATA = Path(os.environ.get("KDSPY_DATA_DIR", Path(__file__).resolve().parents[2]
 
 
 def pytest_collection_modifyitems(items):
-    """The ``install`` tests first: in make test's parallel pass one worker runs pip while the other runs the quick
-    tests, instead of the pass ending on a two-minute install (the order is otherwise kept)."""
-    items.sort(key=lambda item: item.get_closest_marker("install") is None)
+    """The ``install`` tests first, then the other ``slow`` ones: in make test's parallel pass the long tests start
+    while the other worker runs quick ones, instead of the pass ending on a two-minute install (the order is
+    otherwise kept)."""
+    items.sort(key=lambda item: (item.get_closest_marker("install") is None, item.get_closest_marker("slow") is None))
+
+
+@pytest.fixture()
+def mlflow_state_restored():
+    """What MLflow leaves in the process put back after the test: its tracking URI and experiment (which it writes
+    into ``os.environ``) and DSPy's usage tracking (which ``mlflow.dspy.autolog`` turns on), so the next test on this
+    pytest-xdist worker starts as it would alone."""
+    import dspy
+
+    saved = {name: os.environ.get(name) for name in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID",
+                                                     "MLFLOW_EXPERIMENT_NAME")}
+    track_usage = dspy.settings.track_usage
+    yield
+    if "mlflow" in sys.modules:
+        sys.modules["mlflow"].set_tracking_uri(None)
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    dspy.configure(track_usage=track_usage)
 
 
 @pytest.fixture(scope="module", name="data")

@@ -46,7 +46,7 @@ def test_traces_need_a_store(env, capsys):
 
 @pytest.mark.slow  # MLflow's import and its store's first migrations take seconds
 @pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exists(), reason="TAT-QA data not found")
-def test_bench_and_compile_round_trip_through_a_local_mlflow_store(env, capsys, monkeypatch):
+def test_bench_and_compile_round_trip_through_a_local_mlflow_store(env, capsys, monkeypatch, mlflow_state_restored):
     pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
     from mlflow.tracking import MlflowClient
 

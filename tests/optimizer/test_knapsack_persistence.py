@@ -75,7 +75,7 @@ def test_a_pipeline_with_a_real_tokenizer_pickles_its_counter_as_the_model(tmp_p
 
 
 @pytest.mark.slow  # MLflow's import and its store's migrations take ~15 s
-def test_an_mlflow_model_round_trips(tmp_path, compiled):
+def test_an_mlflow_model_round_trips(tmp_path, compiled, mlflow_state_restored):
     mlflow = pytest.importorskip("mlflow")
     pytest.importorskip("mlflow.dspy")
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")

