@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import importlib.util
 import json
@@ -20,6 +21,15 @@ needs_tatqa = pytest.mark.skipif(not (DATA / "tatqa" / "dev_pool.json.gz").exist
 needs_gsm8k = pytest.mark.skipif(not (DATA / "gsm8k" / "train.jsonl.gz").exists(), reason="GSM8K data not found")
 #: the checkout (its ``benchmarks/`` and ``experiments/`` scripts)
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_gsm8k_head(root: Path, problems: int) -> Path:
+    """``root/gsm8k/train.jsonl``: the first ``problems`` problems of the shared GSM8K train split, a smaller GSM8K
+    (its ``pool`` and ``tune`` parts are cut from them by the same hash as from the whole). Returns ``root``."""
+    (root / "gsm8k").mkdir(parents=True, exist_ok=True)
+    with gzip.open(DATA / "gsm8k" / "train.jsonl.gz", "rt") as fh:
+        (root / "gsm8k" / "train.jsonl").write_text("".join(line for _, line in zip(range(problems), fh, strict=False)))
+    return root
 
 
 def script_module(relative: str):

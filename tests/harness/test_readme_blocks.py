@@ -20,7 +20,6 @@ bash are ``text`` (the layout), never commands. The runs load the real embedder 
 from __future__ import annotations
 
 import ast
-import gzip
 import json
 import os
 import re
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import DATA
+from helpers import DATA, write_gsm8k_head
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -149,12 +148,7 @@ def clone_root(tmp_path):
 @pytest.fixture(scope="module")
 def small_gsm8k(tmp_path_factory) -> Path:
     """A data folder whose GSM8K is the first :data:`GSM8K_PROBLEMS` problems of the train split."""
-    root = tmp_path_factory.mktemp("gsm8k_data")
-    (root / "gsm8k").mkdir()
-    with gzip.open(DATA / "gsm8k" / "train.jsonl.gz", "rt") as fh:
-        lines = [line for _, line in zip(range(GSM8K_PROBLEMS), fh, strict=False)]
-    (root / "gsm8k" / "train.jsonl").write_text("".join(lines))
-    return root
+    return write_gsm8k_head(tmp_path_factory.mktemp("gsm8k_data"), GSM8K_PROBLEMS)
 
 
 def _environment(cwd: Path, data: Path = DATA) -> dict:

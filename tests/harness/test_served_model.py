@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import write_gsm8k_head
 
 from knapsack_dspy.bench.results.store import load_rows
 from knapsack_dspy.testing.fault_proxy import FaultProxy
@@ -94,10 +95,7 @@ def data_dir(tmp_path_factory) -> Path:
     size = [len(json.dumps(c["table"])) + len(json.dumps(c["paragraphs"])) for c in contexts]
     shortest = sorted(range(len(contexts)), key=lambda i: (size[i], i))[:2]
     (root / "tatqa" / "dev_tune.json").write_text(json.dumps([contexts[i] for i in sorted(shortest)]))
-    (root / "gsm8k").mkdir()
-    with gzip.open(DATA / "gsm8k" / "train.jsonl.gz", "rt") as fh:
-        (root / "gsm8k" / "train.jsonl").write_text("".join(line for _, line in zip(range(200), fh, strict=False)))
-    return root
+    return write_gsm8k_head(root, 200)
 
 
 def _suite(tmp_path: Path, model: str, limit: int = QUESTIONS, name: str = "suite.toml") -> Path:
