@@ -32,6 +32,20 @@ def write_gsm8k_head(root: Path, problems: int) -> Path:
     return root
 
 
+def write_tatqa_pool_head(root: Path, contexts: int) -> Path:
+    """``root/tatqa``: the first ``contexts`` contexts of TAT-QA's ``dev_pool`` (a smaller pool), beside links to the
+    other TAT-QA files of the shared data (``dev_tune``, the official ``dev`` and its sample predictions), unchanged.
+    Returns ``root``."""
+    folder = root / "tatqa"
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(DATA / "tatqa" / "dev_pool.json.gz") as fh:
+        (folder / "dev_pool.json").write_text(json.dumps(json.loads(fh.read())[:contexts]))
+    for source in sorted((DATA / "tatqa").iterdir()):
+        if not source.name.startswith("dev_pool.") and not (folder / source.name).exists():
+            (folder / source.name).symlink_to(source)
+    return root
+
+
 def script_module(relative: str):
     """A script of the checkout (``benchmarks/whole_prompt_gate.py``) imported as a module named by its file."""
     path = ROOT / relative

