@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from knapsack_dspy.bench.reporting.mlflow_tracking import comparison_metrics, run_metrics_to_log, tracking_uri
+from knapsack_dspy.bench.reporting.mlflow_tracking import (
+    comparison_metrics,
+    run_metrics_to_log,
+    tracked_run,
+    tracking_uri,
+)
 from knapsack_dspy.cli.main import main
 from knapsack_dspy.testing.openai_stub_server import StubOpenAIServer, chat_adapter_reply
 
@@ -42,6 +47,31 @@ def test_metrics_and_store_locations_without_mlflow(tmp_path, monkeypatch):
 def test_traces_need_a_store(env, capsys):
     assert main(["bench", "--selection-only", "--out", str(env / "r"), "--mlflow-traces"]) == 2
     assert "--mlflow-traces traces into MLflow: give --mlflow too" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # MLflow's import and its store's first migrations take seconds
+def test_a_tracked_run_puts_back_what_mlflow_changed_in_the_process(tmp_path, monkeypatch, mlflow_state_restored):
+    mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
+    import dspy
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    before, track_usage = mlflow.get_tracking_uri(), dspy.settings.track_usage
+    uri = tracking_uri(None, tmp_path)
+    with tracked_run(uri, "kdspy-test", "one", traces=True) as run:
+        assert os.environ["MLFLOW_TRACKING_URI"] == uri and mlflow.get_tracking_uri() == uri
+        assert dspy.settings.track_usage  # autolog turns DSPy's usage tracking on
+    assert "MLFLOW_TRACKING_URI" not in os.environ
+    assert mlflow.get_tracking_uri() == before
+    assert dspy.settings.track_usage == track_usage
+    assert MlflowClient(uri).get_run(run.info.run_id).info.run_name == "one"  # logged where it was asked to
+    # a URI the caller gave only in the environment keeps coming from there (the run does not pin it)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'caller.db'}")
+    with tracked_run(f"sqlite:///{tmp_path / 'other.db'}", "kdspy-test", "two"):
+        pass
+    assert os.environ["MLFLOW_TRACKING_URI"] == f"sqlite:///{tmp_path / 'caller.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'later.db'}")
+    assert mlflow.get_tracking_uri() == f"sqlite:///{tmp_path / 'later.db'}"
 
 
 @pytest.mark.slow  # MLflow's import and its store's first migrations take seconds

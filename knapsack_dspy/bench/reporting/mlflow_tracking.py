@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,21 +84,69 @@ def _experiment_id(mlflow, name: str, uri: str) -> str:
 def tracked_run(uri: str, experiment: str, run_name: str, *, traces: bool = False, compile_traces: bool = False,
                 tags: Mapping[str, str] | None = None) -> Iterator[Any]:
     """An active MLflow run in ``experiment`` (created when missing) at ``uri``; with ``traces``,
-    ``mlflow.dspy.autolog`` traces the DSPy calls made inside (``compile_traces``: a compile's too)."""
-    mlflow = require_mlflow()
-    mlflow.set_tracking_uri(uri)
-    experiment_id = _experiment_id(mlflow, experiment, uri)
-    if traces:
-        import mlflow.dspy  # the flavor registers DSPy's callback
+    ``mlflow.dspy.autolog`` traces the DSPy calls made inside (``compile_traces``: a compile's too).
 
-        mlflow.dspy.autolog(log_traces=True, log_traces_from_compile=compile_traces, silent=True)
+    What the run changes in the process is put back when it ends: the tracking URI (``mlflow.set_tracking_uri``
+    also writes it into ``os.environ``, where later runs and child processes would read it) and DSPy's process-wide
+    ``track_usage`` (which autolog turns on). A library caller's own MLflow settings (its autolog, its active
+    experiment) are not touched."""
+    mlflow = require_mlflow()
+    saved = _ProcessState.save()
+    mlflow.set_tracking_uri(uri)
     try:
-        with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=dict(tags or {})) as run:
-            yield run
-    finally:
+        experiment_id = _experiment_id(mlflow, experiment, uri)
         if traces:
-            mlflow.dspy.autolog(disable=True, silent=True)
-            mlflow.flush_trace_async_logging()  # traces are exported in the background: all of them in the store
+            import mlflow.dspy  # the flavor registers DSPy's callback
+
+            mlflow.dspy.autolog(log_traces=True, log_traces_from_compile=compile_traces, silent=True)
+        try:
+            with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=dict(tags or {})) as run:
+                yield run
+        finally:
+            if traces:
+                mlflow.dspy.autolog(disable=True, silent=True)
+                mlflow.flush_trace_async_logging()  # traces are exported in the background: all in the store
+    finally:
+        saved.restore(mlflow)
+
+
+class _ProcessState:
+    """The process state a tracked run changes: MLflow's tracking URI (in the process and in ``os.environ``) and
+    DSPy's process-wide ``track_usage`` (which ``mlflow.dspy.autolog`` turns on)."""
+
+    def __init__(self, uri_in_process: str | None, uri_in_environment: str | None, track_usage: bool | None) -> None:
+        self.uri_in_process, self.uri_in_environment, self.track_usage = uri_in_process, uri_in_environment, track_usage
+
+    @classmethod
+    def save(cls) -> _ProcessState:
+        # MLflow's own record of a set_tracking_uri call (None: none was made; the URI then comes from the
+        # environment or MLflow's default, and must keep coming from there)
+        service = sys.modules.get("mlflow.tracking._tracking_service.utils")
+        in_environment = os.environ.get("MLFLOW_TRACKING_URI")
+        return cls(getattr(service, "_tracking_uri", in_environment), in_environment, _dspy_track_usage())
+
+    def restore(self, mlflow) -> None:
+        mlflow.set_tracking_uri(self.uri_in_process)  # None: also unsets the environment variable, put back below
+        if self.uri_in_environment is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = self.uri_in_environment
+        now = _dspy_track_usage()
+        if now is not None and now != bool(self.track_usage):  # before DSPy was imported: its default, off
+            import dspy
+
+            try:
+                dspy.configure(track_usage=bool(self.track_usage))
+            except RuntimeError as error:  # DSPy lets only the thread that configured it first change its settings
+                warnings.warn(f"DSPy's track_usage stays {now} after the MLflow run: {error}", stacklevel=3)
+
+
+def _dspy_track_usage() -> bool | None:
+    """DSPy's process-wide ``track_usage`` (not a ``dspy.context`` override of the calling thread); None while DSPy
+    is not imported."""
+    settings = sys.modules.get("dspy.dsp.utils.settings")
+    config = getattr(settings, "main_thread_config", None)
+    return None if config is None else bool(config.get("track_usage"))
 
 
 def _key(name: str) -> str:
