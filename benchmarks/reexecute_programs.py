@@ -22,10 +22,10 @@ from knapsack_dspy.docqa.sandbox import execute_program
 
 
 def _rows(results_dir: Path) -> list:
-    path = rows_file(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
-    if not path.is_file():
-        raise SystemExit(f"error: {path} does not exist")
     try:
+        path = rows_file(results_dir)  # predictions.jsonl, or the committed .xz / .gz
+        if not path.is_file():
+            raise SystemExit(f"error: {path} does not exist")
         return load_rows(path)
     except ResultsFileError as exc:
         raise SystemExit(f"error: {exc}") from None

@@ -84,7 +84,7 @@ def main(argv=None) -> int:
                         help="only the questions at these positions of the runs' order (1-based, inclusive)")
     args = parser.parse_args(argv)
     try:
-        rows = load_rows(args.results_dir)  # predictions.jsonl, or the committed .gz; a missing file: one line
+        rows = load_rows(args.results_dir)  # predictions.jsonl, or the committed .xz / .gz; a missing file: one line
     except ResultsFileError as exc:
         raise SystemExit(f"error: {exc}") from None
     if args.questions:

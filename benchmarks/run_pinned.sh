@@ -23,6 +23,14 @@ if [ ! -d "$pinned" ]; then
   mkdir -p "$pinned"
   git -C "$here" archive "$commit" | tar -x -C "$pinned"
 fi
+# rows committed compressed go back to predictions.jsonl first: an export of code older than the .xz form would
+# not see them, and would start the run again (store.decompress_rows; nothing is done when the plain file is there)
+PYTHONPATH="$here" "$python" -c 'import sys
+from knapsack_dspy.bench.results.store import ResultsFileError, decompress_rows
+try:
+    if decompress_rows(sys.argv[1]): print("== decompressed the committed rows to predictions.jsonl")
+except ResultsFileError as exc:
+    print(f"run_pinned: {exc}", file=sys.stderr); sys.exit(2)' "$out"
 max=0
 for spec in "$@"; do m=${spec##*:}; [ "$m" -gt "$max" ] && max=$m; done
 for ((n = step; n <= max; n += step)); do

@@ -3,9 +3,10 @@
     python benchmarks/selection_agreement.py benchmarks/results/finqa_figure8
     python benchmarks/selection_agreement.py DIR --a seer --b kate_within_budget --json
 
-Rows (``predictions.jsonl``, or ``predictions.jsonl.gz`` when only that is committed) are grouped by setting: the
-run's spec without its selector (dataset, pool, budget, exemplar budget, M, ...). In each setting where both
-selectors ran, a question counts as "different" when the two chose different sets of exemplar ids (order aside).
+Rows (``predictions.jsonl``, or the committed ``predictions.jsonl.xz`` / ``.gz`` when only that is there) are
+grouped by setting: the run's spec without its selector (dataset, pool, budget, exemplar budget, M, ...). In each
+setting where both selectors ran, a question counts as "different" when the two chose different sets of exemplar ids
+(order aside).
 Issue 26's rule for the tight exemplar budget: if SEER and KATE within budget choose different sets for fewer than
 25 % of the questions, their LM rows are skipped. Prints one line per setting: questions compared, the share that
 differ (with its 90 % Wilson interval), and the mean exemplar tokens of each selector.
@@ -29,11 +30,11 @@ SETTING_KEYS = ("dataset", "pipeline", "pool_dataset", "pool_split", "budget", "
 
 
 def read_rows(directory: Path) -> list:
-    """The rows of ``directory`` (``results_store.load_rows``: ``predictions.jsonl``, else the committed ``.gz``),
-    the last row of each (run, question) only (a resumed run's last row counts)."""
-    if not rows_file(directory).is_file():
-        raise SystemExit(f"{directory}: no predictions.jsonl(.gz)")
+    """The rows of ``directory`` (``results_store.load_rows``: ``predictions.jsonl``, else the committed ``.xz`` /
+    ``.gz``), the last row of each (run, question) only (a resumed run's last row counts)."""
     try:
+        if not rows_file(directory).is_file():
+            raise SystemExit(f"{directory}: no predictions.jsonl(.xz/.gz)")
         rows = load_rows(directory)
     except ResultsFileError as exc:
         raise SystemExit(f"selection_agreement: {exc}") from None

@@ -8,11 +8,11 @@ questions no committed run has answered with a language model, excluded by id. N
 - **FinQA** (reported): the first 100 ``dev_docs_tune`` questions not answered, in the split's order.
 
 **Answered with a language model**: the ``example_id`` of any row of a results directory -- a ``predictions.jsonl``
-(or the committed ``.gz``) anywhere under ``benchmarks/results/`` or under a ``results`` folder of ``experiments/``
--- whose run is not selection only (``spec.selection_only`` false: the LM was asked, whether or not it replied),
-and the ids of the other LM rows committed in another shape (:data:`OTHER_LM_ROWS`). Selection-only rows (prompts
-and tokens, no LM) do not count. The pre-registered run's own results directories (:data:`OWN_OUTPUTS`) are not
-read, so the lists stay what they were at the freeze once its rows are committed.
+(or the committed ``.xz`` / ``.gz``) anywhere under ``benchmarks/results/`` or under a ``results`` folder of
+``experiments/`` -- whose run is not selection only (``spec.selection_only`` false: the LM was asked, whether or not
+it replied), and the ids of the other LM rows committed in another shape (:data:`OTHER_LM_ROWS`). Selection-only rows
+(prompts and tokens, no LM) do not count. The pre-registered run's own results directories (:data:`OWN_OUTPUTS`) are
+not read, so the lists stay what they were at the freeze once its rows are committed.
 
 **The hash** of a list: the sha256 (hex) of its ids sorted (Python's string order) and joined by ``"\\n"`` (no final
 newline), UTF-8: ``hashlib.sha256("\\n".join(sorted(ids)).encode()).hexdigest()`` (:func:`ids_sha256`).
@@ -28,7 +28,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, load_rows
+from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILES, ROWS_FILE, load_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The results directories read (relative to the checkout): every results directory below them
@@ -42,12 +42,12 @@ QUESTIONS = {"tatqa": ("tatqa", "dev_pool_fold1", None), "finqa": ("finqa", "dev
 
 
 def results_directories(root: Path = ROOT) -> list[Path]:
-    """Every results directory (one holding ``predictions.jsonl`` or ``.gz``) under :data:`RESULTS_ROOTS` (under
-    ``experiments/`` only inside a ``results`` folder), but :data:`OWN_OUTPUTS`; sorted."""
+    """Every results directory (one holding ``predictions.jsonl``, ``.xz`` or ``.gz``) under :data:`RESULTS_ROOTS`
+    (under ``experiments/`` only inside a ``results`` folder), but :data:`OWN_OUTPUTS`; sorted."""
     own = {(root / p).resolve() for p in OWN_OUTPUTS}
     found = set()
     for top in RESULTS_ROOTS:
-        for name in (ROWS_FILE, COMPRESSED_ROWS_FILE):
+        for name in (ROWS_FILE, *COMPRESSED_ROWS_FILES):
             for path in (root / top).rglob(name):
                 directory = path.parent
                 relative = directory.relative_to(root).parts

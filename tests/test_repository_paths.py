@@ -19,6 +19,7 @@ scratch``, ``../base``) or ``tempfile.gettempdir()``; results rows record traceb
 from __future__ import annotations
 
 import gzip
+import lzma
 import re
 import subprocess
 from pathlib import Path
@@ -53,12 +54,14 @@ def machine_paths(text: str) -> list[str]:
 
 
 def _text(path: Path) -> str | None:
-    """The file's text (a ``.gz`` file's decompressed), or None for a binary file (NUL bytes, not UTF-8)."""
+    """The file's text (a ``.gz`` / ``.xz`` file's decompressed), or None for a binary file (NUL bytes, not
+    UTF-8)."""
     data = path.read_bytes()
-    if path.suffix == ".gz":
+    decompress = {".gz": gzip.decompress, ".xz": lzma.decompress}.get(path.suffix)
+    if decompress is not None:
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError):
+            data = decompress(data)
+        except (OSError, EOFError, lzma.LZMAError):
             return None
     if b"\0" in data:
         return None

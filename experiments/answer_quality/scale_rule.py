@@ -65,7 +65,7 @@ def gold(split: str, data_dir, show: int) -> None:
 
 
 def replay(results_dir: Path, data_dir) -> None:
-    rows = load_rows(results_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
+    rows = load_rows(results_dir)  # predictions.jsonl, or the committed .xz / .gz
     rows = [r for r in rows if r.spec.get("dataset") == "tatqa" and r.spec.get("pipeline") == "pot"]
     splits = {r.spec["eval_split"] for r in rows}
     examples = {ex.id: ex for s in splits for ex in load_examples("tatqa", s, data_dir=data_dir)}

@@ -40,9 +40,10 @@ Every row records what produced it (code, packages, model weights, adapter, seed
 are refused unless --allow-mixed. --selection-only runs no LM (selection-quality metrics only: gold-case
 hit rate, budget coverage, attribute match, latency). --rescore recomputes the scores of the stored
 answers with the current metrics (no LM call). kdspy report OUT writes the per-question page (OUT/page.html).
-Committed results keep their rows as OUT/predictions.jsonl.gz: --rescore and kdspy report read it as it is
-(--rescore rewrites it gzipped); a run continuing there reads it, and when it writes its first row decompresses
-it to OUT/predictions.jsonl, which it appends to (the .gz is left; recompress with gzip -kf before committing).
+Committed results keep their rows compressed, as OUT/predictions.jsonl.xz (older ones: .gz): --rescore and
+kdspy report read it as it is (--rescore rewrites it in its form); a run continuing there reads it, and when it
+writes its first row decompresses it to OUT/predictions.jsonl, which it appends to (the compressed file is left;
+benchmarks/commit_rows.sh compresses and commits the rows again).
 --mlflow logs the suite as an MLflow run (a nested run per run of the suite: settings, metrics with intervals,
 compile report, program; report, plots, predictions and page as artifacts) to a local store (OUT/mlruns) or URI.
 

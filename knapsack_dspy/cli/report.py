@@ -14,7 +14,7 @@ EPILOG = """examples:
   kdspy report results/adhoc --prompts 5c2817e5-db8b-...,b4aec8a2-...  # those questions' prompts
 
 Rewrites RESULTS_DIR/metrics.json, comparisons.json, report.md and the plots with the current code (the rows in
-predictions.jsonl, or in the committed predictions.jsonl.gz, are read, never changed) and writes one
+predictions.jsonl, or in the committed predictions.jsonl.xz / .gz, are read, never changed) and writes one
 self-contained HTML page (default RESULTS_DIR/page.html; no server, no network: open it from disk): the report's
 tables and plots, and every question across the runs -- question, gold, each run's answer, right or wrong, the
 exemplars it chose (with their questions), its program or reasoning, prompt tokens -- filterable by answer type,

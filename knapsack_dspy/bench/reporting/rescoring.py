@@ -4,12 +4,12 @@ Each stored row keeps what the model produced (``answer``, ``scale``, ``output``
 (``gold``, ``em``, ``f1``, ``correct``, ...) are recomputed from those with
 :func:`knapsack_dspy.bench.scoring.example_scores.score_prediction`, against the examples of the row's eval split.
 Use it after a metric fix: the LM work is kept, only the judgement is redone. The model-free selection-quality fields
-(``gold_case_hit``, ``program_score``, ``attribute_match``) are recomputed too, for the runs whose compiled
-program is still in ``<dir>/programs/`` (it holds the pool's programs and attributes); selection-only rows
-get only that. The file is rewritten atomically (a temporary file with the original's permissions, then a
-rename; committed rows, ``predictions.jsonl.gz`` alone, are rewritten gzipped), and only when a row changed,
-under the directory's lock (``results_lock``), so it cannot race a running ``kdspy bench``; the report is rebuilt
-under the same lock.
+(``gold_case_hit``, ``program_score``, ``attribute_match``) are recomputed too, for the runs whose compiled program
+is still in ``<dir>/programs/`` (it holds the pool's programs and attributes); selection-only rows get only that.
+The file is rewritten atomically (a temporary file with the original's permissions, then a rename; committed rows,
+``predictions.jsonl.xz`` / ``.gz`` alone, are rewritten compressed the same way), and only when a row changed, under
+the directory's lock (``results_lock``), so it cannot race a running ``kdspy bench``; the report is rebuilt under
+the same lock.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from knapsack_dspy.bench.reporting.report import write_report
 from knapsack_dspy.bench.results.lock import results_lock
 from knapsack_dspy.bench.results.question_facts import eval_split_of, facts_of
 from knapsack_dspy.bench.results.row_schema import ResultRow, as_row
-from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, ResultsStore, rows_file
+from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILES, ROWS_FILE, ResultsStore, rows_file
 from knapsack_dspy.bench.scoring.example_scores import score_prediction, selection_quality
 from knapsack_dspy.docqa.pipelines.pipeline import load_program
 from knapsack_dspy.docqa.pipelines.recorded_outputs import recorded_prediction
@@ -77,10 +77,10 @@ def rescore_results(out_dir: str | os.PathLike, *, data_dir=None, suite_name: st
     reason, e.g. a ``gold`` an error row lacked), per run how many rows became right / wrong (``gained`` /
     ``lost``), and ``runs`` (runs in the report, when one was written).
     Raises ``ResultsBusyError`` while a bench writes the directory."""
-    path = rows_file(out_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz (rewritten gzipped)
+    path = rows_file(out_dir)  # predictions.jsonl, or the committed .xz / .gz (rewritten in its form)
     if not path.is_file():
-        raise RescoreError(f"{path} does not exist (nor {COMPRESSED_ROWS_FILE}): nothing to re-score")
-    # the store repairs a torn last line; it reads the committed .gz alone, and replace_all rewrites it gzipped
+        raise RescoreError(f"{path} does not exist (nor {' / '.join(COMPRESSED_ROWS_FILES)}): nothing to re-score")
+    # the store repairs a torn last line; it reads committed rows alone, and replace_all rewrites them in their form
     with results_lock(out_dir), ResultsStore(Path(out_dir) / ROWS_FILE, fsync=False) as store:
         counts, rows, facts = _rescore_locked(store, data_dir, log)
         if suite_name is not None:

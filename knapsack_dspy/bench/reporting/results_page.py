@@ -1,7 +1,7 @@
 """``kdspy report``: rebuild a results directory's report with the current code and write its per-question page.
 
 Under the directory's lock (``results_lock``: not while a bench writes it), it reads ``predictions.jsonl`` (or the
-committed ``predictions.jsonl.gz``, ``results_store.load_rows``), reads
+committed ``predictions.jsonl.xz`` / ``.gz``, ``results_store.load_rows``), reads
 the rows' questions from their eval splits (``question_facts``), rewrites ``metrics.json``, ``comparisons.json``,
 the plots and ``report.md`` (``bench.reporting.report``), looks up the exemplars the rows name (``exemplar_index``),
 and, when asked (``prompts``), re-renders the first prompt of the chosen questions' rows from the compiled programs
@@ -23,12 +23,13 @@ from knapsack_dspy.bench.reporting.exemplar_index import index_exemplars
 from knapsack_dspy.bench.reporting.html_page import plot_data_uri, write_page
 from knapsack_dspy.bench.reporting.page_data import build_page_data
 from knapsack_dspy.bench.reporting.report import Report, token_count_note, write_report_files
+from knapsack_dspy.bench.results.compressed_rows import COMPRESSED_ROWS_FILES, ROWS_FILE, compressed_files
 from knapsack_dspy.bench.results.lock import results_lock
 from knapsack_dspy.bench.results.prompt_rendering import PromptCheck, rerender_prompt
 from knapsack_dspy.bench.results.provenance import code_provenance, describe_code
 from knapsack_dspy.bench.results.question_facts import eval_split_of, load_question_facts
 from knapsack_dspy.bench.results.row_schema import ResultRow
-from knapsack_dspy.bench.results.store import COMPRESSED_ROWS_FILE, ROWS_FILE, load_rows, rows_file
+from knapsack_dspy.bench.results.store import load_rows, rows_file
 from knapsack_dspy.bench.suites.suite import RunSpec
 from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
@@ -131,17 +132,20 @@ def write_results_page(out_dir, page=None, *, data_dir=None, prompts: Collection
     ``embedder`` / ``token_counter_factory``: as ``run_suite``'s (the real ones by default). Raises
     ``ResultsBusyError`` while a bench writes the directory, ``ResultsPageError`` when there is nothing to show."""
     out_dir = Path(out_dir)
-    path = rows_file(out_dir)  # predictions.jsonl, or the committed predictions.jsonl.gz
+    path = rows_file(out_dir)  # predictions.jsonl, or the committed predictions.jsonl.xz / .gz
     if not path.is_file():
-        raise ResultsPageError(f"{path} does not exist (nor {COMPRESSED_ROWS_FILE}): no results to report "
+        raise ResultsPageError(f"{path} does not exist (nor {' / '.join(COMPRESSED_ROWS_FILES)}): no results to report "
                                "(kdspy bench writes them)")
     with results_lock(out_dir):
         rows = load_rows(path)  # read only (a torn last line is left out)
         if not rows:
             raise ResultsPageError(f"{path} holds no rows yet: nothing to report")
         notes: list[str] = []
-        if path.name == ROWS_FILE and (out_dir / COMPRESSED_ROWS_FILE).exists():
-            notes.append(f"the rows are read from {ROWS_FILE}; {COMPRESSED_ROWS_FILE} beside it is not read")
+        beside = compressed_files(out_dir) if path.name == ROWS_FILE else []
+        if beside:
+            names = " and ".join(other.name for other in beside)
+            notes.append(f"the rows are read from {ROWS_FILE}; {names} beside it {'is' if len(beside) == 1 else 'are'}"
+                         " not read")
         facts = _facts(rows, data_dir, notes)
         report = write_report_files(rows, out_dir, _suite_name(out_dir), facts)
         estimated = token_count_note(report.metrics)

@@ -23,13 +23,14 @@ Rows are ``row_schema.ResultRow`` objects: what is appended is checked against t
 (an undeclared field is a ``RowSchemaError``, a bug), and what is read is migrated to the current schema version
 (a row of a newer version is a ``ResultsFileError`` naming the line).
 
-Committed results keep their rows gzipped (``predictions.jsonl.gz``). Every reader goes through
-:func:`load_rows` (a results file or directory, read only; :func:`rows_file` names the file it reads), which
-reads the ``.gz`` when it is the only rows file (``predictions.jsonl`` wins when both are there: it is the one a
-run writes). A run that resumes on a directory holding only the ``.gz`` reads its rows from there (what is done
-is skipped) and, when it writes its first row, decompresses it to ``predictions.jsonl`` (atomically, the ``.gz``
-left as it was, a warning saying so) and appends there: recompress it (``gzip -kf predictions.jsonl``) before
-committing again. A run that writes nothing changes nothing.
+Committed results keep their rows compressed (``predictions.jsonl.xz``, or ``predictions.jsonl.gz`` in older
+results: ``compressed_rows``). Every reader goes through :func:`load_rows` (a results file or directory, read
+only; :func:`rows_file` names the file it reads), which reads the compressed file when there is no
+``predictions.jsonl`` (that one wins when both are there: it is the one a run writes; a directory holding both
+compressed forms and no plain file is an error). A run that resumes on a directory holding only the compressed
+rows reads them from there (what is done is skipped) and, when it writes its first row, decompresses them to
+``predictions.jsonl`` (atomically, the compressed file left as it was, a warning saying so) and appends there:
+``benchmarks/commit_rows.sh`` compresses and commits it again. A run that writes nothing changes nothing.
 
 If the file is replaced while a run writes it (``git stash`` / ``git checkout`` of a committed results file,
 a copy over it), the writer would go on appending to the replaced, now invisible file. Before every write the
@@ -40,7 +41,6 @@ the rows of this run that the new file lacks (with a warning), so nothing is los
 from __future__ import annotations
 
 import errno
-import gzip
 import json
 import logging
 import os
@@ -48,10 +48,18 @@ import shutil
 import tempfile
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from knapsack_dspy.bench.results.compressed_rows import (
+    COMPRESSED_ROWS_FILES,
+    DAMAGED_FILE_ERRORS,
+    ROWS_FILE,
+    compressed_files,
+    compressing_writer,
+    format_name,
+    open_for_reading,
+)
 from knapsack_dspy.bench.results.row_schema import ResultRow
 from knapsack_dspy.errors import KnapsackDspyError
 from knapsack_dspy.messages import one_line
@@ -61,32 +69,40 @@ logger = logging.getLogger(__name__)
 _MAX_ESCAPE_DEPTH = 50
 
 
-ROWS_FILE = "predictions.jsonl"
-COMPRESSED_ROWS_FILE = ROWS_FILE + ".gz"
+__all__ = ["COMPRESSED_ROWS_FILES", "ROWS_FILE", "ResultsFileError", "ResultsStore", "committed_rows",
+           "decompress_rows", "encode_row", "load_rows", "results_write_error", "rows_file"]
 
 
 class ResultsFileError(KnapsackDspyError, ValueError):
     """The results file cannot be read or written; one line naming the file and what to do."""
 
 
+def committed_rows(directory: str | os.PathLike) -> Path | None:
+    """The compressed rows file a results directory was committed with (``predictions.jsonl.xz`` or ``.gz``), or
+    None. Both at once is a ``ResultsFileError``: which one holds the rows is not for a reader to guess."""
+    found = compressed_files(Path(directory))
+    if len(found) > 1:
+        raise ResultsFileError(f"{directory} holds both {found[0].name} and {found[1].name}: keep the one with all "
+                               f"the rows (git rm the other)")
+    return found[0] if found else None
+
+
 def rows_file(path: str | os.PathLike) -> Path:
-    """The rows file of ``path``: a ``.jsonl`` / ``.jsonl.gz`` file is itself; any other path is a results
-    directory, whose rows file is ``predictions.jsonl``, else ``predictions.jsonl.gz`` (how committed results keep
-    their rows) when only that one exists, else the (missing) ``predictions.jsonl``."""
+    """The rows file of ``path``: a ``.jsonl`` / ``.jsonl.xz`` / ``.jsonl.gz`` file is itself; any other path is a
+    results directory, whose rows file is ``predictions.jsonl``, else its :func:`committed_rows` (how committed
+    results keep their rows) when only that one exists, else the (missing) ``predictions.jsonl``."""
     path = Path(path)
-    if path.name.endswith((".jsonl", ".jsonl.gz")) and not path.is_dir():
+    if path.name.endswith((".jsonl", ".jsonl.xz", ".jsonl.gz")) and not path.is_dir():
         return path
-    plain, compressed = path / ROWS_FILE, path / COMPRESSED_ROWS_FILE
-    return compressed if not plain.exists() and compressed.is_file() else plain
-
-
-def _is_compressed(path: Path) -> bool:
-    return path.name.endswith(".gz")
+    plain = path / ROWS_FILE
+    if plain.exists():
+        return plain
+    return committed_rows(path) or plain
 
 
 def _open_for_reading(path: Path):
     try:
-        return gzip.open(path, "rb") if _is_compressed(path) else open(path, "rb")
+        return open_for_reading(path)
     except OSError as exc:
         raise ResultsFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
@@ -105,7 +121,7 @@ def _row_of(text: str, where: str) -> ResultRow:
 
 
 def _parsed_lines(path: Path, *, torn_tail_ok: bool) -> Iterator[tuple[str, ResultRow]]:
-    """(line, row) of every non-blank line of ``path`` (plain or gzipped), the row migrated to the current schema
+    """(line, row) of every non-blank line of ``path`` (plain or compressed), the row migrated to the current schema
     (``row_schema``). A line that is not a results row is a ResultsFileError; with ``torn_tail_ok`` an unreadable
     *last* line without its newline (a run still writing it, or killed mid-line) is left out, as a resume would
     cut it off."""
@@ -124,42 +140,44 @@ def _parsed_lines(path: Path, *, torn_tail_ok: bool) -> Iterator[tuple[str, Resu
                         return
                     raise _corrupt_line(f"{path}:{lineno}", exc) from None
                 yield line, row
-        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            raise ResultsFileError(f"{path}: not a whole gzip file after line {lineno} ({one_line(exc, 120)}); "
-                                   "restore it (e.g. from git)") from None
+        except DAMAGED_FILE_ERRORS as exc:
+            raise ResultsFileError(f"{path}: not a whole {format_name(path)} file after line {lineno} "
+                                   f"({one_line(exc, 120)}); restore it (e.g. from git)") from None
         except OSError as exc:
             raise ResultsFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def load_rows(path: str | os.PathLike) -> list[ResultRow]:
     """Every row of a results file or directory (its :func:`rows_file`: ``predictions.jsonl``, or the committed
-    ``predictions.jsonl.gz``), in file order, migrated to the current schema; nothing is written. A torn last line
-    (a run still writing, or killed mid-line) is left out, as a resume would cut it off. A missing file, a damaged
-    gzip file or a line that is not a results row is a one-line ``ResultsFileError``. The one reader of stored
-    rows outside a ``ResultsStore``: the package's readers and the scripts in ``benchmarks/`` use it."""
+    ``predictions.jsonl.xz`` / ``.gz``), in file order, migrated to the current schema; nothing is written. A torn
+    last line (a run still writing, or killed mid-line) is left out, as a resume would cut it off. A missing file, a
+    damaged compressed file or a line that is not a results row is a one-line ``ResultsFileError``. The one reader of
+    stored rows outside a ``ResultsStore``: the package's readers and the scripts in ``benchmarks/`` use it."""
     return [row for _, row in _parsed_lines(rows_file(path), torn_tail_ok=True)]
 
 
 def decompress_rows(out_dir: str | os.PathLike) -> Path | None:
-    """When ``out_dir`` holds only ``predictions.jsonl.gz``, write its rows to ``predictions.jsonl`` (atomically: a
-    temporary file, then a rename; the ``.gz`` is left as it was) so a run can append to them. Returns the file
-    written, or None when there was nothing to do."""
+    """When ``out_dir`` holds only its committed, compressed rows (:func:`committed_rows`), write them to
+    ``predictions.jsonl`` (atomically: a temporary file, then a rename; the compressed file is left as it was) so a
+    run can append to them. Returns the file written, or None when there was nothing to do."""
     plain = Path(out_dir) / ROWS_FILE
-    compressed = Path(out_dir) / COMPRESSED_ROWS_FILE
-    if plain.exists() or not compressed.is_file():
+    if plain.exists():
+        return None
+    compressed = committed_rows(out_dir)
+    if compressed is None:
         return None
     handle, tmp = tempfile.mkstemp(prefix=ROWS_FILE + ".", suffix=".tmp", dir=plain.parent)
     try:
-        with os.fdopen(handle, "wb") as out, gzip.open(compressed, "rb") as source:
+        with os.fdopen(handle, "wb") as out, open_for_reading(compressed) as source:
             shutil.copyfileobj(source, out)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, compressed.stat().st_mode & 0o7777)
         os.replace(tmp, plain)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+    except DAMAGED_FILE_ERRORS as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise ResultsFileError(f"{compressed}: not a whole gzip file ({one_line(exc, 120)}); restore it (e.g. from "
-                               "git)") from None
+        raise ResultsFileError(f"{compressed}: not a whole {format_name(compressed)} file ({one_line(exc, 120)}); "
+                               "restore it (e.g. from git)") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -167,18 +185,18 @@ def decompress_rows(out_dir: str | os.PathLike) -> Path | None:
 
 
 def _write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
-    """``lines`` in place of ``path``, in its form (a ``.gz`` is written gzipped), atomically: a temporary file with
+    """``lines`` in place of ``path``, in its form (an ``.xz`` / ``.gz`` compressed), atomically: a temporary file with
     the original's permissions, fsynced, renamed over it; a crash leaves the old file whole."""
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
     handle, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, mode)  # mkstemp makes it 0600
         with os.fdopen(handle, "wb") as raw:
-            out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if _is_compressed(path) else raw
+            out = compressing_writer(path, raw)
             for line in lines:
                 out.write(line.encode("utf-8"))
             if out is not raw:
-                out.close()  # writes the gzip trailer; the file itself stays open
+                out.close()  # ends the compressed stream; the file itself stays open
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, path)
@@ -257,7 +275,7 @@ class ResultsStore:
             raise results_write_error(self.path, exc) from None
         self._done, self._to_redo = self._index(self.rows())
         self._written: list[str] = []  # lines this store wrote: re-written if the file is replaced under us
-        # committed rows (predictions.jsonl.gz alone) are decompressed when the first row is written, not before:
+        # committed rows (predictions.jsonl.xz / .gz alone) are decompressed when the first row is written, not before:
         # a run that stops before writing (refused, nothing to do) leaves the directory as it was
         self._fh = None if self._compressed_source() is not None else self._open()
         if self._fh is None and not os.access(self.path.parent, os.W_OK):
@@ -297,10 +315,9 @@ class ResultsStore:
             yield row
 
     def _compressed_source(self) -> Path | None:
-        """The committed ``predictions.jsonl.gz`` this store reads while its own file does not exist yet."""
-        compressed = self.path.parent / COMPRESSED_ROWS_FILE
-        if self.path.name == ROWS_FILE and not self.path.exists() and compressed.is_file():
-            return compressed
+        """The committed compressed rows this store reads while its own file does not exist yet."""
+        if self.path.name == ROWS_FILE and not self.path.exists():
+            return committed_rows(self.path.parent)
         return None
 
     def _lines(self) -> Iterator[tuple[str, ResultRow]]:
@@ -311,13 +328,15 @@ class ResultsStore:
         yield from _parsed_lines(source, torn_tail_ok=False)
 
     def _handle(self):
-        """The file rows are appended to, opened on first use when the rows were committed gzipped (decompressed
-        to ``predictions.jsonl`` first, with a warning)."""
+        """The file rows are appended to, opened on first use when the rows were committed compressed
+        (decompressed to ``predictions.jsonl`` first, with a warning)."""
         if self._fh is None:
+            source = self._compressed_source()
             if decompress_rows(self.path.parent) is not None:
-                logger.warning("%s held only %s: decompressed it to %s, which this run appends to (the .gz is left "
-                               "as it was; recompress with gzip -kf before committing)", self.path.parent,
-                               COMPRESSED_ROWS_FILE, ROWS_FILE)
+                logger.warning("%s held only %s: decompressed it to %s, which this run appends to (%s is left as "
+                               "it was; benchmarks/commit_rows.sh compresses and commits the rows again)",
+                               self.path.parent, source.name if source else "compressed rows", ROWS_FILE,
+                               source.name if source else "it")
             self._fh = self._open()
         return self._fh
 
@@ -359,8 +378,8 @@ class ResultsStore:
 
     def replace_all(self, rows: Iterable[ResultRow]) -> None:
         """Replace the whole file by ``rows`` (in that order) atomically: a crash leaves the old file whole.
-        Committed rows read from ``predictions.jsonl.gz`` alone (nothing written yet) are rewritten there,
-        gzipped (``kdspy bench --rescore``)."""
+        Committed rows read from ``predictions.jsonl.xz`` / ``.gz`` alone (nothing written yet) are rewritten
+        there, compressed the same way (``kdspy bench --rescore``)."""
         lines = [encode_row(row) for row in rows]
         with self._lock:
             compressed = self._compressed_source() if self._fh is None else None

@@ -27,7 +27,7 @@ from knapsack_dspy.docqa.metrics.paired import paired_comparison
 
 
 def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl`` (or ``.gz``)."""
+    """selector -> metric ("em", "f1") -> question id -> score, from ``predictions.jsonl`` (or ``.xz`` / ``.gz``)."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for row in _rows(results_dir):
         by_metric = out.setdefault(row.spec["selector"], {"em": {}, "f1": {}})
@@ -37,9 +37,9 @@ def scores(results_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def _rows(results_dir: Path) -> list:
-    if not rows_file(results_dir).is_file():  # predictions.jsonl, or the committed predictions.jsonl.gz
-        sys.exit(f"compare_runs: no predictions.jsonl (nor .gz) in {results_dir}")
     try:
+        if not rows_file(results_dir).is_file():  # predictions.jsonl, or the committed .xz / .gz
+            sys.exit(f"compare_runs: no predictions.jsonl (nor .xz / .gz) in {results_dir}")
         return load_rows(results_dir)
     except ResultsFileError as exc:
         sys.exit(f"compare_runs: {exc}")

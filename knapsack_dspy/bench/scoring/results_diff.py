@@ -8,8 +8,8 @@ Behaviour checks use it: run the same suite from two commits (e.g. ``git archive
 and the working tree) into two directories, then compare. Exit status 0 when nothing differs, 1 otherwise
 (2 for unreadable input).
 
-- **Rows** (``predictions.jsonl`` or ``predictions.jsonl.gz``, read through ``results_store.load_rows``: rows of an
-  older schema version are migrated first) are matched by ``(run key, example id)``; ``--match spec`` matches by the
+- **Rows** (``predictions.jsonl`` or the committed ``.xz`` / ``.gz``, read through ``results_store.load_rows``: rows of
+  an older schema version are migrated first) are matched by ``(run key, example id)``; ``--match spec`` matches by the
   readable part of the run key (dataset, pipeline, selector, budget, M, model, retrieval) without its settings
   digest, for directories written by code whose ``RunSpec`` fields differ. Every field of a matched row is
   compared (exemplar ids and their order, prompt tokens, within-budget, answers, scores, selection quality,
@@ -55,11 +55,11 @@ def run_label(run: str, match: str) -> str:
 
 def read_rows(directory: Path, match: str) -> dict:
     """(run label, example id) -> row (``ResultRow``: migrated to the current schema, so rows written by two
-    schema versions compare field by field); ``predictions.jsonl``, or a committed ``predictions.jsonl.gz``."""
-    path = rows_file(directory)  # predictions.jsonl, or the committed predictions.jsonl.gz
-    if not path.is_file():
-        raise ResultsReadError(f"{path}: no such file")
+    schema versions compare field by field); ``predictions.jsonl``, or committed ``predictions.jsonl.xz`` / ``.gz``."""
     try:
+        path = rows_file(directory)  # predictions.jsonl, or the committed .xz / .gz
+        if not path.is_file():
+            raise ResultsReadError(f"{path}: no such file")
         rows = load_rows(path)
     except ResultsFileError as exc:
         raise ResultsReadError(str(exc)) from None
