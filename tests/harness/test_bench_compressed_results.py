@@ -5,6 +5,7 @@ writes, and rows of older code (a spec without ``pool_dataset``) report without 
 
 import gzip
 import importlib.util
+import io
 import json
 import logging
 import lzma
@@ -143,6 +144,53 @@ def test_a_damaged_compressed_file_is_one_line(tmp_path, capsys, suffix, kind):
     assert main(["report", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert f"not a whole {kind} file" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_decompressing_says_whether_the_rows_could_not_be_read_or_written(tmp_path, monkeypatch):
+    """``decompress_rows`` (run_pinned.sh, a resumed run): an unreadable or damaged compressed file is named as the
+    one that cannot be read, a full disk as the plain file that cannot be written; nothing is left half-written."""
+    import errno
+    import re
+
+    from knapsack_dspy.bench.results import store
+
+    out = tmp_path / "results"
+    out.mkdir()
+    rows = b"".join(json.dumps({"run": RUN, "example_id": f"q{i}"}).encode() + b"\n" for i in range(50))
+    packed = out / "predictions.jsonl.xz"
+    packed.write_bytes(lzma.compress(rows))
+    cannot_read = rf"^cannot read {re.escape(str(packed))}: Permission denied$"
+    cannot_write = rf"^cannot write {re.escape(str(out / 'predictions.jsonl'))}: No space left on device; free some"
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    class UnreadableStream(io.BytesIO):  # opens, then fails to read (an I/O error, not a damaged file)
+        def read(self, *args):
+            refused()
+
+    failures = [  # (what fails, where, its replacement, the message)
+        ("the compressed file cannot be opened", store, "open_for_reading", refused, cannot_read),
+        ("it opens, and cannot be read", store, "open_for_reading", lambda path: UnreadableStream(), cannot_read),
+        ("no temporary file can be made", store.tempfile, "mkstemp", full_disk, cannot_write),
+        ("the temporary file cannot be synced", store.os, "fsync", full_disk, cannot_write),
+    ]
+    for what, target, name, replacement, message in failures:
+        with monkeypatch.context() as patch:
+            patch.setattr(target, name, replacement)
+            with pytest.raises(store.ResultsFileError, match=message):
+                store.decompress_rows(out)
+        assert sorted(p.name for p in out.iterdir()) == ["predictions.jsonl.xz"], what  # nothing half-written
+    packed.write_bytes(lzma.compress(rows)[:100])
+    with pytest.raises(ResultsFileError, match=rf"^{re.escape(str(packed))}: not a whole xz file"):
+        store.decompress_rows(out)
+    assert sorted(p.name for p in out.iterdir()) == ["predictions.jsonl.xz"]
+    packed.write_bytes(lzma.compress(rows))
+    assert store.decompress_rows(out) == out / "predictions.jsonl"
+    assert (out / "predictions.jsonl").read_bytes() == rows and store.decompress_rows(out) is None
 
 
 def test_both_compressed_forms_and_no_plain_file_is_an_error_naming_both(tmp_path, small_data):

@@ -88,6 +88,49 @@ def test_an_undeclared_field_written_by_the_runner_is_a_bug_the_run_stops_on(mon
         example_runner.example_row(Program(), example, None, {"run": "r", "spec": {}}, selection_only=False)
 
 
+def test_a_reply_the_adapter_cannot_parse_is_the_answers_failure_and_a_bug_is_internal():
+    """A DSPy program whose LM replies without the output field (``AdapterParseError``, also raised ``from`` it) makes
+    an answered, wrong row (``error_kind`` "answer"); any other exception of the program is ``internal``, a bug in the
+    code handling a parse error included."""
+    import dspy
+    from dspy.utils import DummyLM
+
+    class Program:
+        select = None
+
+        def __init__(self, wrap=False, bug=False, handler_bug=False):
+            self.cot, self.wrap, self.bug = dspy.ChainOfThought("question -> answer"), wrap, bug
+            self.handler_bug = handler_bug
+
+        def example_inputs(self, example):
+            return {"question": example.question}
+
+        def __call__(self, **inputs):
+            if self.bug:
+                raise ZeroDivisionError("a bug")
+            try:
+                return self.cot(**inputs)
+            except Exception as exc:
+                if self.handler_bug:
+                    return {}["retry"]  # a KeyError while handling the parse error: a bug
+                if self.wrap:
+                    raise RuntimeError("the program gave up") from exc
+                raise
+
+    example = dspy.Example(id="q1", doc_id="d1", dataset="gsm8k", question="1+1?", answer="2").with_inputs("question")
+    rows = {}
+    programs = {"plain": Program(), "wrapped": Program(wrap=True), "bug": Program(bug=True),
+                "handler_bug": Program(handler_bug=True)}
+    for name, program in programs.items():
+        lm = DummyLM([{"reasoning": "no answer field"}] * 10)
+        rows[name] = example_runner.example_row(program, example, lm, {"run": "r", "spec": {}}, selection_only=False)
+    assert rows["plain"].error_kind == rows["wrapped"].error_kind == ANSWER
+    assert rows["plain"].error.startswith("AdapterParseError") and rows["wrapped"].error.startswith("RuntimeError")
+    assert rows["plain"].correct is False and not redo_on_resume(rows["plain"])
+    assert rows["bug"].error_kind == "internal" and "ZeroDivisionError: a bug" in rows["bug"].error
+    assert rows["handler_bug"].error_kind == "internal" and rows["handler_bug"].error.startswith("KeyError")
+
+
 def test_a_version_1_row_is_migrated_on_read():
     old_lm_failure = {"run": "r", "example_id": "a", "error": "LM x: timeout", "output": None, "traceback": "..."}
     old_answer_error = {"run": "r", "example_id": "b", "error": "NameError: x", "output": "ans = x"}

@@ -124,8 +124,7 @@ def _gsm8k_suite(model: str, limit: int) -> str:
 def _answered(row) -> bool:
     """The model answered: the row has no error, or its answer's (a program that fails, a reply the adapter cannot
     parse: a reasoning cut by ``max_tokens``)."""
-    return row.error_kind in (None, "answer") or (row.error_kind == "internal"
-                                                  and (row.error or "").startswith("AdapterParseError"))
+    return row.error_kind in (None, "answer")
 
 
 def _bench(suite: Path, out: Path, data_dir: Path, *extra: str) -> list[str]:

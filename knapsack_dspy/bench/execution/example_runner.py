@@ -26,6 +26,7 @@ import traceback
 from types import SimpleNamespace
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from knapsack_dspy.bench.execution.call_tokens import CallTokens, run_token_counter
 from knapsack_dspy.bench.execution.lm_timing import LMTimer
@@ -181,7 +182,7 @@ def answer_example(program, example, lm) -> dict:
             row = _selection_after_failure(program, example)
             row.update(score_prediction(example, _NO_ANSWER))
             kind = lm_error_kind(exc)
-            row.update({"output": None, "answer": None, "error_kind": kind or INTERNAL,
+            row.update({"output": None, "answer": None, "error_kind": kind or _failure_kind(exc),
                         "error": _describe(exc) if kind else _exception_line(exc), **_call_fields(calls),
                         "traceback": portable_traceback(traceback.format_exc(limit=3)),  # no path of this machine
                         **prompts.row_fields(), **timer.row_fields(),
@@ -250,6 +251,21 @@ def _internal_failure(exc: BaseException, prefix: str = "") -> dict:
     """The row of an example that failed for a reason that is neither the LM's nor its answer's."""
     return {"exemplar_ids": [], "within_budget": None, "error": prefix + _exception_line(exc),
             "error_kind": INTERNAL}
+
+
+def _failure_kind(exc: BaseException) -> str:
+    """The kind of a failure that is not the LM call's: the answer's when the LM replied in a form the adapter could
+    not parse (DSPy's ``AdapterParseError``, or an exception raised ``from`` one), otherwise ``internal`` (a bug). Only
+    explicit causes count (as ``llm.errors`` reads a chain): a bug in code handling a parse error keeps the parse error
+    as its implicit ``__context__``, and is still a bug."""
+    seen: set[int] = set()
+    item: BaseException | None = exc
+    while item is not None and id(item) not in seen:
+        if isinstance(item, AdapterParseError):
+            return ANSWER
+        seen.add(id(item))
+        item = item.__cause__
+    return INTERNAL
 
 
 def _exception_line(exc: BaseException) -> str:

@@ -44,7 +44,6 @@ import errno
 import json
 import logging
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -166,22 +165,39 @@ def decompress_rows(out_dir: str | os.PathLike) -> Path | None:
     compressed = committed_rows(out_dir)
     if compressed is None:
         return None
-    handle, tmp = tempfile.mkstemp(prefix=ROWS_FILE + ".", suffix=".tmp", dir=plain.parent)
+    source = _open_for_reading(compressed)  # a file that cannot be read: "cannot read" it, not "cannot write"
+    tmp = None
     try:
-        with os.fdopen(handle, "wb") as out, open_for_reading(compressed) as source:
-            shutil.copyfileobj(source, out)
+        handle, tmp = tempfile.mkstemp(prefix=ROWS_FILE + ".", suffix=".tmp", dir=plain.parent)
+        with os.fdopen(handle, "wb") as out:
+            _copy_rows(source, out, compressed)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, compressed.stat().st_mode & 0o7777)
         os.replace(tmp, plain)
-    except DAMAGED_FILE_ERRORS as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ResultsFileError(f"{compressed}: not a whole {format_name(compressed)} file ({one_line(exc, 120)}); "
-                               "restore it (e.g. from git)") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except OSError as exc:
+        raise results_write_error(plain, exc) from None
+    finally:
+        source.close()
+        if tmp is not None:  # gone after the rename; left behind by a failure
+            Path(tmp).unlink(missing_ok=True)
     return plain
+
+
+def _copy_rows(source, out, compressed: Path) -> None:
+    """``source`` (the compressed rows, open) into ``out``; a damaged or unreadable ``compressed`` is a
+    ResultsFileError naming it (an OSError out of here is the writing's)."""
+    while True:
+        try:
+            chunk = source.read(1 << 20)
+        except DAMAGED_FILE_ERRORS as exc:
+            raise ResultsFileError(f"{compressed}: not a whole {format_name(compressed)} file "
+                                   f"({one_line(exc, 120)}); restore it (e.g. from git)") from None
+        except OSError as exc:
+            raise ResultsFileError(f"cannot read {compressed}: {exc.strerror or exc}") from None
+        if not chunk:
+            return
+        out.write(chunk)
 
 
 def _write_lines_atomically(path: Path, lines: Iterable[str]) -> None:
