@@ -45,7 +45,7 @@ def _one_line(text: str, limit: int = _MAX_DETAIL) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def cause_chain(exc: BaseException) -> list[BaseException]:
     """``exc`` and its explicit causes (``raise ... from``), outermost first. Implicit ``__context__`` links are
     not followed: inside retry loops they point at unrelated earlier failures."""
     out: list[BaseException] = []
@@ -133,7 +133,7 @@ def lm_error_kind(exc: BaseException) -> str | None:
     provider, a rejected request, a prompt longer than the context window, a local model not installed:
     asking again fails the same way until something is changed), or ``None`` when ``exc`` is not an LM
     failure at all."""
-    chain = _chain(exc)
+    chain = cause_chain(exc)
     ours = [item for item in chain if isinstance(item, LLMError)]
     if ours:
         return TRANSIENT if any(getattr(item, "transient", False) for item in ours) else CONFIG
@@ -149,7 +149,7 @@ def lm_error_kind(exc: BaseException) -> str | None:
 
 def describe_lm_error(exc: BaseException, *, model: str | None = None, api_base: str | None = None) -> str:
     """One line saying what went wrong with an LM call and what to do about it."""
-    chain = _chain(exc)
+    chain = cause_chain(exc)
     for item in chain:  # our own errors already carry a user-facing message
         if isinstance(item, LLMError):
             return _one_line(str(item), 400)

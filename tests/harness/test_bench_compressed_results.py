@@ -3,6 +3,7 @@
 (``kdspy report``, ``--rescore``, the comparison scripts), a run continuing there decompresses them only when it
 writes, and rows of older code (a spec without ``pool_dataset``) report without a traceback."""
 
+import errno
 import gzip
 import importlib.util
 import io
@@ -10,6 +11,7 @@ import json
 import logging
 import lzma
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 from knapsack_dspy.bench.programs import run_program
 from knapsack_dspy.bench.reporting.exemplar_index import index_exemplars
 from knapsack_dspy.bench.reporting.rescoring import rescore_results
+from knapsack_dspy.bench.results import store as results_store
 from knapsack_dspy.bench.results.store import ResultsFileError, ResultsStore, load_rows, rows_file
 from knapsack_dspy.bench.scoring import paired_runs, results_diff
 from knapsack_dspy.cli.main import main
@@ -149,10 +152,6 @@ def test_a_damaged_compressed_file_is_one_line(tmp_path, capsys, suffix, kind):
 def test_decompressing_says_whether_the_rows_could_not_be_read_or_written(tmp_path, monkeypatch):
     """``decompress_rows`` (run_pinned.sh, a resumed run): an unreadable or damaged compressed file is named as the
     one that cannot be read, a full disk as the plain file that cannot be written; nothing is left half-written."""
-    import errno
-    import re
-
-    from knapsack_dspy.bench.results import store
 
     out = tmp_path / "results"
     out.mkdir()
@@ -173,24 +172,24 @@ def test_decompressing_says_whether_the_rows_could_not_be_read_or_written(tmp_pa
             refused()
 
     failures = [  # (what fails, where, its replacement, the message)
-        ("the compressed file cannot be opened", store, "open_for_reading", refused, cannot_read),
-        ("it opens, and cannot be read", store, "open_for_reading", lambda path: UnreadableStream(), cannot_read),
-        ("no temporary file can be made", store.tempfile, "mkstemp", full_disk, cannot_write),
-        ("the temporary file cannot be synced", store.os, "fsync", full_disk, cannot_write),
+        ("the compressed file cannot be opened", results_store, "open_for_reading", refused, cannot_read),
+        ("it opens, cannot be read", results_store, "open_for_reading", lambda _: UnreadableStream(), cannot_read),
+        ("no temporary file can be made", results_store.tempfile, "mkstemp", full_disk, cannot_write),
+        ("the temporary file cannot be synced", results_store.os, "fsync", full_disk, cannot_write),
     ]
     for what, target, name, replacement, message in failures:
         with monkeypatch.context() as patch:
             patch.setattr(target, name, replacement)
-            with pytest.raises(store.ResultsFileError, match=message):
-                store.decompress_rows(out)
+            with pytest.raises(ResultsFileError, match=message):
+                results_store.decompress_rows(out)
         assert sorted(p.name for p in out.iterdir()) == ["predictions.jsonl.xz"], what  # nothing half-written
     packed.write_bytes(lzma.compress(rows)[:100])
     with pytest.raises(ResultsFileError, match=rf"^{re.escape(str(packed))}: not a whole xz file"):
-        store.decompress_rows(out)
+        results_store.decompress_rows(out)
     assert sorted(p.name for p in out.iterdir()) == ["predictions.jsonl.xz"]
     packed.write_bytes(lzma.compress(rows))
-    assert store.decompress_rows(out) == out / "predictions.jsonl"
-    assert (out / "predictions.jsonl").read_bytes() == rows and store.decompress_rows(out) is None
+    assert results_store.decompress_rows(out) == out / "predictions.jsonl"
+    assert (out / "predictions.jsonl").read_bytes() == rows and results_store.decompress_rows(out) is None
 
 
 def test_both_compressed_forms_and_no_plain_file_is_an_error_naming_both(tmp_path, small_data):

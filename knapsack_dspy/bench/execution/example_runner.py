@@ -36,7 +36,7 @@ from knapsack_dspy.bench.results.row_schema import ResultRow
 from knapsack_dspy.bench.scoring.example_scores import score_prediction, selection_quality
 from knapsack_dspy.llm import counting_calls, lm_error_kind
 from knapsack_dspy.llm.call_counter import observing_calls
-from knapsack_dspy.llm.errors import describe_lm_error
+from knapsack_dspy.llm.errors import cause_chain, describe_lm_error
 from knapsack_dspy.messages import one_line
 from knapsack_dspy.paths import portable_traceback
 
@@ -256,16 +256,9 @@ def _internal_failure(exc: BaseException, prefix: str = "") -> dict:
 def _failure_kind(exc: BaseException) -> str:
     """The kind of a failure that is not the LM call's: the answer's when the LM replied in a form the adapter could
     not parse (DSPy's ``AdapterParseError``, or an exception raised ``from`` one), otherwise ``internal`` (a bug). Only
-    explicit causes count (as ``llm.errors`` reads a chain): a bug in code handling a parse error keeps the parse error
-    as its implicit ``__context__``, and is still a bug."""
-    seen: set[int] = set()
-    item: BaseException | None = exc
-    while item is not None and id(item) not in seen:
-        if isinstance(item, AdapterParseError):
-            return ANSWER
-        seen.add(id(item))
-        item = item.__cause__
-    return INTERNAL
+    explicit causes count (``cause_chain``): a bug in code handling a parse error keeps the parse error as its
+    implicit ``__context__``, and is still a bug."""
+    return ANSWER if any(isinstance(item, AdapterParseError) for item in cause_chain(exc)) else INTERNAL
 
 
 def _exception_line(exc: BaseException) -> str:

@@ -103,7 +103,11 @@ def _open_for_reading(path: Path):
     try:
         return open_for_reading(path)
     except OSError as exc:
-        raise ResultsFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise _read_error(path, exc) from None
+
+
+def _read_error(path: Path, exc: OSError) -> ResultsFileError:
+    return ResultsFileError(f"cannot read {path}: {exc.strerror or exc}")
 
 
 def _corrupt_line(where: str, exc: BaseException) -> ResultsFileError:
@@ -194,7 +198,7 @@ def _copy_rows(source, out, compressed: Path) -> None:
             raise ResultsFileError(f"{compressed}: not a whole {format_name(compressed)} file "
                                    f"({one_line(exc, 120)}); restore it (e.g. from git)") from None
         except OSError as exc:
-            raise ResultsFileError(f"cannot read {compressed}: {exc.strerror or exc}") from None
+            raise _read_error(compressed, exc) from None
         if not chunk:
             return
         out.write(chunk)
