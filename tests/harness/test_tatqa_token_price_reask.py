@@ -4,28 +4,20 @@ its questions."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import script_module
 
 from knapsack_dspy.bench.scoring.arm_figures import ArmError
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = {"dataset": "tatqa", "pipeline": "pot", "pool_split": "dev_pool", "eval_split": "dev_tune", "budget": 2048,
         "max_exemplars": 4, "demo_table": "gold_rows", "demo_paragraphs": "gold"}
-PRICES = {"constant": 0.004, "rule": "auto"}
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("tatqa_token_price_reask",
-                                                  ROOT / "benchmarks" / "tatqa_token_price_reask.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tatqa_token_price_reask"] = module
-    spec.loader.exec_module(module)
-    return module
+    return script_module("benchmarks/tatqa_token_price_reask.py")
 
 
 def _row(run: str, params: dict, question: int, right: bool, *, prompt: str, error: str | None = None,
