@@ -26,7 +26,7 @@ The tokens run's arm is the run with the re-ask's settings (data set, split, dem
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import knapsack_dspy  # noqa: F401  (first: LiteLLM then loads with its bundled model map, _env.py)
@@ -43,7 +43,7 @@ from knapsack_dspy.bench.scoring.arm_figures import (
 from knapsack_dspy.bench.scoring.arm_figures import read_arms as read_named_arms
 
 ARMS = ("constant", "rule")
-CONSTANT = 0.004  # the default's price (priced_case_coverage.DEFAULT_TOKEN_PRICE), the tokens run's arm (2)
+CONSTANT = 0.004  # the suite's price for its arm (1), as the tokens run's arm (2) recorded it (the default's today)
 
 
 def arm_of(spec: Mapping) -> str:
@@ -64,16 +64,13 @@ SHARED_SETTINGS = ("dataset", "pipeline", "pool_split", "eval_split", "demo_tabl
 
 def _tokens_arm(results_dir: Path, like: Mapping) -> dict[str, dict]:
     """The tokens run's arm (2) -- ``case_coverage`` at the constant with the ``SHARED_SETTINGS`` of ``like`` (the
-    re-ask's spec) -- per question, with the prompt's sha256 (``ArmError`` when the directory has no such run)."""
+    re-ask's spec) -- per question (``ArmError`` when the directory has no such run)."""
     rows = [row for row in load_rows(results_dir) if not row.spec.get("selection_only") and _is_constant(row.spec)
             and all(row.spec.get(key) == like.get(key) for key in SHARED_SETTINGS)]
     if not rows:
         raise ArmError(f"{results_dir}: no run of case_coverage at token_price {CONSTANT} with the re-ask's "
                        f"settings ({', '.join(SHARED_SETTINGS)})")
-    arm = read_arms(rows)["constant"]
-    for row in rows:
-        arm[row.example_id]["prompt_sha256"] = tuple(row.prompt_sha256 or ())
-    return arm
+    return read_arms(rows)["constant"]
 
 
 def _is_constant(spec: Mapping) -> bool:
@@ -88,14 +85,12 @@ def read_arms(rows) -> dict[str, dict[str, dict]]:
     return read_named_arms(rows, arm_of, ARMS)
 
 
-def reask_figures(arms: Mapping[str, Mapping[str, dict]], failed: Mapping[str, Iterable[str]],
-                  planned: Sequence[str] | None = None, first: Mapping[str, dict] | None = None,
-                  prompts: Mapping[str, tuple] | None = None) -> dict:
-    """The two arms on the questions both answered, their paired difference, and per arm how many of those
-    questions' rows failed (``failed``: arm -> the ids of its failed rows); with ``first`` (the tokens run's arm (2),
-    per question, with ``prompt_sha256``) and ``prompts`` (the re-asked constant arm's prompt sha256 per question):
-    the re-ask against the first ask, and, once every ``planned`` question is answered, both arms over all of
-    ``first``'s questions. ``ArmError`` when a re-asked question is not among ``first``'s."""
+def reask_figures(arms: Mapping[str, Mapping[str, dict]], planned: Sequence[str] | None = None,
+                  first: Mapping[str, dict] | None = None) -> dict:
+    """The two arms on the questions both answered: their figures, their paired difference, and per arm how many of
+    those questions' rows failed; with ``first`` (the tokens run's arm (2), per question): the re-ask against the
+    first ask, and, once every ``planned`` question is answered, both arms over all of ``first``'s questions.
+    ``ArmError`` when a re-asked question is not among ``first``'s."""
     if not arms["constant"] or not arms["rule"]:
         raise ArmError("the rows hold no question both arms answered")
     questions = sorted(set(arms["constant"]) & set(arms["rule"]))
@@ -103,19 +98,19 @@ def reask_figures(arms: Mapping[str, Mapping[str, dict]], failed: Mapping[str, I
                  "complete": bool(planned) and set(planned or ()) <= set(questions),
                  "arms": {arm: arm_figures(arms[arm], questions) for arm in ARMS},
                  "differences": {"rule - constant": difference(arms, "rule", "constant", questions)},
-                 "failed_rows": {arm: len(set(failed.get(arm, ())) & set(questions)) for arm in ARMS}}
+                 "failed_rows": {arm: sum(arms[arm][q]["failed"] for q in questions) for arm in ARMS}}
     if first is None:
         return out
     missing = sorted(set(questions) - set(first))
     if missing:
         raise ArmError(f"{len(missing)} re-asked questions are not among the tokens run's (first: {missing[0]})")
-    same_prompt = [q for q in questions if prompts and prompts.get(q) and prompts[q] == first[q]["prompt_sha256"]]
+    reasked = arms["constant"]
+    same_prompt = [q for q in questions if reasked[q]["prompt"] and reasked[q]["prompt"] == first[q]["prompt"]]
     out["reask"] = {"questions": len(questions), "same_prompt": len(same_prompt),
-                    "same_score": sum(arms["constant"][q]["em"] == first[q]["em"] for q in questions),
-                    "same_score_same_prompt": sum(arms["constant"][q]["em"] == first[q]["em"] for q in same_prompt),
+                    "same_score": sum(reasked[q]["em"] == first[q]["em"] for q in questions),
+                    "same_score_same_prompt": sum(reasked[q]["em"] == first[q]["em"] for q in same_prompt),
                     "first_em": arm_figures(first, questions)["em"],
-                    "difference": difference({"reasked": arms["constant"], "first": first}, "reasked", "first",
-                                             questions)}
+                    "difference": difference({"reasked": reasked, "first": first}, "reasked", "first", questions)}
     if out["complete"]:  # before, the questions not yet re-asked would count as selecting the same at either price
         whole = {arm: {q: (arms[arm][q] if q in arms[arm] else first[q]) for q in first} for arm in ARMS}
         out["all_questions"] = {"questions": len(first), "reasked": len(questions),
@@ -152,21 +147,10 @@ def report(figures: Mapping) -> str:
 
 def _figures(args) -> dict:
     rows = load_rows(args.results_dir)
-    arms = read_arms(rows)
-    failed: dict[str, set] = {}
-    prompts: dict[str, tuple] = {}
-    for row in rows:
-        if row.spec.get("selection_only"):
-            continue
-        arm = arm_of(row.spec)
-        if row.error:
-            failed.setdefault(arm, set()).add(row.example_id)
-        if arm == "constant":
-            prompts[row.example_id] = tuple(row.prompt_sha256 or ())
     spec = next((r.spec for r in rows if not r.spec.get("selection_only")), None)
     planned = list(spec.get("example_ids") or ()) if spec else None
     first = _tokens_arm(args.tokens_run, spec or {}) if args.tokens_run else None
-    return reask_figures(arms, failed, planned, first, prompts)
+    return reask_figures(read_arms(rows), planned, first)
 
 
 def _arguments(parser) -> None:

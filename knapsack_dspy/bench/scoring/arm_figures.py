@@ -25,8 +25,9 @@ class ArmError(KnapsackDspyError, ValueError):
 
 
 def read_arms(rows: Iterable, arm_of: Callable[[Mapping], str], arms: Sequence[str]) -> dict[str, dict[str, dict]]:
-    """arm -> question -> {em, tokens, exemplars, within, doc, prefill, decode, lm, after_instructions, pieces,
-    instructions} from result rows (selection-only rows left out; the last three: the row's
+    """arm -> question -> {em, tokens, exemplars, within, doc, prefill, decode, lm, failed, prompt, after_instructions,
+    pieces, instructions} from result rows (selection-only rows left out; ``failed``: the row has an error, counted
+    wrong; ``prompt``: its ``prompt_sha256`` as a tuple, empty when it has none; the last three: the row's
     ``tokens_after_instructions``, ``pieces_kept`` and ``instructions_sha256``, None when it has none); every arm
     of ``arms`` is a key, empty when no run read as it."""
     rows = [row for row in rows if not row.spec.get("selection_only")]
@@ -46,7 +47,8 @@ def read_arms(rows: Iterable, arm_of: Callable[[Mapping], str], arms: Sequence[s
         out[arm][row.example_id] = {"em": float(bool(row.em)), "tokens": row.prompt_tokens,
                                     "exemplars": len(row.exemplar_ids or ()), "within": row.within_budget,
                                     "doc": row.doc_id or row.example_id, "prefill": prefill, "decode": decode,
-                                    "lm": lm, "after_instructions": row.tokens_after_instructions,
+                                    "lm": lm, "failed": bool(row.error), "prompt": tuple(row.prompt_sha256 or ()),
+                                    "after_instructions": row.tokens_after_instructions,
                                     "pieces": row.pieces_kept, "instructions": row.instructions_sha256}
     for arm, keys in runs.items():
         if len(keys) > 1:
